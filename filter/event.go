@@ -1,0 +1,85 @@
+package filter
+
+import (
+	"strings"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// Event is what a filter reads of an event: its type, its attributes and
+// its payload. The root package's events implement it; BasicEvent is a
+// plain implementation. Implementations must be safe for concurrent reads
+// and must not change while a Match or Eval call reads them.
+type Event interface {
+	// EventType returns the canonical name of the event's type.
+	EventType() string
+	// NumAttrs returns the number of attributes.
+	NumAttrs() int
+	// Attr returns the i-th attribute, 0 ≤ i < NumAttrs(). Names are
+	// canonical and unique within one event.
+	Attr(i int) (name string, v ontology.Value)
+	// Payload returns the payload and its media type ("application/json",
+	// "application/xml", "text/xml", any "+json" or "+xml" type; parameters
+	// after ';' are ignored; "" means sniff the first non-space byte: '{' or
+	// '[' is JSON, '<' is XML). The slice is read, never kept or changed.
+	Payload() (contentType string, data []byte)
+}
+
+// BasicEvent is a plain Event, for tests, benchmarks and small programs.
+type BasicEvent struct {
+	Type        string
+	Attrs       []ontology.Attr
+	ContentType string
+	Data        []byte
+}
+
+// EventType returns e.Type.
+func (e *BasicEvent) EventType() string { return e.Type }
+
+// NumAttrs returns len(e.Attrs).
+func (e *BasicEvent) NumAttrs() int { return len(e.Attrs) }
+
+// Attr returns e.Attrs[i].
+func (e *BasicEvent) Attr(i int) (string, ontology.Value) { return e.Attrs[i].Name, e.Attrs[i].Value }
+
+// Payload returns e.ContentType and e.Data.
+func (e *BasicEvent) Payload() (string, []byte) { return e.ContentType, e.Data }
+
+// payloadKind classifies a payload.
+type payloadKind uint8
+
+const (
+	payloadNone payloadKind = iota
+	payloadJSON
+	payloadXML
+)
+
+func classify(ct string, data []byte) payloadKind {
+	if len(data) == 0 {
+		return payloadNone
+	}
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	switch {
+	case ct == "":
+		for _, c := range data {
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				continue
+			case '{', '[':
+				return payloadJSON
+			case '<':
+				return payloadXML
+			}
+			return payloadNone
+		}
+		return payloadNone
+	case ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "text/json":
+		return payloadJSON
+	case ct == "application/xml" || ct == "text/xml" || strings.HasSuffix(ct, "+xml"):
+		return payloadXML
+	}
+	return payloadNone
+}

@@ -1,0 +1,673 @@
+package filter
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/antchfx/xpath"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// Index is the matcher: it holds filters by caller-chosen ID and finds, for
+// an event, every filter the event matches (DESIGN.md "Semantics that must
+// be exact"; S1 filter table and fire).
+//
+// Filters are grouped by event type; an event visits the groups of its
+// type and every ancestor, plus the AnyType group, so type inheritance
+// costs one group per ancestor and nothing per filter. Inside a group,
+// predicates are indexed, not evaluated one filter at a time: each filter
+// is entered under a few access predicates chosen so that it cannot match
+// unless one of them holds (one for ModeAll; n−k+1 for "at least k of n";
+// enough weight for ModeScore), preferring equality and set membership
+// (hash lookups), then prefix and suffix (one lookup per distinct prefix
+// length), then presence of the operand. Only the filters reached that way
+// are verified. Filters with no predicates fire without verification.
+// Each distinct payload path (gjson path, or XPath predicate) is extracted
+// once per event and only when a reached filter or posting needs it.
+//
+// Concurrency: Index is safe for concurrent use. Match never blocks on
+// writers and writers never block Match: the index keeps two copies and
+// switches readers between them (the left-right technique, Ramalhete &
+// Correia 2015), so Add and Remove apply each change twice and wait for
+// in-flight Match calls on the older copy to finish. Add and Remove are
+// serialised among themselves. Match allocates nothing in steady state
+// for events without an XML payload.
+type Index struct {
+	ont *ontology.Ontology
+
+	mu      sync.Mutex // serialises writers; guards everything below it
+	entries map[uint64]*entry
+	keys    map[keyName]*keyRef
+	freeKey []uint32
+	nextKey uint32
+	free    []uint32 // free slots
+	next    uint32   // next unused slot
+
+	inst    [2]*data
+	side    atomic.Uint32 // the copy readers use
+	version atomic.Uint32 // the read indicator readers arrive at
+	readers [2]readIndicator
+
+	pool sync.Pool // *scratch
+}
+
+type readIndicator struct {
+	n atomic.Int64
+	_ [56]byte // keep the two indicators on separate cache lines
+}
+
+// keyName identifies an operand: an attribute, a gjson path, or a boolean
+// XPath source together with its namespace bindings.
+type keyName struct {
+	src  Source
+	name string
+}
+
+type keyRef struct {
+	id   uint32
+	refs int
+}
+
+// keyInfo is what a copy knows about an operand key.
+type keyInfo struct {
+	name keyName
+	x    *xpath.Expr // for XPath keys: the boolean expression
+	used bool
+}
+
+// entry is one filter as the index holds it. It is shared by both copies
+// and immutable once built, except slot, which only the writer reads.
+type entry struct {
+	id       uint64
+	f        *Filter
+	slot     uint32
+	group    int // type ID + 1; 0 for AnyType
+	keys     []uint32
+	postings []posting
+	direct   bool    // no predicates that can fail: fire without verification
+	score    float64 // the score of a direct entry
+	multi    bool    // reachable through several postings: deduplicate
+	// xkey per predicate for SourceXPath predicates
+}
+
+type postingKind uint8
+
+const (
+	postDirect postingKind = iota
+	postAlways
+	postPresent
+	postEq
+	postPrefix
+	postSuffix
+)
+
+type posting struct {
+	kind postingKind
+	key  uint32
+	vk   ontology.ValueKey // postEq
+	s    string            // postPrefix, postSuffix
+}
+
+// data is one of the two copies readers switch between.
+type data struct {
+	groups   []*group // by type ID + 1; 0 is AnyType
+	keys     []keyInfo
+	attrKeys map[string]uint32
+	slots    []*entry
+	pos      [][]int32 // by slot, by posting: the entry's place in its list
+}
+
+type plist struct {
+	slots []uint32
+	post  []uint16 // which posting of the entry at slots[i]
+}
+
+type group struct {
+	direct plist
+	always plist
+	byKey  map[uint32]*keyPostings
+	attrs  []*keyPostings // postings on attribute keys
+	pay    []*keyPostings // postings on payload keys
+}
+
+type keyPostings struct {
+	key        uint32
+	n          int
+	present    plist
+	eq         map[ontology.ValueKey]*plist
+	prefix     map[string]*plist
+	suffix     map[string]*plist
+	prefixLens []lenCount // sorted by length
+	suffixLens []lenCount
+}
+
+type lenCount struct{ n, count int }
+
+// NewIndex returns an empty Index whose filters and events use the event
+// types of o. o must not be nil.
+func NewIndex(o *ontology.Ontology) *Index {
+	if o == nil {
+		panic("filter: NewIndex with a nil ontology")
+	}
+	x := &Index{ont: o, entries: map[uint64]*entry{}, keys: map[keyName]*keyRef{}}
+	for i := range x.inst {
+		x.inst[i] = &data{groups: make([]*group, o.NumTypes()+1), attrKeys: map[string]uint32{}}
+	}
+	x.pool.New = func() any { return new(scratch) }
+	return x
+}
+
+// Ontology returns the ontology the index was made with.
+func (x *Index) Ontology() *ontology.Ontology { return x.ont }
+
+// ErrDuplicateID is returned by Index.Add for an ID already in the index.
+var ErrDuplicateID = fmt.Errorf("filter: duplicate filter ID")
+
+// Len returns the number of filters in the index.
+func (x *Index) Len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.entries)
+}
+
+// Add puts f into the index under id. f is first passed through Resolve,
+// so its type must be known to the index's ontology and its attributes must
+// fit their declared kinds; those errors wrap ErrInvalid. An id already
+// present returns an error wrapping ErrDuplicateID. When Add returns, every
+// Match that starts afterwards sees the filter. Add may be called
+// concurrently with Match and other Add and Remove calls; it waits for
+// Match calls in flight to leave the copy it updates second. Cost: O(number
+// of predicates) map operations, twice.
+func (x *Index) Add(id uint64, f *Filter) error {
+	f, err := Resolve(x.ont, f)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, dup := x.entries[id]; dup {
+		return fmt.Errorf("%w %d", ErrDuplicateID, id)
+	}
+	e := &entry{id: id, f: f}
+	if f.typ != AnyType {
+		t, _ := x.ont.Lookup(f.typ)
+		e.group = t.ID + 1
+	}
+	e.keys = make([]uint32, len(f.preds))
+	for i := range f.preds {
+		e.keys[i] = x.acquireKey(f, i)
+	}
+	if len(x.free) > 0 {
+		e.slot = x.free[len(x.free)-1]
+		x.free = x.free[:len(x.free)-1]
+	} else {
+		e.slot = x.next
+		x.next++
+	}
+	x.choosePostings(e)
+	x.entries[id] = e
+	x.write(func(d *data) { d.insert(e) })
+	return nil
+}
+
+// Remove takes the filter with id out of the index and reports whether it
+// was there. When Remove returns, no Match that starts afterwards reports
+// it. Safe for concurrent use, like Add.
+func (x *Index) Remove(id uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.entries[id]
+	if !ok {
+		return false
+	}
+	delete(x.entries, id)
+	var dead []uint32
+	for i := range e.f.preds {
+		if id, last := x.releaseKey(keyNameOf(e.f, i)); last {
+			dead = append(dead, id)
+		}
+	}
+	x.write(func(d *data) {
+		d.remove(e)
+		for _, k := range dead {
+			d.forget(k)
+		}
+	})
+	x.free = append(x.free, e.slot)
+	return true
+}
+
+// write applies op to both copies: first to the one readers do not use,
+// then, after switching readers over and waiting for those still on the
+// other, to that one. mu must be held.
+func (x *Index) write(op func(d *data)) {
+	side := x.side.Load()
+	op(x.inst[1-side])
+	x.side.Store(1 - side)
+	vi := x.version.Load()
+	for x.readers[1-vi].n.Load() != 0 {
+		runtime.Gosched()
+	}
+	x.version.Store(1 - vi)
+	for x.readers[vi].n.Load() != 0 {
+		runtime.Gosched()
+	}
+	op(x.inst[side])
+}
+
+func keyNameOf(f *Filter, i int) keyName {
+	p := &f.preds[i]
+	switch p.Operand.Source {
+	case SourceXPath:
+		name := f.xsrc[i]
+		for _, b := range f.ns {
+			name += "\x00" + b.prefix + "=" + b.uri
+		}
+		return keyName{SourceXPath, name}
+	case sourceNone:
+		return keyName{sourceNone, ""}
+	}
+	return keyName{p.Operand.Source, p.Operand.Name}
+}
+
+const noKey = ^uint32(0)
+
+// acquireKey returns the key ID of predicate i of f, counting a reference.
+// mu must be held.
+func (x *Index) acquireKey(f *Filter, i int) uint32 {
+	kn := keyNameOf(f, i)
+	if kn.src == sourceNone {
+		return noKey
+	}
+	if r, ok := x.keys[kn]; ok {
+		r.refs++
+		return r.id
+	}
+	var id uint32
+	if n := len(x.freeKey); n > 0 {
+		id = x.freeKey[n-1]
+		x.freeKey = x.freeKey[:n-1]
+	} else {
+		id = x.nextKey
+		x.nextKey++
+	}
+	x.keys[kn] = &keyRef{id: id, refs: 1}
+	return id
+}
+
+// releaseKey drops a reference to a key and reports whether it was the
+// last; the caller then forgets the key in both copies. mu must be held.
+func (x *Index) releaseKey(kn keyName) (uint32, bool) {
+	if kn.src == sourceNone {
+		return 0, false
+	}
+	r := x.keys[kn]
+	if r.refs--; r.refs > 0 {
+		return 0, false
+	}
+	delete(x.keys, kn)
+	x.freeKey = append(x.freeKey, r.id)
+	return r.id, true
+}
+
+// Costs used to choose access predicates: the expected number of filters
+// reached per event is estimated from the current list length times a
+// factor for how often such a posting is hit.
+const (
+	costEq       = 1
+	costAffix    = 4
+	costPresent  = 32
+	maxPostings  = 1 << 16
+	maxAffixScan = 64
+)
+
+type candidate struct {
+	pred  int
+	cost  int
+	posts []posting
+}
+
+// choosePostings decides under which postings e is entered. The copy
+// readers do not use is consulted for list lengths; both copies hold the
+// same lists. mu must be held.
+func (x *Index) choosePostings(e *entry) {
+	f := e.f
+	d := x.inst[1-x.side.Load()]
+	g := d.groups[e.group]
+	var cands []candidate
+	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
+	for i := range f.preds {
+		p := &f.preds[i]
+		if p.Op == OpTrue || p.Op == OpNotExists && p.Operand.Source != SourceXPath {
+			freeN++
+			freeW += p.weight()
+			continue
+		}
+		cands = append(cands, x.accessFor(g, e.keys[i], i, p))
+	}
+	if len(cands) == 0 && freeN == len(f.preds) {
+		// Only true and not-exists predicates.
+		if freeN == 0 || allTrue(f) {
+			e.direct = true
+			w := 0.0
+			for i := range f.preds {
+				w += f.preds[i].weight()
+			}
+			ok, score := f.decide(len(f.preds), w)
+			if ok {
+				e.score = score
+				e.postings = []posting{{kind: postDirect}}
+			} // else it can never match: no postings at all
+			return
+		}
+	}
+	var need []candidate
+	switch f.mode {
+	case ModeAll:
+		if len(cands) > 0 {
+			best := 0
+			for i, c := range cands {
+				if c.cost < cands[best].cost {
+					best = i
+				}
+			}
+			need = cands[best : best+1]
+		}
+	case ModeAtLeast:
+		if r := f.atLeast - freeN; r > 0 {
+			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost < cands[j].cost })
+			need = cands[:len(cands)-r+1]
+		}
+	case ModeScore:
+		if freeW < f.threshold {
+			// Leave out the costliest predicates while their weight, with
+			// the free weight, stays below the threshold.
+			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost > cands[j].cost })
+			w := freeW
+			k := 0
+			for k < len(cands) && w+f.preds[cands[k].pred].weight() < f.threshold {
+				w += f.preds[cands[k].pred].weight()
+				k++
+			}
+			need = cands[k:]
+		}
+	}
+	if len(need) == 0 {
+		e.postings = []posting{{kind: postAlways}}
+		return
+	}
+	for _, c := range need {
+		e.postings = append(e.postings, c.posts...)
+	}
+	if len(e.postings) > maxPostings {
+		e.postings = e.postings[:0]
+		for _, c := range need {
+			e.postings = append(e.postings, posting{kind: postPresent, key: e.keys[c.pred]})
+		}
+	}
+	e.multi = len(need) > 1
+}
+
+func allTrue(f *Filter) bool {
+	for i := range f.preds {
+		if f.preds[i].Op != OpTrue {
+			return false
+		}
+	}
+	return true
+}
+
+func (kp *keyPostings) eqLen(vk ontology.ValueKey) int {
+	if kp == nil || kp.eq == nil {
+		return 0
+	}
+	if l := kp.eq[vk]; l != nil {
+		return len(l.slots)
+	}
+	return 0
+}
+
+// accessFor returns the cheapest way to reach filters through predicate p.
+func (x *Index) accessFor(g *group, key uint32, i int, p *Predicate) candidate {
+	var kp *keyPostings
+	if g != nil {
+		kp = g.byKey[key]
+	}
+	present := func() candidate {
+		n := 0
+		if kp != nil {
+			n = len(kp.present.slots)
+		}
+		return candidate{pred: i, cost: costPresent * (n + 1), posts: []posting{{kind: postPresent, key: key}}}
+	}
+	if p.Operand.Source == SourceXPath {
+		vk := ontology.Bool(true).Key()
+		return candidate{pred: i, cost: costEq * (kp.eqLen(vk) + 1), posts: []posting{{kind: postEq, key: key, vk: vk}}}
+	}
+	switch p.Op {
+	case OpEQ:
+		vk := p.Value.Key()
+		return candidate{pred: i, cost: costEq * (kp.eqLen(vk) + 1), posts: []posting{{kind: postEq, key: key, vk: vk}}}
+	case OpIn:
+		c := candidate{pred: i}
+		seen := map[ontology.ValueKey]bool{}
+		for _, m := range p.Set {
+			vk := m.Key()
+			if seen[vk] {
+				continue
+			}
+			seen[vk] = true
+			c.cost += costEq * (kp.eqLen(vk) + 1)
+			c.posts = append(c.posts, posting{kind: postEq, key: key, vk: vk})
+		}
+		if pr := present(); pr.cost < c.cost {
+			return pr
+		}
+		return c
+	case OpPrefix, OpSuffix:
+		s := p.Value.Str()
+		if len(s) > maxAffixScan {
+			return present()
+		}
+		kind, n := postPrefix, 0
+		if p.Op == OpSuffix {
+			kind = postSuffix
+		}
+		if kp != nil {
+			m := kp.prefix
+			if kind == postSuffix {
+				m = kp.suffix
+			}
+			if l := m[s]; l != nil {
+				n = len(l.slots)
+			}
+		}
+		return candidate{pred: i, cost: costAffix * (n + 1), posts: []posting{{kind: kind, key: key, s: s}}}
+	}
+	return present()
+}
+
+// ---- one copy ----
+
+func (d *data) group(i int) *group {
+	g := d.groups[i]
+	if g == nil {
+		g = &group{byKey: map[uint32]*keyPostings{}}
+		d.groups[i] = g
+	}
+	return g
+}
+
+func (d *data) insert(e *entry) {
+	for len(d.slots) <= int(e.slot) {
+		d.slots = append(d.slots, nil)
+		d.pos = append(d.pos, nil)
+	}
+	d.slots[e.slot] = e
+	for i, k := range e.keys {
+		if k == noKey {
+			continue
+		}
+		for len(d.keys) <= int(k) {
+			d.keys = append(d.keys, keyInfo{})
+		}
+		if !d.keys[k].used {
+			kn := keyNameOf(e.f, i)
+			d.keys[k] = keyInfo{name: kn, x: e.f.xexprs[i], used: true}
+			if kn.src == SourceAttr {
+				d.attrKeys[kn.name] = k
+			}
+		}
+	}
+	pos := make([]int32, len(e.postings))
+	g := d.group(e.group)
+	for j, p := range e.postings {
+		l := d.list(g, p, true)
+		pos[j] = int32(len(l.slots))
+		l.slots = append(l.slots, e.slot)
+		l.post = append(l.post, uint16(j))
+	}
+	d.pos[e.slot] = pos
+}
+
+func (d *data) remove(e *entry) {
+	g := d.groups[e.group]
+	pos := d.pos[e.slot]
+	for j, p := range e.postings {
+		l := d.list(g, p, false)
+		i := pos[j]
+		last := int32(len(l.slots) - 1)
+		if i != last {
+			s, q := l.slots[last], l.post[last]
+			l.slots[i], l.post[i] = s, q
+			d.pos[s][q] = i
+		}
+		l.slots, l.post = l.slots[:last], l.post[:last]
+		d.dropPosting(g, p, last == 0)
+	}
+	d.slots[e.slot] = nil
+	d.pos[e.slot] = nil
+}
+
+// forget clears what the copy knows about a released key.
+func (d *data) forget(k uint32) {
+	if kn := d.keys[k].name; kn.src == SourceAttr {
+		delete(d.attrKeys, kn.name)
+	}
+	d.keys[k] = keyInfo{}
+}
+
+// list returns the list posting p lives in, creating it when create is set.
+func (d *data) list(g *group, p posting, create bool) *plist {
+	switch p.kind {
+	case postDirect:
+		return &g.direct
+	case postAlways:
+		return &g.always
+	}
+	kp := g.byKey[p.key]
+	if kp == nil {
+		kp = &keyPostings{key: p.key}
+		g.byKey[p.key] = kp
+		if d.keys[p.key].name.src == SourceAttr {
+			g.attrs = append(g.attrs, kp)
+		} else {
+			g.pay = append(g.pay, kp)
+		}
+	}
+	if create {
+		kp.n++
+	}
+	switch p.kind {
+	case postPresent:
+		return &kp.present
+	case postEq:
+		if kp.eq == nil {
+			kp.eq = map[ontology.ValueKey]*plist{}
+		}
+		l := kp.eq[p.vk]
+		if l == nil {
+			l = &plist{}
+			kp.eq[p.vk] = l
+		}
+		return l
+	default:
+		m, lens := &kp.prefix, &kp.prefixLens
+		if p.kind == postSuffix {
+			m, lens = &kp.suffix, &kp.suffixLens
+		}
+		if *m == nil {
+			*m = map[string]*plist{}
+		}
+		l := (*m)[p.s]
+		if l == nil {
+			l = &plist{}
+			(*m)[p.s] = l
+			*lens = addLen(*lens, len(p.s))
+		}
+		return l
+	}
+}
+
+// dropPosting accounts for the removal of posting p from its list: it
+// deletes the list when it is now empty, and the key's postings when the
+// key has none left.
+func (d *data) dropPosting(g *group, p posting, empty bool) {
+	if p.kind == postDirect || p.kind == postAlways {
+		return
+	}
+	kp := g.byKey[p.key]
+	if empty {
+		switch p.kind {
+		case postEq:
+			delete(kp.eq, p.vk)
+		case postPrefix:
+			delete(kp.prefix, p.s)
+			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
+		case postSuffix:
+			delete(kp.suffix, p.s)
+			kp.suffixLens = dropLen(kp.suffixLens, len(p.s))
+		}
+	}
+	if kp.n--; kp.n > 0 {
+		return
+	}
+	delete(g.byKey, p.key)
+	g.attrs = dropKP(g.attrs, kp)
+	g.pay = dropKP(g.pay, kp)
+}
+
+func dropKP(s []*keyPostings, kp *keyPostings) []*keyPostings {
+	for i, k := range s {
+		if k == kp {
+			s[i] = s[len(s)-1]
+			s[len(s)-1] = nil
+			return s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+func addLen(ls []lenCount, n int) []lenCount {
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].n >= n })
+	if i < len(ls) && ls[i].n == n {
+		ls[i].count++
+		return ls
+	}
+	ls = append(ls, lenCount{})
+	copy(ls[i+1:], ls[i:])
+	ls[i] = lenCount{n, 1}
+	return ls
+}
+
+func dropLen(ls []lenCount, n int) []lenCount {
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].n >= n })
+	if ls[i].count--; ls[i].count == 0 {
+		ls = append(ls[:i], ls[i+1:]...)
+	}
+	return ls
+}

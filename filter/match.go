@@ -1,0 +1,229 @@
+package filter
+
+import (
+	"github.com/antchfx/xmlquery"
+	"github.com/tidwall/gjson"
+)
+
+// scratch is the per-call state of Match, pooled so that steady-state
+// matching allocates nothing.
+type scratch struct {
+	epoch   uint32
+	stamp   []uint32 // by key: == epoch when vals[key] is known for this event
+	vals    []val    // by key
+	seen    []uint32 // by slot: == epoch when the filter was verified
+	present []uint32 // attribute keys present in this event
+	out     []hit
+
+	ev      Event
+	kind    payloadKind
+	data    []byte
+	xml     *xmlquery.Node
+	xmlDone bool
+}
+
+type hit struct {
+	id    uint64
+	score float64
+}
+
+// Match calls fn once for every filter in the index that ev matches, with
+// the filter's ID and score (see Mode). The type test follows the
+// ontology: a filter on type T matches events of T and of every descendant
+// of T; an AnyType filter matches every event, including events whose type
+// the ontology does not know (those match nothing else). Event attribute
+// names are taken as canonical (resolve synonyms before, at the edge).
+//
+// fn is called after the index has been read, so it may call Add and
+// Remove; the order of calls is unspecified. Match is safe for concurrent
+// use and never waits for writers. It allocates nothing in steady state,
+// except to parse an XML payload (once per event, when some filter reached
+// needs it) and what gjson allocates for JSON strings with escapes.
+func (x *Index) Match(ev Event, fn func(id uint64, score float64)) {
+	s := x.pool.Get().(*scratch)
+	vi := x.version.Load()
+	x.readers[vi].n.Add(1)
+	s.match(x, x.inst[x.side.Load()], ev)
+	x.readers[vi].n.Add(-1)
+	for _, h := range s.out {
+		fn(h.id, h.score)
+	}
+	s.out = s.out[:0]
+	s.ev, s.data, s.xml = nil, nil, nil
+	x.pool.Put(s)
+}
+
+func (s *scratch) match(x *Index, d *data, ev Event) {
+	s.epoch++
+	if s.epoch == 0 {
+		clear(s.stamp)
+		clear(s.seen)
+		s.epoch = 1
+	}
+	if n := len(d.keys); len(s.stamp) < n {
+		s.stamp = append(s.stamp, make([]uint32, n-len(s.stamp))...)
+		s.vals = append(s.vals, make([]val, n-len(s.vals))...)
+	}
+	if n := len(d.slots); len(s.seen) < n {
+		s.seen = append(s.seen, make([]uint32, n-len(s.seen))...)
+	}
+	s.ev = ev
+	ct, data := ev.Payload()
+	s.kind, s.data, s.xml, s.xmlDone = classify(ct, data), data, nil, false
+	s.present = s.present[:0]
+	for i, n := 0, ev.NumAttrs(); i < n; i++ {
+		name, v := ev.Attr(i)
+		k, ok := d.attrKeys[name]
+		if !ok || !v.IsValid() {
+			continue
+		}
+		s.stamp[k] = s.epoch
+		s.vals[k] = val{v: v, present: true}
+		s.present = append(s.present, k)
+	}
+
+	s.visit(d, d.groups[0])
+	if t, ok := x.ont.Lookup(ev.EventType()); ok {
+		for _, a := range x.ont.Ancestors(t.ID) {
+			s.visit(d, d.groups[a+1])
+		}
+	}
+}
+
+// value returns the operand value of key k for this event, extracting a
+// payload path the first time it is asked for.
+func (s *scratch) value(d *data, k uint32) val {
+	if s.stamp[k] == s.epoch {
+		return s.vals[k]
+	}
+	var v val
+	switch ki := &d.keys[k]; ki.name.src {
+	case SourceJSON:
+		if s.kind == payloadJSON {
+			v = jsonValue(gjson.GetBytes(s.data, ki.name.name))
+		}
+	case SourceXPath:
+		v = val{v: boolValue(s.xpathTrue(ki)), present: true}
+	}
+	s.stamp[k] = s.epoch
+	s.vals[k] = v
+	return v
+}
+
+func (s *scratch) xpathTrue(ki *keyInfo) bool {
+	if s.kind != payloadXML {
+		return false
+	}
+	if !s.xmlDone {
+		s.xml, s.xmlDone = parseXML(s.data), true
+	}
+	if s.xml == nil {
+		return false
+	}
+	b, _ := ki.x.Evaluate(xmlquery.CreateXPathNavigator(s.xml)).(bool)
+	return b
+}
+
+func (s *scratch) visit(d *data, g *group) {
+	if g == nil {
+		return
+	}
+	for _, slot := range g.direct.slots {
+		e := d.slots[slot]
+		s.out = append(s.out, hit{id: e.id, score: e.score})
+	}
+	for _, slot := range g.always.slots {
+		s.verify(d, d.slots[slot])
+	}
+	if len(g.attrs) <= len(s.present) {
+		for _, kp := range g.attrs {
+			if s.stamp[kp.key] == s.epoch {
+				s.probe(d, kp, s.vals[kp.key])
+			}
+		}
+	} else {
+		for _, k := range s.present {
+			if kp := g.byKey[k]; kp != nil {
+				s.probe(d, kp, s.vals[k])
+			}
+		}
+	}
+	for _, kp := range g.pay {
+		if v := s.value(d, kp.key); v.present {
+			s.probe(d, kp, v)
+		}
+	}
+}
+
+// probe verifies the filters reached through the postings of one key whose
+// operand is present with value v.
+func (s *scratch) probe(d *data, kp *keyPostings, v val) {
+	s.verifyList(d, &kp.present)
+	if kp.eq != nil && v.v.IsValid() && !v.v.IsNaN() {
+		if l := kp.eq[v.v.Key()]; l != nil {
+			s.verifyList(d, l)
+		}
+	}
+	if str := v.v.Str(); len(kp.prefixLens) > 0 && v.v.Kind() == kindString {
+		for _, lc := range kp.prefixLens {
+			if lc.n > len(str) {
+				break
+			}
+			if l := kp.prefix[str[:lc.n]]; l != nil {
+				s.verifyList(d, l)
+			}
+		}
+	}
+	if str := v.v.Str(); len(kp.suffixLens) > 0 && v.v.Kind() == kindString {
+		for _, lc := range kp.suffixLens {
+			if lc.n > len(str) {
+				break
+			}
+			if l := kp.suffix[str[len(str)-lc.n:]]; l != nil {
+				s.verifyList(d, l)
+			}
+		}
+	}
+}
+
+func (s *scratch) verifyList(d *data, l *plist) {
+	for _, slot := range l.slots {
+		e := d.slots[slot]
+		if e.multi {
+			if s.seen[slot] == s.epoch {
+				continue
+			}
+			s.seen[slot] = s.epoch
+		}
+		s.verify(d, e)
+	}
+}
+
+// verify evaluates every predicate of e and records a hit when its mode is
+// satisfied.
+func (s *scratch) verify(d *data, e *entry) {
+	f := e.f
+	n, w := 0, 0.0
+	for i := range f.preds {
+		p := &f.preds[i]
+		var h bool
+		switch p.Operand.Source {
+		case sourceNone:
+			h = true
+		case SourceXPath:
+			x := s.value(d, e.keys[i])
+			h = x.v.Bool()
+		default:
+			h = p.holds(s.value(d, e.keys[i]))
+		}
+		if h {
+			n++
+			w += p.weight()
+		} else if f.mode == ModeAll {
+			return
+		}
+	}
+	if ok, score := f.decide(n, w); ok {
+		s.out = append(s.out, hit{id: e.id, score: score})
+	}
+}

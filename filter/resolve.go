@@ -1,0 +1,100 @@
+package filter
+
+import (
+	"fmt"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// Resolve checks f against ontology o and returns it with canonical names:
+// the event type and attribute synonyms are replaced by their canonical
+// names (DESIGN.md: synonyms resolve at the edge, never during matching).
+// It returns f itself when nothing changes.
+//
+// It refuses, with a *BuildError wrapping ErrInvalid: an event type o does
+// not know; an attribute that neither the type, its ancestors nor its
+// descendants declare (for AnyType filters, one that no type declares,
+// and kinds are not checked); a literal whose kind does not fit the attribute's declared kind (a string
+// compared with a float attribute, prefix on an int). Payload operands are
+// not checked: payloads carry no vocabulary.
+func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
+	spec := f.Spec()
+	changed := false
+	typeID := -1
+	if f.typ != AnyType {
+		t, ok := o.Lookup(f.typ)
+		if !ok {
+			return nil, &BuildError{Index: -1, Msg: fmt.Sprintf("unknown event type %q", f.typ)}
+		}
+		typeID = t.ID
+		if t.Name != f.typ {
+			spec.Type, changed = t.Name, true
+		}
+	}
+	for i := range spec.Predicates {
+		p := &spec.Predicates[i]
+		if p.Operand.Source != SourceAttr || p.Op == OpTrue {
+			continue
+		}
+		name := o.CanonicalAttribute(p.Operand.Name)
+		if name != p.Operand.Name {
+			p.Operand.Name, changed = name, true
+		}
+		if typeID < 0 {
+			// Types may declare one name with different kinds: only the
+			// name is checked for AnyType filters.
+			if !o.HasAttribute(name) {
+				return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of any event type", name)}
+			}
+			continue
+		}
+		a, ok := o.AttributeBelow(typeID, name)
+		if !ok {
+			return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of event type %q, its ancestors or its subtypes", name, o.Type(typeID).Name)}
+		}
+		if err := checkKinds(p, a); err != nil {
+			return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: err.Error()}
+		}
+	}
+	if !changed {
+		return f, nil
+	}
+	return Build(spec)
+}
+
+func fits(v ontology.Value, k ontology.Kind) bool {
+	if v.Kind().Numeric() && k.Numeric() {
+		return true
+	}
+	return v.Kind() == k
+}
+
+func checkKinds(p *Predicate, a ontology.Attribute) error {
+	bad := func(v ontology.Value) error {
+		return fmt.Errorf("attribute %q is %s; %v is a %s", a.Name, a.Kind, v, v.Kind())
+	}
+	switch p.Op {
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		if !fits(p.Value, a.Kind) {
+			return bad(p.Value)
+		}
+	case OpRange:
+		if !fits(p.Value, a.Kind) {
+			return bad(p.Value)
+		}
+		if !fits(p.Hi, a.Kind) {
+			return bad(p.Hi)
+		}
+	case OpIn, OpNotIn:
+		for _, m := range p.Set {
+			if !fits(m, a.Kind) {
+				return bad(m)
+			}
+		}
+	case OpPrefix, OpSuffix, OpContains:
+		if a.Kind != ontology.KindString {
+			return fmt.Errorf("attribute %q is %s; %s needs a string attribute", a.Name, a.Kind, p.Op)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+package filter
+
+import "unicode"
+
+func isLetter(r rune) bool { return unicode.IsLetter(r) }
