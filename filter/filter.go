@@ -279,7 +279,7 @@ func (f *Filter) String() string { return f.src }
 // ErrInvalid is wrapped by every error Build (and so Compile) returns for a
 // filter that is well-formed text but not a valid filter; test with
 // errors.Is(err, filter.ErrInvalid).
-var ErrInvalid = errors.New("invalid filter")
+var ErrInvalid = errors.New("filter: invalid filter")
 
 // BuildError reports what is wrong with a Spec: Index is the position of
 // the offending predicate in Spec.Predicates, or -1 for the filter as a whole.
@@ -344,6 +344,9 @@ func Build(spec Spec) (*Filter, error) {
 		}
 		if err := checkPredicate(&p, spec.Mode); err != nil {
 			return nil, &BuildError{Index: i, Pred: formatPredicate(&p), Msg: err.Error()}
+		}
+		if p.Weight == 1 {
+			p.Weight = 0 // the default, which String leaves out
 		}
 		if p.Operand.Source == SourceXPath {
 			src, err := xpathSource(&p)

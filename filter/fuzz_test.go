@@ -1,6 +1,10 @@
 package filter
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 // fuzzSeeds are filters from CASES.md and the syntax reference, plus
 // malformed and edge inputs.
@@ -37,7 +41,8 @@ var fuzzSeeds = []string{
 }
 
 // FuzzCompile checks that Compile never panics and that the canonical
-// source of every filter it accepts compiles to the same canonical source.
+// source of every filter it accepts compiles to the same canonical source
+// and the same Spec.
 func FuzzCompile(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
@@ -55,5 +60,19 @@ func FuzzCompile(f *testing.F) {
 		if got := again.String(); got != s {
 			t.Fatalf("Compile(%q): String() = %q, but that compiles to %q", src, s, got)
 		}
+		if a, b := normalWeights(flt.Spec()), normalWeights(again.Spec()); !assert.ObjectsAreEqual(a, b) {
+			t.Fatalf("Compile(%q): Spec %+v, but its String() %q compiles to Spec %+v", src, a, s, b)
+		}
 	})
+}
+
+// normalWeights returns spec with weights of 1 written as 0 (the default),
+// which String omits.
+func normalWeights(spec Spec) Spec {
+	for i := range spec.Predicates {
+		if spec.Predicates[i].Weight == 1 {
+			spec.Predicates[i].Weight = 0
+		}
+	}
+	return spec
 }

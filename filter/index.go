@@ -88,6 +88,9 @@ type entry struct {
 	group    int // type ID + 1; 0 for AnyType
 	keys     []uint32
 	postings []posting
+	inDense  bool    // lives in its group's dense engine, not in postings
+	eligible bool    // could live in a dense engine (denseEligible)
+	dslot    uint32  // engine slot when inDense (the same in both copies)
 	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
 	multi    bool    // reachable through several postings: deduplicate
@@ -127,11 +130,13 @@ type plist struct {
 }
 
 type group struct {
-	direct plist
-	always plist
-	byKey  map[uint32]*keyPostings
-	attrs  []*keyPostings // postings on attribute keys
-	pay    []*keyPostings // postings on payload keys
+	dense    *dense // filters of numeric intervals, when the group has enough
+	eligible int    // dense-eligible filters held in postings
+	direct   plist
+	always   plist
+	byKey    map[uint32]*keyPostings
+	attrs    []*keyPostings // postings on attribute keys
+	pay      []*keyPostings // postings on payload keys
 }
 
 type keyPostings struct {
@@ -208,7 +213,20 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		e.slot = x.next
 		x.next++
 	}
-	x.choosePostings(e)
+	e.eligible = denseEligible(f)
+	if e.eligible {
+		g := x.inst[1-x.side.Load()].groups[e.group]
+		switch {
+		case g == nil:
+		case g.dense != nil:
+			e.inDense = g.dense.fits(e)
+		default:
+			e.inDense = g.eligible+1 >= denseMinGroup
+		}
+	}
+	if !e.inDense {
+		x.choosePostings(e)
+	}
 	x.entries[id] = e
 	x.write(func(d *data) { d.insert(e) })
 	return nil
@@ -523,8 +541,18 @@ func (d *data) insert(e *entry) {
 			}
 		}
 	}
-	pos := make([]int32, len(e.postings))
 	g := d.group(e.group)
+	if e.inDense {
+		if g.dense == nil {
+			g.dense = newDense()
+		}
+		g.dense.insert(e)
+		return
+	}
+	if e.eligible {
+		g.eligible++
+	}
+	pos := make([]int32, len(e.postings))
 	for j, p := range e.postings {
 		l := d.list(g, p, true)
 		pos[j] = int32(len(l.slots))
@@ -536,6 +564,17 @@ func (d *data) insert(e *entry) {
 
 func (d *data) remove(e *entry) {
 	g := d.groups[e.group]
+	d.slots[e.slot] = nil
+	if e.inDense {
+		g.dense.remove(e)
+		if g.dense.empty() {
+			g.dense = nil
+		}
+		return
+	}
+	if e.eligible {
+		g.eligible--
+	}
 	pos := d.pos[e.slot]
 	for j, p := range e.postings {
 		l := d.list(g, p, false)

@@ -14,6 +14,7 @@ type scratch struct {
 	seen    []uint32 // by slot: == epoch when the filter was verified
 	present []uint32 // attribute keys present in this event
 	out     []hit
+	u       []uint64 // dense engines' failed-filter bitset
 
 	ev      Event
 	kind    payloadKind
@@ -131,6 +132,9 @@ func (s *scratch) visit(d *data, g *group) {
 	for _, slot := range g.direct.slots {
 		e := d.slots[slot]
 		s.out = append(s.out, hit{id: e.id, score: e.score})
+	}
+	if g.dense != nil {
+		g.dense.match(s, d)
 	}
 	for _, slot := range g.always.slots {
 		s.verify(d, d.slots[slot])

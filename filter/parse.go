@@ -37,7 +37,7 @@ func MustCompile(src string) *Filter {
 // ErrSyntax is wrapped by every error Parse (and so Compile) returns for
 // text that does not follow the filter grammar; test with
 // errors.Is(err, filter.ErrSyntax).
-var ErrSyntax = errors.New("syntax error")
+var ErrSyntax = errors.New("filter: syntax error")
 
 // SyntaxError reports where filter source text breaks the grammar and why.
 type SyntaxError struct {
@@ -47,6 +47,7 @@ type SyntaxError struct {
 	Msg    string // what was expected and what was found
 }
 
+// Error returns "filter: line:col: " followed by Msg.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("filter: %d:%d: %s", e.Line, e.Col, e.Msg)
 }

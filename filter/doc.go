@@ -1,0 +1,79 @@
+// Package filter compiles sion filters and matches events against them.
+//
+// A Filter selects events by event type and content (S1 "filter"): an event
+// type T, which also matches every subtype of T, or AnyType ("*"); a match
+// mode (all predicates, at least K of them, or a weighted score reaching a
+// threshold); and predicates over the event's typed attributes and over
+// its JSON or XML payload. Compile reads a filter from source text, Build
+// from a Spec; both return an immutable *Filter whose String method gives
+// its canonical source. An Index holds many filters and finds the ones an
+// Event matches.
+//
+// # Syntax
+//
+// Filter source is one line or many; SYNTAX.md in this directory is the
+// user reference, with examples. For example:
+//
+//	{type ⊑ Reading; json(temp\.celsius) > 30}
+//	{type <: Quake; match score >= 2; mag >= 6 weight 2; tsunami == 1}
+//	{xmlns:s = "urn:example:sensors"; xpath(/s:reading/s:value > 20)}
+//
+// The grammar, in EBNF (as in the Go specification). Tokens may be
+// separated by spaces, tabs, carriage returns and newlines; there are no
+// comments.
+//
+//	filter    = "{" [ clauses ] "}" | [ clauses ] .
+//	clauses   = clause { ";" clause } [ ";" ] .
+//	clause    = type | match | xmlns | predicate [ "weight" number ] .
+//	type      = "type" ( "⊑" | "<:" ) ( name | "*" ) .
+//	match     = "match" ( "all" | "atleast" int | "score" ">=" number ) .
+//	xmlns     = "xmlns" ":" prefix "=" string .
+//	predicate = "true"
+//	          | "xpath" "(" path ")"
+//	          | operand op literal
+//	          | operand "in" ( "[" | "(" ) literal "," literal ( "]" | ")" )
+//	          | operand [ "not" ] "in" "{" literal { "," literal } "}"
+//	          | operand ( "prefix" | "suffix" | "contains" ) string
+//	          | operand [ "not" ] "exists" .
+//	operand   = name | "json" "(" path ")" | "xpath" "(" path ")" .
+//	op        = "==" | "=" | "!=" | "<" | "<=" | ">" | ">=" .
+//	literal   = string | int | float | "true" | "false" | "time" "(" string ")" .
+//	number    = int | float .
+//	name      = bare | string .
+//	path      = string | raw .
+//
+//	bare      = ( letter | "_" ) { letter | digit | "_" | "." | "-" | ":" } .
+//	int       = [ "-" ] digit { digit } .
+//	float     = [ "-" ] digit { digit } ( "." digit { digit } [ exp ] | exp ) .
+//	exp       = ( "e" | "E" ) [ "+" | "-" ] digit { digit } .
+//	string    = a Go interpreted "..." or raw `...` string literal .
+//	raw       = the text up to the ")" that balances the "(" .
+//	prefix    = an XML NCName .
+//
+// A filter has at most one type clause (the default is "*") and at most one
+// match clause (the default is "match all"); a namespace prefix is bound at
+// most once. The words type, match, xmlns, true, json and xpath start their
+// clause only when followed by what it needs ("type" by ⊑ or <:, "json" and
+// "xpath" by "(", "true" by ";", "}", "weight" or the end); otherwise, like
+// every other word at the start of a predicate, they name an attribute. A
+// name that is a keyword or is not bare is written quoted ("quarry blast").
+// `xmlns:t = "urn"` always binds a prefix; compare an attribute spelt
+// xmlns:t with "==".
+//
+// An int is an int64 and a float a float64: an integer outside the int64
+// range is an error, never silently a float, and -0.0 keeps its sign. NaN
+// and infinities cannot be written. A time is RFC 3339, with or without
+// fractional seconds and with any offset; it is kept to the nanosecond.
+// A raw JSON path keeps its backslash escapes as written (gjson syntax:
+// temp\.celsius names the key "temp.celsius"); in a raw XPath a string in
+// '...' or "..." may hold parentheses. Spaces around a raw path are
+// dropped.
+//
+// # Errors
+//
+// Compile returns a *SyntaxError, wrapping ErrSyntax, for text that breaks
+// the grammar; it gives the line and column and says what was expected and
+// what was found. It returns a *BuildError, wrapping ErrInvalid, for
+// well-formed text that is not a valid filter (see Build). Test with
+// errors.Is.
+package filter
