@@ -99,8 +99,8 @@ var (
 )
 
 const (
-	denseMinGroup = 32 // eligible filters a group gathers before it gets an engine
-	denseMaxAttrs = 64 // attributes one engine serves
+	denseMinGroup = 32  // eligible filters a group gathers before it gets an engine
+	denseMaxAttrs = 64  // attributes one engine serves
 	denseMaxPreds = 127 // a cell entry keeps the predicate index in 7 bits
 )
 
