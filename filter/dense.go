@@ -11,16 +11,24 @@ import (
 // are all numeric comparisons and ranges on attributes (ModeAll), it finds
 // the filters an event fails rather than the ones it satisfies, with
 // bitsets pre-marked per attribute (after REIN, INFOCOM 2014, and HEM,
-// DASFAA 2022). Per attribute, the bounds of the predicates fall into
-// cells; a checkpoint bitset every cellsPerMark cells holds the filters
-// with a lower bound at or above it (and one the filters with an upper
-// bound below it). An event value v in cell j fails every lower bound in
-// the cells above j — one bitset OR for the cells past the next
-// checkpoint, one mark per bound for the few cells before it — and the
-// bounds in cell j are compared exactly. A filter is matched when no
-// attribute marks it. Cost per event: one OR of m/64 words per attribute
-// and side, plus about m·p/(2·marks) single marks, where m is the number
-// of filters and p the predicates per filter on the attribute.
+// DASFAA 2022).
+//
+// Per attribute, each side (lower bounds, upper bounds) sorts its bounds
+// into cells split at the quantiles of those bounds, and keeps a checkpoint
+// bitset every stride cells: on the lower side the filters with a bound in
+// the cells at or above the checkpoint, on the upper side those with a
+// bound in the cells below it. An event value v in cell j fails every lower
+// bound in the cells above j: one bitset OR covers the cells from the next
+// checkpoint on, one mark per bound the few cells before it, and a binary
+// search inside cell j (sorted by bound) finds the rest, exactly. The
+// upper side mirrors it. A filter is matched when no attribute marks it;
+// a missing or non-numeric value marks every filter with a predicate on
+// the attribute.
+//
+// Cost per event and attribute: two ORs of m/64 words (m filters in the
+// engine) and about p/(2·maxMarks) single marks per side (p bounds on that
+// side). Memory: 2·maxMarks bitsets of m bits per attribute, plus 13 bytes
+// per bound.
 type dense struct {
 	n       int // engine slots in use, holes included
 	free    []uint32
@@ -33,21 +41,26 @@ type dense struct {
 type dattr struct {
 	key uint32
 	has []uint64 // engine slots with a predicate on the attribute
-	// loBounds and hiBounds are the cell boundaries of each side, chosen
-	// from the quantiles of that side's bounds.
-	loBounds, hiBounds []float64
-	lo, hi             []dcell // by cell: the lower (upper) bounds in that cell
-	loMark             [][]uint64
-	hiMark             [][]uint64
-	nb                 int // bounds held
-	built              int // nb when the cells were last laid out
+	lo  dside    // lower bounds: fail when above the value
+	hi  dside    // upper bounds: fail when below the value
+}
+
+// dside is one side of an attribute: cells of bounds and checkpoint bitsets.
+type dside struct {
+	bounds []float64 // cell boundaries, strictly increasing
+	cells  []dcell   // len(bounds)+1
+	marks  [][]uint64
+	stride int // cells per checkpoint
+	n      int // bounds held
+	built  int // n when the cells were last laid out
+	upper  bool
 }
 
 // dcell holds the bounds that fall into one cell, sorted by bound, each
-// with the engine slot of its filter and the predicate index (bit 7 set for
-// an exclusive end). Bounds are float64s that equal the predicates' bounds
-// exactly (denseEligible), so cells compare exactly without reaching the
-// filters.
+// with the engine slot of its filter and the predicate index (bit 7 set
+// for an exclusive end). Bounds are float64s that equal the predicates'
+// bounds exactly (denseEligible), so cells compare exactly without
+// reaching the filters.
 type dcell struct {
 	bound []float64
 	slots []uint32
@@ -56,46 +69,12 @@ type dcell struct {
 
 const openEnd = 0x80
 
-// search returns the first index whose bound is ≥ v (strict: > v).
-func (c *dcell) search(v ontology.Value, strict bool) int {
-	lo, hi := 0, len(c.bound)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		cmp, _ := ontology.Compare(ontology.Float(c.bound[m]), v)
-		if cmp < 0 || strict && cmp == 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-func (c *dcell) add(b ontology.Value, s uint32, pred uint8) {
-	i := c.search(b, true)
-	c.bound = slices.Insert(c.bound, i, b.Float())
-	c.slots = slices.Insert(c.slots, i, s)
-	c.pred = slices.Insert(c.pred, i, pred)
-}
-
-func (c *dcell) remove(b ontology.Value, s uint32, pred uint8) {
-	for i := c.search(b, false); i < len(c.slots); i++ {
-		if c.slots[i] == s && c.pred[i] == pred {
-			c.bound = slices.Delete(c.bound, i, i+1)
-			c.slots = slices.Delete(c.slots, i, i+1)
-			c.pred = slices.Delete(c.pred, i, i+1)
-			return
-		}
-	}
-	panic("filter: dense cell lost a bound")
-}
-
-// The dense engine's layout; variables so that tests can make the cells
-// and checkpoints small enough to be exercised by a few thousand filters.
+// The dense engine's layout; variables so that tests can make cells and
+// checkpoints small enough to be exercised by a few thousand filters.
 var (
-	cellsPerMark  = 8
-	maxCells      = 512
-	boundsPerCell = 32
+	maxMarks      = 64   // checkpoint bitsets per side
+	maxCells      = 4096 // cells per side
+	boundsPerCell = 32   // target bounds per cell when laying out
 )
 
 const (
@@ -104,8 +83,9 @@ const (
 	denseMaxPreds = 127 // a cell entry keeps the predicate index in 7 bits
 )
 
-// denseEligible reports whether e's filter can live in a dense engine:
-// ModeAll, every predicate a numeric comparison or range on an attribute.
+// denseEligible reports whether f can live in a dense engine: ModeAll,
+// every predicate a comparison or range on an attribute whose bounds a
+// float64 holds exactly.
 func denseEligible(f *Filter) bool {
 	if f.mode != ModeAll || len(f.preds) == 0 || len(f.preds) > denseMaxPreds {
 		return false
@@ -131,8 +111,7 @@ func denseEligible(f *Filter) bool {
 	return true
 }
 
-// exactFloat reports whether v is a number that a float64 holds exactly,
-// so that cells can keep bounds as float64 and still compare exactly.
+// exactFloat reports whether v is a number that a float64 holds exactly.
 func exactFloat(v ontology.Value) bool {
 	switch v.Kind() {
 	case ontology.KindFloat:
@@ -144,26 +123,52 @@ func exactFloat(v ontology.Value) bool {
 	return false
 }
 
-// lowerOpen and upperOpen report whether a predicate's end is exclusive.
-func lowerOpen(p *Predicate) bool { return p.Op == OpGT || p.Op == OpRange && p.LoOpen }
-func upperOpen(p *Predicate) bool { return p.Op == OpLT || p.Op == OpRange && p.HiOpen }
-
-func lowerBound(p *Predicate) (ontology.Value, bool) {
-	switch p.Op {
-	case OpGT, OpGE, OpRange:
-		return p.Value, true
+// bound returns predicate p's bound on side upper, whether it has one, and
+// whether that end is exclusive.
+func bound(p *Predicate, upper bool) (b float64, ok, open bool) {
+	if upper {
+		switch p.Op {
+		case OpLT, OpLE:
+			return p.Value.Float(), true, p.Op == OpLT
+		case OpRange:
+			return p.Hi.Float(), true, p.HiOpen
+		}
+		return 0, false, false
 	}
-	return ontology.Value{}, false
+	switch p.Op {
+	case OpGT, OpGE:
+		return p.Value.Float(), true, p.Op == OpGT
+	case OpRange:
+		return p.Value.Float(), true, p.LoOpen
+	}
+	return 0, false, false
 }
 
-func upperBound(p *Predicate) (ontology.Value, bool) {
-	switch p.Op {
-	case OpLT, OpLE:
-		return p.Value, true
-	case OpRange:
-		return p.Hi, true
+// cmpBound compares bound b with the numeric value v exactly.
+func cmpBound(b float64, v ontology.Value) int {
+	if v.Kind() == ontology.KindFloat {
+		f := v.Float()
+		switch {
+		case b < f:
+			return -1
+		case b > f:
+			return 1
+		}
+		return 0
 	}
-	return ontology.Value{}, false
+	i := v.Int()
+	if i >= -1<<53 && i <= 1<<53 {
+		f := float64(i)
+		switch {
+		case b < f:
+			return -1
+		case b > f:
+			return 1
+		}
+		return 0
+	}
+	c, _ := ontology.Compare(ontology.Float(b), v)
+	return c
 }
 
 func newDense() *dense { return &dense{attrs: map[uint32]*dattr{}} }
@@ -189,10 +194,9 @@ func clearBit(b []uint64, i uint32) {
 	}
 }
 
-func growBits(b []uint64, n int) []uint64 {
-	w := (n + 63) >> 6
-	for len(b) < w {
-		b = append(b, 0)
+func grow(b []uint64, words int) []uint64 {
+	if len(b) < words {
+		b = append(b, make([]uint64, words-len(b))...)
 	}
 	return b
 }
@@ -206,19 +210,28 @@ func (dn *dense) insert(e *entry) {
 		s = uint32(dn.n)
 		dn.n++
 		dn.entries = append(dn.entries, nil)
-		dn.live = growBits(dn.live, dn.n)
+		if w := (dn.n + 63) >> 6; w > len(dn.live) {
+			dn.live = grow(dn.live, w)
+			for _, a := range dn.list {
+				a.grow(w)
+			}
+		}
 	}
 	e.dslot = s
 	dn.entries[s] = e
 	for i := range e.f.preds {
 		a := dn.attr(e.keys[i])
 		setBit(a.has, s)
-		dn.place(a, s, i)
+		a.lo.place(&e.f.preds[i], s, i)
+		a.hi.place(&e.f.preds[i], s, i)
 	}
 	setBit(dn.live, s)
-	for _, a := range dn.list {
-		if a.nb >= 2*a.built && a.nb >= 2*boundsPerCell {
-			dn.layout(a)
+	for _, i := range e.keys {
+		a := dn.attrs[i]
+		for _, sd := range []*dside{&a.lo, &a.hi} {
+			if sd.n >= 2*sd.built && sd.n >= 2*boundsPerCell {
+				sd.layout(len(dn.live))
+			}
 		}
 	}
 }
@@ -226,29 +239,31 @@ func (dn *dense) insert(e *entry) {
 func (dn *dense) attr(k uint32) *dattr {
 	a := dn.attrs[k]
 	if a == nil {
-		a = &dattr{key: k, lo: make([]dcell, 1), hi: make([]dcell, 1)}
+		a = &dattr{key: k, lo: dside{cells: make([]dcell, 1), stride: 1}, hi: dside{cells: make([]dcell, 1), stride: 1, upper: true}}
 		dn.attrs[k] = a
 		dn.list = append(dn.list, a)
-	}
-	for len(a.has) < len(dn.live) {
-		a.has = append(a.has, 0)
-		for i := range a.loMark {
-			a.loMark[i] = append(a.loMark[i], 0)
-		}
-		for i := range a.hiMark {
-			a.hiMark[i] = append(a.hiMark[i], 0)
-		}
+		a.grow(len(dn.live))
 	}
 	return a
 }
 
+// grow makes the attribute's bitsets words long.
+func (a *dattr) grow(words int) {
+	a.has = grow(a.has, words)
+	for _, sd := range []*dside{&a.lo, &a.hi} {
+		for i := range sd.marks {
+			sd.marks[i] = grow(sd.marks[i], words)
+		}
+	}
+}
+
 // cellOf returns the number of cell boundaries at or below v: cells are
 // ordered, so a bound in a higher cell than v is above v, exactly.
-func cellOf(bounds []float64, v ontology.Value) int {
-	lo, hi := 0, len(bounds)
+func (sd *dside) cellOf(v ontology.Value) int {
+	lo, hi := 0, len(sd.bounds)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c, _ := ontology.Compare(v, ontology.Float(bounds[m])); c >= 0 {
+		if cmpBound(sd.bounds[m], v) <= 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -257,25 +272,44 @@ func cellOf(bounds []float64, v ontology.Value) int {
 	return lo
 }
 
-// place enters predicate i of the entry at engine slot s into its cells
-// and checkpoint bitsets.
-func (dn *dense) place(a *dattr, s uint32, i int) {
-	p := &dn.entries[s].f.preds[i]
-	if v, ok := lowerBound(p); ok {
-		c := cellOf(a.loBounds, v)
-		a.lo[c].add(v, s, predTag(i, lowerOpen(p)))
-		for k := 1; k*cellsPerMark <= c && k <= len(a.loMark); k++ {
-			setBit(a.loMark[k-1], s)
-		}
-		a.nb++
+func (sd *dside) cellOfBound(b float64) int {
+	i, _ := slices.BinarySearch(sd.bounds, b)
+	if i < len(sd.bounds) && sd.bounds[i] == b {
+		i++
 	}
-	if v, ok := upperBound(p); ok {
-		c := cellOf(a.hiBounds, v)
-		a.hi[c].add(v, s, predTag(i, upperOpen(p)))
-		for k := len(a.hiMark); k >= 1 && k*cellsPerMark > c; k-- {
-			setBit(a.hiMark[k-1], s)
+	return i
+}
+
+// place enters predicate i (p) of the filter at engine slot s, when p has a
+// bound on this side, into its cell and the checkpoint bitsets.
+func (sd *dside) place(p *Predicate, s uint32, i int) {
+	b, ok, open := bound(p, sd.upper)
+	if !ok {
+		return
+	}
+	c := sd.cellOfBound(b)
+	sd.cells[c].add(b, s, predTag(i, open))
+	sd.n++
+	if sd.upper {
+		for k := len(sd.marks); k >= 1 && k*sd.stride > c; k-- {
+			setBit(sd.marks[k-1], s)
 		}
-		a.nb++
+		return
+	}
+	for k := 1; k <= len(sd.marks) && k*sd.stride <= c; k++ {
+		setBit(sd.marks[k-1], s)
+	}
+}
+
+func (sd *dside) unplace(p *Predicate, s uint32, i int) {
+	b, ok, open := bound(p, sd.upper)
+	if !ok {
+		return
+	}
+	sd.cells[sd.cellOfBound(b)].remove(b, s, predTag(i, open))
+	sd.n--
+	for _, m := range sd.marks {
+		clearBit(m, s)
 	}
 }
 
@@ -286,34 +320,58 @@ func predTag(i int, open bool) uint8 {
 	return uint8(i)
 }
 
+// search returns the first index whose bound is ≥ v (strict: > v).
+func (c *dcell) search(v ontology.Value, strict bool) int {
+	lo, hi := 0, len(c.bound)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cmp := cmpBound(c.bound[m], v); cmp < 0 || strict && cmp == 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (c *dcell) add(b float64, s uint32, pred uint8) {
+	i, _ := slices.BinarySearch(c.bound, b)
+	for i < len(c.bound) && c.bound[i] == b {
+		i++
+	}
+	c.bound = slices.Insert(c.bound, i, b)
+	c.slots = slices.Insert(c.slots, i, s)
+	c.pred = slices.Insert(c.pred, i, pred)
+}
+
+func (c *dcell) remove(b float64, s uint32, pred uint8) {
+	i, _ := slices.BinarySearch(c.bound, b)
+	for ; i < len(c.slots); i++ {
+		if c.slots[i] == s && c.pred[i] == pred {
+			c.bound = slices.Delete(c.bound, i, i+1)
+			c.slots = slices.Delete(c.slots, i, i+1)
+			c.pred = slices.Delete(c.pred, i, i+1)
+			return
+		}
+	}
+	panic("filter: dense cell lost a bound")
+}
+
 func (dn *dense) remove(e *entry) {
 	s := e.dslot
 	for i := range e.f.preds {
 		a := dn.attrs[e.keys[i]]
-		p := &e.f.preds[i]
-		if v, ok := lowerBound(p); ok {
-			a.lo[cellOf(a.loBounds, v)].remove(v, s, predTag(i, lowerOpen(p)))
-			a.nb--
-		}
-		if v, ok := upperBound(p); ok {
-			a.hi[cellOf(a.hiBounds, v)].remove(v, s, predTag(i, upperOpen(p)))
-			a.nb--
-		}
+		a.lo.unplace(&e.f.preds[i], s, i)
+		a.hi.unplace(&e.f.preds[i], s, i)
 		clearBit(a.has, s)
-		for _, m := range a.loMark {
-			clearBit(m, s)
-		}
-		for _, m := range a.hiMark {
-			clearBit(m, s)
-		}
 	}
 	clearBit(dn.live, s)
 	dn.entries[s] = nil
 	dn.free = append(dn.free, s)
 	for i := 0; i < len(dn.list); i++ {
-		if a := dn.list[i]; a.nb == 0 {
+		if a := dn.list[i]; a.lo.n+a.hi.n == 0 {
 			delete(dn.attrs, a.key)
-			dn.list = append(dn.list[:i], dn.list[i+1:]...)
+			dn.list = slices.Delete(dn.list, i, i+1)
 			i--
 		}
 	}
@@ -321,67 +379,131 @@ func (dn *dense) remove(e *entry) {
 
 func (dn *dense) empty() bool { return len(dn.free) == dn.n }
 
-// layout chooses each side's cells from the quantiles of its bounds and
-// rebuilds the attribute's cells and checkpoint bitsets.
-func (dn *dense) layout(a *dattr) {
-	type ref struct {
-		s uint32
-		i int
+// layout splits the side's bounds into cells at their quantiles, refills
+// the cells in order, and builds the checkpoint bitsets cumulatively (each
+// is the next one plus the cells between them). words is the bitsets'
+// length. Cost: O(n log n) for the sort, plus O(marks·words).
+func (sd *dside) layout(words int) {
+	type item struct {
+		b    float64
+		s    uint32
+		pred uint8
 	}
-	var refs []ref
-	var los, his []float64
-	for _, c := range a.lo {
-		los = append(los, c.bound...)
-		for j, sl := range c.slots {
-			refs = append(refs, ref{sl, int(c.pred[j] &^ openEnd)})
+	items := make([]item, 0, sd.n)
+	for _, c := range sd.cells {
+		for j := range c.slots {
+			items = append(items, item{c.bound[j], c.slots[j], c.pred[j]})
 		}
 	}
-	for _, c := range a.hi {
-		his = append(his, c.bound...)
-		for j, sl := range c.slots {
-			if _, both := lowerBound(&dn.entries[sl].f.preds[c.pred[j]&^openEnd]); !both {
-				refs = append(refs, ref{sl, int(c.pred[j] &^ openEnd)})
-			}
+	slices.SortStableFunc(items, func(x, y item) int {
+		switch {
+		case x.b < y.b:
+			return -1
+		case x.b > y.b:
+			return 1
 		}
-	}
-	slices.SortFunc(refs, func(x, y ref) int {
-		if x.s != y.s {
-			return int(x.s) - int(y.s)
-		}
-		return x.i - y.i
+		return 0
 	})
-	a.loBounds, a.hiBounds = quantiles(los), quantiles(his)
-	a.lo = make([]dcell, len(a.loBounds)+1)
-	a.hi = make([]dcell, len(a.hiBounds)+1)
-	w := len(dn.live)
-	a.loMark = make([][]uint64, len(a.loBounds)/cellsPerMark)
-	for k := range a.loMark {
-		a.loMark[k] = make([]uint64, w)
+	cells := min(maxCells, max(1, len(items)/boundsPerCell))
+	sd.bounds = sd.bounds[:0]
+	for i := 1; i < cells; i++ {
+		b := items[i*len(items)/cells].b
+		if len(sd.bounds) == 0 || b > sd.bounds[len(sd.bounds)-1] {
+			sd.bounds = append(sd.bounds, b)
+		}
 	}
-	a.hiMark = make([][]uint64, len(a.hiBounds)/cellsPerMark)
-	for k := range a.hiMark {
-		a.hiMark[k] = make([]uint64, w)
+	sd.cells = make([]dcell, len(sd.bounds)+1)
+	c := 0
+	for _, it := range items {
+		for c < len(sd.bounds) && it.b >= sd.bounds[c] {
+			c++
+		}
+		cl := &sd.cells[c]
+		cl.bound = append(cl.bound, it.b)
+		cl.slots = append(cl.slots, it.s)
+		cl.pred = append(cl.pred, it.pred)
 	}
-	a.nb = 0
-	for _, r := range refs {
-		dn.place(a, r.s, r.i)
+	sd.stride = max(1, (len(sd.cells)+maxMarks-1)/maxMarks)
+	nm := (len(sd.cells) - 1) / sd.stride
+	sd.marks = make([][]uint64, nm)
+	if sd.upper {
+		// marks[k-1]: bounds in cells < k·stride.
+		var acc []uint64
+		for k := 1; k <= nm; k++ {
+			m := make([]uint64, words)
+			copy(m, acc)
+			for cc := (k - 1) * sd.stride; cc < k*sd.stride; cc++ {
+				for _, s := range sd.cells[cc].slots {
+					setBit(m, s)
+				}
+			}
+			sd.marks[k-1], acc = m, m
+		}
+	} else {
+		// marks[k-1]: bounds in cells ≥ k·stride.
+		var acc []uint64
+		for k := nm; k >= 1; k-- {
+			m := make([]uint64, words)
+			copy(m, acc)
+			end := (k + 1) * sd.stride
+			if k == nm {
+				end = len(sd.cells)
+			}
+			for cc := k * sd.stride; cc < end; cc++ {
+				for _, s := range sd.cells[cc].slots {
+					setBit(m, s)
+				}
+			}
+			sd.marks[k-1], acc = m, m
+		}
 	}
-	a.built = a.nb
+	sd.built = sd.n
 }
 
-// quantiles returns strictly increasing cell boundaries that split vals
-// into about len(vals)/boundsPerCell cells of equal counts.
-func quantiles(vals []float64) []float64 {
-	slices.Sort(vals)
-	cells := min(maxCells, max(1, len(vals)/boundsPerCell))
-	var bounds []float64
-	for i := 1; i < cells; i++ {
-		b := vals[i*len(vals)/cells]
-		if len(bounds) == 0 || b > bounds[len(bounds)-1] {
-			bounds = append(bounds, b)
+// fail marks in u every filter whose bound on this side the value v fails,
+// except those of the checkpoint bitset it returns (nil for none), which
+// the caller ORs into u.
+func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
+	j := sd.cellOf(v)
+	c := &sd.cells[j]
+	eq, gt := c.search(v, false), c.search(v, true)
+	for i := eq; i < gt; i++ { // bounds equal to v fail at an exclusive end
+		if c.pred[i]&openEnd != 0 {
+			setBit(u, c.slots[i])
 		}
 	}
-	return bounds
+	if sd.upper {
+		// Upper bounds below v: the cells below j and the head of cell j.
+		for _, s := range c.slots[:eq] {
+			setBit(u, s)
+		}
+		var mark []uint64
+		k, start := j/sd.stride, 0
+		if k >= 1 && k <= len(sd.marks) {
+			mark, start = sd.marks[k-1], k*sd.stride
+		}
+		for cc := start; cc < j; cc++ {
+			for _, s := range sd.cells[cc].slots {
+				setBit(u, s)
+			}
+		}
+		return mark
+	}
+	// Lower bounds above v: the tail of cell j and the cells above it.
+	for _, s := range c.slots[gt:] {
+		setBit(u, s)
+	}
+	var mark []uint64
+	k, end := j/sd.stride+1, len(sd.cells)
+	if k <= len(sd.marks) {
+		mark, end = sd.marks[k-1], k*sd.stride
+	}
+	for cc := j + 1; cc < end; cc++ {
+		for _, s := range sd.cells[cc].slots {
+			setBit(u, s)
+		}
+	}
+	return mark
 }
 
 // match clears u and marks in it every engine slot the event fails, then
@@ -393,56 +515,34 @@ func (dn *dense) match(s *scratch, d *data) {
 	}
 	u := s.u[:words]
 	clear(u)
+	srcs := s.srcs[:0]
 	for _, a := range dn.list {
 		x := s.value(d, a.key)
 		if !x.present || !x.v.Kind().Numeric() || x.v.IsNaN() {
-			orInto(u, a.has)
+			srcs = append(srcs, a.has)
 			continue
 		}
-		v := x.v
-		// Lower bounds above v: cells j+1 and up.
-		j := cellOf(a.loBounds, v)
-		k := j/cellsPerMark + 1
-		end := len(a.lo)
-		if k <= len(a.loMark) {
-			orInto(u, a.loMark[k-1])
-			end = k * cellsPerMark
+		if m := a.lo.fail(u, x.v); m != nil {
+			srcs = append(srcs, m)
 		}
-		for c := j + 1; c < end; c++ {
-			for _, sl := range a.lo[c].slots {
-				setBit(u, sl)
-			}
+		if m := a.hi.fail(u, x.v); m != nil {
+			srcs = append(srcs, m)
 		}
-		// v's own cell, sorted: bounds above v fail, and bounds equal to v
-		// fail when the end is exclusive.
-		c := &a.lo[j]
-		eq, gt := c.search(v, false), c.search(v, true)
-		markOpen(u, c, eq, gt)
-		for _, sl := range c.slots[gt:] {
-			setBit(u, sl)
-		}
-		// Upper bounds below v: cells below j.
-		j = cellOf(a.hiBounds, v)
-		k = j / cellsPerMark
-		start := 0
-		if k >= 1 {
-			orInto(u, a.hiMark[k-1])
-			start = k * cellsPerMark
-		}
-		for c := start; c < j; c++ {
-			for _, sl := range a.hi[c].slots {
-				setBit(u, sl)
-			}
-		}
-		// v's own cell: bounds below v fail, bounds equal to v fail when
-		// the end is exclusive.
-		c = &a.hi[j]
-		eq, gt = c.search(v, false), c.search(v, true)
-		for _, sl := range c.slots[:eq] {
-			setBit(u, sl)
-		}
-		markOpen(u, c, eq, gt)
 	}
+	// OR the checkpoint bitsets block by block, so that the block of u
+	// stays in the first-level cache while every source streams past it.
+	const block = 512 // words
+	for lo := 0; lo < words; lo += block {
+		hi := min(lo+block, words)
+		ub := u[lo:hi]
+		for _, src := range srcs {
+			if lo < len(src) {
+				orInto(ub, src[lo:min(hi, len(src))])
+			}
+		}
+	}
+	clear(srcs)
+	s.srcs = srcs[:0]
 	for w, l := range dn.live {
 		m := l &^ u[w]
 		for m != 0 {
@@ -450,16 +550,6 @@ func (dn *dense) match(s *scratch, d *data) {
 			m &= m - 1
 			e := dn.entries[w<<6+b]
 			s.out = append(s.out, hit{id: e.id, score: float64(len(e.f.preds))})
-		}
-	}
-}
-
-// markOpen marks the entries [from, to) of c, whose bounds equal the event
-// value, that have an exclusive end.
-func markOpen(u []uint64, c *dcell, from, to int) {
-	for i := from; i < to; i++ {
-		if c.pred[i]&openEnd != 0 {
-			setBit(u, c.slots[i])
 		}
 	}
 }

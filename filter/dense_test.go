@@ -26,11 +26,11 @@ func TestDenseMatchesOracle(t *testing.T) {
 	})
 	require.NoError(t, err)
 	attrs := []string{"i0", "i1", "f0", "f1"}
-	for _, c := range []struct{ n, perMark, perCell int }{{300, 8, 128}, {3000, 8, 128}, {3000, 2, 8}, {5000, 3, 4}} {
+	for _, c := range []struct{ n, marks, cells, perCell int }{{300, 64, 4096, 32}, {3000, 64, 4096, 32}, {3000, 4, 64, 8}, {5000, 3, 17, 4}, {4000, 7, 1000, 2}} {
 		n := c.n
-		t.Run(fmt.Sprintf("n=%d/cellsPerMark=%d/boundsPerCell=%d", n, c.perMark, c.perCell), func(t *testing.T) {
-			defer func(a, b int) { cellsPerMark, boundsPerCell = a, b }(cellsPerMark, boundsPerCell)
-			cellsPerMark, boundsPerCell = c.perMark, c.perCell
+		t.Run(fmt.Sprintf("n=%d/marks=%d/cells=%d/boundsPerCell=%d", n, c.marks, c.cells, c.perCell), func(t *testing.T) {
+			defer func(a, b, c int) { maxMarks, maxCells, boundsPerCell = a, b, c }(maxMarks, maxCells, boundsPerCell)
+			maxMarks, maxCells, boundsPerCell = c.marks, c.cells, c.perCell
 			r := rand.New(rand.NewPCG(uint64(n), 7))
 			num := func() ontology.Value {
 				switch r.IntN(6) {
@@ -103,12 +103,12 @@ func TestDenseMatchesOracle(t *testing.T) {
 				if g != nil && g.dense != nil {
 					engines++
 					for _, a := range g.dense.list {
-						marks += len(a.loMark)
+						marks += len(a.lo.marks) + len(a.hi.marks)
 					}
 				}
 			}
 			require.Positive(t, engines)
-			if c.perCell < 128 {
+			if c.perCell < 32 {
 				require.Positive(t, marks, "checkpoint bitsets were laid out")
 			}
 		})

@@ -153,6 +153,11 @@ func xpathSource(p *Predicate) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if v.Kind() == ontology.KindBool {
+			// XPath 1.0 compares with a boolean after converting the other
+			// side with boolean(); antchfx/xpath does not for node-sets.
+			return "boolean" + e + " " + op + " " + l, nil
+		}
 		return e + " " + op + " " + l, nil
 	}
 	switch p.Op {

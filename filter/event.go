@@ -19,8 +19,8 @@ type Event interface {
 	// canonical and unique within one event.
 	Attr(i int) (name string, v ontology.Value)
 	// Payload returns the payload and its media type ("application/json",
-	// "application/xml", "text/xml", any "+json" or "+xml" type; parameters
-	// after ';' are ignored; "" means sniff the first non-space byte: '{' or
+	// "application/xml", "text/xml", any "+json" or "+xml" type, in any
+	// case; parameters after ';' are ignored; "" means sniff the first non-space byte: '{' or
 	// '[' is JSON, '<' is XML). The slice is read, never kept or changed.
 	Payload() (contentType string, data []byte)
 }
@@ -76,10 +76,16 @@ func classify(ct string, data []byte) payloadKind {
 			return payloadNone
 		}
 		return payloadNone
-	case ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "text/json":
+	case strings.EqualFold(ct, "application/json") || strings.EqualFold(ct, "text/json") || hasSuffixFold(ct, "+json"):
 		return payloadJSON
-	case ct == "application/xml" || ct == "text/xml" || strings.HasSuffix(ct, "+xml"):
+	case strings.EqualFold(ct, "application/xml") || strings.EqualFold(ct, "text/xml") || hasSuffixFold(ct, "+xml"):
 		return payloadXML
 	}
 	return payloadNone
+}
+
+// hasSuffixFold is strings.HasSuffix ignoring ASCII case: media types are
+// case-insensitive (RFC 2045).
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }

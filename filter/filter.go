@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/antchfx/xpath"
 
@@ -232,9 +233,9 @@ type Filter struct {
 	threshold float64
 	ns        []nsBinding // sorted by prefix
 	preds     []Predicate
-	xexprs    []*xpath.Expr // per predicate; nil unless SourceXPath
+	xexprs    []*xpath.Expr // per predicate, nil when no predicate reads XPath
 	xsrc      []string      // per predicate: the boolean XPath source evaluated
-	src       string
+	src       atomic.Pointer[string]
 }
 
 type nsBinding struct{ prefix, uri string }
@@ -274,7 +275,14 @@ func (f *Filter) Spec() Spec {
 }
 
 // String returns the filter's canonical source text.
-func (f *Filter) String() string { return f.src }
+func (f *Filter) String() string {
+	if p := f.src.Load(); p != nil {
+		return *p
+	}
+	s := format(f) // made on first use: filters held by the million need not keep their text
+	f.src.Store(&s)
+	return s
+}
 
 // ErrInvalid is wrapped by every error Build (and so Compile) returns for a
 // filter that is well-formed text but not a valid filter; test with
@@ -336,8 +344,6 @@ func Build(spec Spec) (*Filter, error) {
 	}
 	sort.Slice(f.ns, func(i, j int) bool { return f.ns[i].prefix < f.ns[j].prefix })
 	f.preds = make([]Predicate, n)
-	f.xexprs = make([]*xpath.Expr, n)
-	f.xsrc = make([]string, n)
 	for i, p := range spec.Predicates {
 		if len(p.Set) > 0 {
 			p.Set = append([]ontology.Value(nil), p.Set...)
@@ -357,12 +363,22 @@ func Build(spec Spec) (*Filter, error) {
 			if err != nil {
 				return nil, &BuildError{Index: i, Pred: formatPredicate(&p), Msg: "xpath: " + err.Error()}
 			}
+			if f.xexprs == nil {
+				f.xexprs, f.xsrc = make([]*xpath.Expr, n), make([]string, n)
+			}
 			f.xexprs[i], f.xsrc[i] = x, src
 		}
 		f.preds[i] = p
 	}
-	f.src = format(f)
 	return f, nil
+}
+
+// xexpr returns the compiled XPath of predicate i, or nil.
+func (f *Filter) xexpr(i int) *xpath.Expr {
+	if f.xexprs == nil {
+		return nil
+	}
+	return f.xexprs[i]
 }
 
 // MustBuild is like Build but panics if spec is invalid. It simplifies

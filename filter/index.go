@@ -281,7 +281,7 @@ func keyNameOf(f *Filter, i int) keyName {
 	p := &f.preds[i]
 	switch p.Operand.Source {
 	case SourceXPath:
-		name := f.xsrc[i]
+		name := f.xsrc[i] // SourceXPath: set by Build
 		for _, b := range f.ns {
 			name += "\x00" + b.prefix + "=" + b.uri
 		}
@@ -535,7 +535,7 @@ func (d *data) insert(e *entry) {
 		}
 		if !d.keys[k].used {
 			kn := keyNameOf(e.f, i)
-			d.keys[k] = keyInfo{name: kn, x: e.f.xexprs[i], used: true}
+			d.keys[k] = keyInfo{name: kn, x: e.f.xexpr(i), used: true}
 			if kn.src == SourceAttr {
 				d.attrKeys[kn.name] = k
 			}

@@ -22,10 +22,15 @@ func BenchmarkIndexInterval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
-			ix := NewIndex(o)
+			ix := intervalIndexes[n]
+			if ix != nil {
+				r = rand.New(rand.NewPCG(3, 4))
+				goto events
+			}
+			ix = NewIndex(o)
 			for id := 0; id < n; id++ {
 				spec := Spec{Type: "T"}
 				for _, a := range r.Perm(d)[:s] {
@@ -36,6 +41,8 @@ func BenchmarkIndexInterval(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			intervalIndexes[n] = ix
+		events:
 			evs := make([]*BasicEvent, 256)
 			for i := range evs {
 				ev := &BasicEvent{Type: "T"}
@@ -56,3 +63,8 @@ func BenchmarkIndexInterval(b *testing.B) {
 		})
 	}
 }
+
+var (
+	benchSizes      = []int{10_000, 100_000}
+	intervalIndexes = map[int]*Index{} // built once per size: b.Run calls the body more than once
+)

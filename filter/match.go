@@ -14,7 +14,8 @@ type scratch struct {
 	seen    []uint32 // by slot: == epoch when the filter was verified
 	present []uint32 // attribute keys present in this event
 	out     []hit
-	u       []uint64 // dense engines' failed-filter bitset
+	u       []uint64   // dense engines' failed-filter bitset
+	srcs    [][]uint64 // bitsets to OR into u
 
 	ev      Event
 	kind    payloadKind
