@@ -69,6 +69,47 @@
 // '...' or "..." may hold parentheses. Spaces around a raw path are
 // dropped.
 //
+// # Semantics
+//
+// A filter on type T matches events of T and of every descendant of T in
+// the ontology (multiple inheritance included); AnyType matches every
+// event. Values are typed (string, int64, float64, bool, time):
+// integers and floats compare by exact mathematical value (2^53+1 as an
+// int is not 2^53 as a float; 0 = 0.0 = -0.0), strings by bytes and case
+// sensitively, times as instants. NaN matches nothing (but exists holds).
+// A missing operand makes every predicate false except "not exists" and
+// "true"; "!=" and "not in" need the operand present and hold for a value
+// of another kind ("0" != 0). A JSON payload is read with gjson: numbers
+// written as integers that fit int64 are ints, other numbers floats, a
+// string is never a number, null is missing, objects and arrays are
+// present but equal nothing. XPath predicates follow XPath 1.0 coercion
+// (node-sets compare existentially; a range is two comparisons, each
+// existential) and hold only for an XML payload. Each filter reports a
+// score: the number of predicates (match all), the number that hold
+// (match atleast), or the sum of their weights (match score).
+//
+// # Matching
+//
+// Index is the matcher; BruteForce, which evaluates every filter in turn,
+// is its oracle. Index groups filters by event type and, inside a group,
+// uses one of two engines per filter:
+//
+//   - The access engine enters a filter under a few of its predicates —
+//     enough that the filter cannot match unless one of them holds — chosen
+//     by estimated cost: equality and set membership by hash of the value,
+//     prefix and suffix by hash of the affix, anything else by presence of
+//     the operand. Only the filters reached are verified.
+//   - The dense engine takes "match all" filters made only of numeric
+//     comparisons and ranges on attributes, once a group has 32 of them. It
+//     finds the filters an event fails with checkpoint bitsets and sorted
+//     cells per attribute (REIN, HEM) and never looks at the filters.
+//
+// Each distinct payload path is extracted once per event, and only when
+// some filter reached needs it. Match never blocks on Add and Remove (two
+// copies, left-right), and allocates nothing in steady state except for
+// XML payloads and JSON strings with escapes. The benchmarks in bench/ give
+// the figures.
+//
 // # Errors
 //
 // Compile returns a *SyntaxError, wrapping ErrSyntax, for text that breaks

@@ -1,0 +1,23 @@
+module github.com/sion-go/sion/bench
+
+go 1.26
+
+require (
+	github.com/expr-lang/expr v1.17.8
+	github.com/sion-go/sion v0.0.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	github.com/antchfx/xmlquery v1.5.2 // indirect
+	github.com/antchfx/xpath v1.3.9 // indirect
+	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
+	github.com/tidwall/gjson v1.20.3 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/net v0.33.0 // indirect
+	golang.org/x/text v0.21.0 // indirect
+)
+
+replace github.com/sion-go/sion => ../
