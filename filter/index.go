@@ -41,6 +41,7 @@ type Index struct {
 
 	mu      sync.Mutex // serialises writers; guards everything below it
 	entries map[uint64]*entry
+	pop     map[popKey]int32 // popularity of operands and values, for choosing access
 	keys    map[keyName]*keyRef
 	freeKey []uint32
 	nextKey uint32
@@ -84,6 +85,11 @@ type keyInfo struct {
 type entry struct {
 	id       uint64
 	f        *Filter
+	preds    []Predicate // f.preds, one pointer step closer
+	mode     Mode        // f's mode, K and threshold, likewise
+	atLeast  int
+	thresh   float64
+	keyBuf   [6]uint32   // keys live here when they fit, in the entry's own memory
 	slot     uint32
 	group    int // type ID + 1; 0 for AnyType
 	keys     []uint32
@@ -93,6 +99,7 @@ type entry struct {
 	dslot    uint32  // engine slot when inDense (the same in both copies)
 	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
+	weight   float64 // the sum of the predicates' weights
 	multi    bool    // reachable through several postings: deduplicate
 	// xkey per predicate for SourceXPath predicates
 }
@@ -124,9 +131,11 @@ type data struct {
 	pos      [][]int32 // by slot, by posting: the entry's place in its list
 }
 
+// plist is a posting list. It holds entries, not slots, so that
+// verification reaches a filter in one step.
 type plist struct {
-	slots []uint32
-	post  []uint16 // which posting of the entry at slots[i]
+	ents []*entry
+	post []uint16 // which posting of ents[i] this is
 }
 
 type group struct {
@@ -158,7 +167,7 @@ func NewIndex(o *ontology.Ontology) *Index {
 	if o == nil {
 		panic("filter: NewIndex with a nil ontology")
 	}
-	x := &Index{ont: o, entries: map[uint64]*entry{}, keys: map[keyName]*keyRef{}}
+	x := &Index{ont: o, entries: map[uint64]*entry{}, keys: map[keyName]*keyRef{}, pop: map[popKey]int32{}}
 	for i := range x.inst {
 		x.inst[i] = &data{groups: make([]*group, o.NumTypes()+1), attrKeys: map[string]uint32{}}
 	}
@@ -198,11 +207,19 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
 	e := &entry{id: id, f: f}
+	for i := range f.preds {
+		e.weight += f.preds[i].weight()
+	}
 	if f.typ != AnyType {
 		t, _ := x.ont.Lookup(f.typ)
 		e.group = t.ID + 1
 	}
-	e.keys = make([]uint32, len(f.preds))
+	e.preds, e.mode, e.atLeast, e.thresh = f.preds, f.mode, f.atLeast, f.threshold
+	if len(f.preds) <= len(e.keyBuf) {
+		e.keys = e.keyBuf[:len(f.preds)]
+	} else {
+		e.keys = make([]uint32, len(f.preds))
+	}
 	for i := range f.preds {
 		e.keys[i] = x.acquireKey(f, i)
 	}
@@ -224,6 +241,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			e.inDense = g.eligible+1 >= denseMinGroup
 		}
 	}
+	x.count(e, 1)
 	if !e.inDense {
 		x.choosePostings(e)
 	}
@@ -243,6 +261,7 @@ func (x *Index) Remove(id uint64) bool {
 		return false
 	}
 	delete(x.entries, id)
+	x.count(e, -1)
 	var dead []uint32
 	for i := range e.f.preds {
 		if id, last := x.releaseKey(keyNameOf(e.f, i)); last {
@@ -345,7 +364,7 @@ const (
 
 type candidate struct {
 	pred  int
-	cost  int
+	cost  float64
 	posts []posting
 }
 
@@ -354,8 +373,6 @@ type candidate struct {
 // same lists. mu must be held.
 func (x *Index) choosePostings(e *entry) {
 	f := e.f
-	d := x.inst[1-x.side.Load()]
-	g := d.groups[e.group]
 	var cands []candidate
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
 	for i := range f.preds {
@@ -365,7 +382,7 @@ func (x *Index) choosePostings(e *entry) {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(g, e.keys[i], i, p))
+		cands = append(cands, x.accessFor(e.group, e.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
@@ -444,32 +461,77 @@ func (kp *keyPostings) eqLen(vk ontology.ValueKey) int {
 		return 0
 	}
 	if l := kp.eq[vk]; l != nil {
-		return len(l.slots)
+		return len(l.ents)
 	}
 	return 0
 }
 
-// accessFor returns the cheapest way to reach filters through predicate p.
-func (x *Index) accessFor(g *group, key uint32, i int, p *Predicate) candidate {
-	var kp *keyPostings
-	if g != nil {
-		kp = g.byKey[key]
-	}
-	present := func() candidate {
-		n := 0
-		if kp != nil {
-			n = len(kp.present.slots)
+// popKey counts, per group and operand, the predicates of all filters
+// (chosen as access or not): how many test the operand at all, how many
+// test it for equality, and how many for each value or affix. The counts
+// estimate how often an event reaches a posting, and unlike list lengths
+// they do not shrink when filters avoid a popular value.
+type popKey struct {
+	group int
+	key   uint32
+	kind  postingKind // postPresent, postEq (vk) or popEqAll, postPrefix/postSuffix (s)
+	vk    ontology.ValueKey
+	s     string
+}
+
+const popEqAll postingKind = 255
+
+// count adds delta to the popularity counts of e's predicates. mu must be held.
+func (x *Index) count(e *entry, delta int32) {
+	add := func(k popKey) {
+		if n := x.pop[k] + delta; n != 0 {
+			x.pop[k] = n
+		} else {
+			delete(x.pop, k)
 		}
-		return candidate{pred: i, cost: costPresent * (n + 1), posts: []posting{{kind: postPresent, key: key}}}
 	}
+	for i := range e.f.preds {
+		p := &e.f.preds[i]
+		key := e.keys[i]
+		if key == noKey {
+			continue
+		}
+		add(popKey{group: e.group, key: key, kind: postPresent})
+		switch {
+		case p.Operand.Source == SourceXPath:
+		case p.Op == OpEQ:
+			add(popKey{group: e.group, key: key, kind: popEqAll})
+			add(popKey{group: e.group, key: key, kind: postEq, vk: p.Value.Key()})
+		case p.Op == OpIn:
+			for _, m := range p.Set {
+				add(popKey{group: e.group, key: key, kind: popEqAll})
+				add(popKey{group: e.group, key: key, kind: postEq, vk: m.Key()})
+			}
+		}
+	}
+}
+
+// accessFor returns the cheapest way to reach filters of group g through
+// predicate i (p), with key key. The cost estimates how many filters the
+// posting's list will hand to verification per event: presence of the
+// operand costs the number of predicates on it; a value costs that number
+// times the value's share among the equalities on the operand; an affix a
+// quarter of presence.
+func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
+	present := float64(x.pop[popKey{group: g, key: key, kind: postPresent}])
+	eqAll := float64(max(1, x.pop[popKey{group: g, key: key, kind: popEqAll}]))
+	eq := func(vk ontology.ValueKey) float64 {
+		return 1 + present*float64(x.pop[popKey{group: g, key: key, kind: postEq, vk: vk}])/eqAll
+	}
+	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key}}}
 	if p.Operand.Source == SourceXPath {
-		vk := ontology.Bool(true).Key()
-		return candidate{pred: i, cost: costEq * (kp.eqLen(vk) + 1), posts: []posting{{kind: postEq, key: key, vk: vk}}}
+		// The XPath key's value is whether the predicate holds.
+		return candidate{pred: i, cost: 1 + present/2, posts: []posting{{kind: postEq, key: key, vk: ontology.Bool(true).Key()}}}
 	}
 	switch p.Op {
 	case OpEQ:
 		vk := p.Value.Key()
-		return candidate{pred: i, cost: costEq * (kp.eqLen(vk) + 1), posts: []posting{{kind: postEq, key: key, vk: vk}}}
+		return candidate{pred: i, cost: eq(vk), posts: []posting{{kind: postEq, key: key, vk: vk}}}
 	case OpIn:
 		c := candidate{pred: i}
 		seen := map[ontology.ValueKey]bool{}
@@ -479,34 +541,25 @@ func (x *Index) accessFor(g *group, key uint32, i int, p *Predicate) candidate {
 				continue
 			}
 			seen[vk] = true
-			c.cost += costEq * (kp.eqLen(vk) + 1)
+			c.cost += eq(vk)
 			c.posts = append(c.posts, posting{kind: postEq, key: key, vk: vk})
 		}
-		if pr := present(); pr.cost < c.cost {
-			return pr
+		if pres.cost < c.cost {
+			return pres
 		}
 		return c
 	case OpPrefix, OpSuffix:
 		s := p.Value.Str()
 		if len(s) > maxAffixScan {
-			return present()
+			return pres
 		}
-		kind, n := postPrefix, 0
+		kind := postPrefix
 		if p.Op == OpSuffix {
 			kind = postSuffix
 		}
-		if kp != nil {
-			m := kp.prefix
-			if kind == postSuffix {
-				m = kp.suffix
-			}
-			if l := m[s]; l != nil {
-				n = len(l.slots)
-			}
-		}
-		return candidate{pred: i, cost: costAffix * (n + 1), posts: []posting{{kind: kind, key: key, s: s}}}
+		return candidate{pred: i, cost: 1 + present/4, posts: []posting{{kind: kind, key: key, s: s}}}
 	}
-	return present()
+	return pres
 }
 
 // ---- one copy ----
@@ -555,8 +608,8 @@ func (d *data) insert(e *entry) {
 	pos := make([]int32, len(e.postings))
 	for j, p := range e.postings {
 		l := d.list(g, p, true)
-		pos[j] = int32(len(l.slots))
-		l.slots = append(l.slots, e.slot)
+		pos[j] = int32(len(l.ents))
+		l.ents = append(l.ents, e)
 		l.post = append(l.post, uint16(j))
 	}
 	d.pos[e.slot] = pos
@@ -579,13 +632,14 @@ func (d *data) remove(e *entry) {
 	for j, p := range e.postings {
 		l := d.list(g, p, false)
 		i := pos[j]
-		last := int32(len(l.slots) - 1)
+		last := int32(len(l.ents) - 1)
 		if i != last {
-			s, q := l.slots[last], l.post[last]
-			l.slots[i], l.post[i] = s, q
-			d.pos[s][q] = i
+			m, q := l.ents[last], l.post[last]
+			l.ents[i], l.post[i] = m, q
+			d.pos[m.slot][q] = i
 		}
-		l.slots, l.post = l.slots[:last], l.post[:last]
+		l.ents[last] = nil
+		l.ents, l.post = l.ents[:last], l.post[:last]
 		d.dropPosting(g, p, last == 0)
 	}
 	d.slots[e.slot] = nil

@@ -130,15 +130,14 @@ func (s *scratch) visit(d *data, g *group) {
 	if g == nil {
 		return
 	}
-	for _, slot := range g.direct.slots {
-		e := d.slots[slot]
+	for _, e := range g.direct.ents {
 		s.out = append(s.out, hit{id: e.id, score: e.score})
 	}
 	if g.dense != nil {
 		g.dense.match(s, d)
 	}
-	for _, slot := range g.always.slots {
-		s.verify(d, d.slots[slot])
+	for _, e := range g.always.ents {
+		s.verify(d, e)
 	}
 	if len(g.attrs) <= len(s.present) {
 		for _, kp := range g.attrs {
@@ -192,43 +191,60 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 }
 
 func (s *scratch) verifyList(d *data, l *plist) {
-	for _, slot := range l.slots {
-		e := d.slots[slot]
+	for _, e := range l.ents {
 		if e.multi {
-			if s.seen[slot] == s.epoch {
+			if s.seen[e.slot] == s.epoch {
 				continue
 			}
-			s.seen[slot] = s.epoch
+			s.seen[e.slot] = s.epoch
 		}
 		s.verify(d, e)
 	}
 }
 
-// verify evaluates every predicate of e and records a hit when its mode is
-// satisfied.
+// verify evaluates the predicates of e and records a hit when its mode is
+// satisfied. It stops as soon as the mode can no longer be satisfied: at
+// the first failure for match all, when too few predicates are left for
+// match atleast, and when the weight left cannot reach the threshold for
+// match score (with a relative margin of 1e-9, far above the rounding of
+// the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
-	f := e.f
+	preds := e.preds
 	n, w := 0, 0.0
-	for i := range f.preds {
-		p := &f.preds[i]
+	rest, restW := len(preds), e.weight
+	for i := range preds {
+		p := &preds[i]
 		var h bool
 		switch p.Operand.Source {
 		case sourceNone:
 			h = true
 		case SourceXPath:
-			x := s.value(d, e.keys[i])
-			h = x.v.Bool()
+			h = s.value(d, e.keys[i]).v.Bool()
 		default:
 			h = p.holds(s.value(d, e.keys[i]))
 		}
+		rest--
+		pw := p.weight()
+		restW -= pw
 		if h {
 			n++
-			w += p.weight()
-		} else if f.mode == ModeAll {
+			w += pw
+			continue
+		}
+		switch e.mode {
+		case ModeAll:
 			return
+		case ModeAtLeast:
+			if n+rest < e.atLeast {
+				return
+			}
+		case ModeScore:
+			if w+restW < e.thresh*(1-1e-9) {
+				return
+			}
 		}
 	}
-	if ok, score := f.decide(n, w); ok {
+	if ok, score := e.f.decide(n, w); ok {
 		s.out = append(s.out, hit{id: e.id, score: score})
 	}
 }
