@@ -89,7 +89,7 @@ type entry struct {
 	mode     Mode        // f's mode, K and threshold, likewise
 	atLeast  int
 	thresh   float64
-	keyBuf   [6]uint32   // keys live here when they fit, in the entry's own memory
+	keyBuf   [6]uint32 // keys live here when they fit, in the entry's own memory
 	slot     uint32
 	group    int // type ID + 1; 0 for AnyType
 	keys     []uint32
