@@ -101,6 +101,10 @@ type entry struct {
 	score    float64 // the score of a direct entry
 	weight   float64 // the sum of the predicates' weights
 	multi    bool    // reachable through several postings: deduplicate
+	// sig has bit k%64 set for every attribute key k the filter needs
+	// present (match all filters only): an event whose attribute signature
+	// lacks one of them cannot match, and the entry is skipped unread.
+	sig uint64
 	// xkey per predicate for SourceXPath predicates
 }
 
@@ -135,6 +139,7 @@ type data struct {
 // verification reaches a filter in one step.
 type plist struct {
 	ents []*entry
+	sig  []uint64 // ents[i].sig, kept in the list so that it is read in order
 	post []uint16 // which posting of ents[i] this is
 }
 
@@ -445,6 +450,14 @@ func (x *Index) choosePostings(e *entry) {
 		}
 	}
 	e.multi = len(need) > 1
+	if f.mode == ModeAll {
+		for i := range f.preds {
+			p := &f.preds[i]
+			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
+				e.sig |= 1 << (e.keys[i] & 63)
+			}
+		}
+	}
 }
 
 func allTrue(f *Filter) bool {
@@ -610,6 +623,7 @@ func (d *data) insert(e *entry) {
 		l := d.list(g, p, true)
 		pos[j] = int32(len(l.ents))
 		l.ents = append(l.ents, e)
+		l.sig = append(l.sig, e.sig)
 		l.post = append(l.post, uint16(j))
 	}
 	d.pos[e.slot] = pos
@@ -635,11 +649,11 @@ func (d *data) remove(e *entry) {
 		last := int32(len(l.ents) - 1)
 		if i != last {
 			m, q := l.ents[last], l.post[last]
-			l.ents[i], l.post[i] = m, q
+			l.ents[i], l.post[i], l.sig[i] = m, q, l.sig[last]
 			d.pos[m.slot][q] = i
 		}
 		l.ents[last] = nil
-		l.ents, l.post = l.ents[:last], l.post[:last]
+		l.ents, l.post, l.sig = l.ents[:last], l.post[:last], l.sig[:last]
 		d.dropPosting(g, p, last == 0)
 	}
 	d.slots[e.slot] = nil
