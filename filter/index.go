@@ -2,6 +2,8 @@ package filter
 
 import (
 	"fmt"
+	"hash/maphash"
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -105,6 +107,9 @@ type entry struct {
 	// present (match all filters only): an event whose attribute signature
 	// lacks one of them cannot match, and the entry is skipped unread.
 	sig uint64
+	// vsig has one bit for each attribute equality (key and value) the
+	// filter needs (match all only); see valueBit.
+	vsig uint64
 	// xkey per predicate for SourceXPath predicates
 }
 
@@ -140,6 +145,7 @@ type data struct {
 type plist struct {
 	ents []*entry
 	sig  []uint64 // ents[i].sig, kept in the list so that it is read in order
+	vsig []uint64 // ents[i].vsig, likewise
 	post []uint16 // which posting of ents[i] this is
 }
 
@@ -455,6 +461,9 @@ func (x *Index) choosePostings(e *entry) {
 			p := &f.preds[i]
 			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
 				e.sig |= 1 << (e.keys[i] & 63)
+				if p.Op == OpEQ {
+					e.vsig |= valueBit(e.keys[i], p.Value)
+				}
 			}
 		}
 	}
@@ -575,6 +584,36 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	return pres
 }
 
+// valueBit returns the signature bit of "attribute key k equals v": equal
+// values (ontology.Equal: 0, 0.0 and -0.0 alike) give the same bit.
+func valueBit(k uint32, v ontology.Value) uint64 {
+	var h uint64
+	switch v.Kind() {
+	case ontology.KindString:
+		h = maphash.String(sigSeed, v.Str())
+	case ontology.KindInt, ontology.KindTime:
+		h = uint64(v.Int())
+	case ontology.KindFloat:
+		f := v.Float()
+		if f >= -0x1p63 && f < 0x1p63 && f == math.Trunc(f) {
+			h = uint64(int64(f)) // as the int of the same value
+		} else {
+			h = math.Float64bits(f)
+		}
+	case ontology.KindBool:
+		if v.Bool() {
+			h = 1
+		}
+	}
+	h ^= uint64(k) * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 32
+	return 1 << (h & 63)
+}
+
+var sigSeed = maphash.MakeSeed()
+
 // ---- one copy ----
 
 func (d *data) group(i int) *group {
@@ -624,6 +663,7 @@ func (d *data) insert(e *entry) {
 		pos[j] = int32(len(l.ents))
 		l.ents = append(l.ents, e)
 		l.sig = append(l.sig, e.sig)
+		l.vsig = append(l.vsig, e.vsig)
 		l.post = append(l.post, uint16(j))
 	}
 	d.pos[e.slot] = pos
@@ -649,11 +689,11 @@ func (d *data) remove(e *entry) {
 		last := int32(len(l.ents) - 1)
 		if i != last {
 			m, q := l.ents[last], l.post[last]
-			l.ents[i], l.post[i], l.sig[i] = m, q, l.sig[last]
+			l.ents[i], l.post[i], l.sig[i], l.vsig[i] = m, q, l.sig[last], l.vsig[last]
 			d.pos[m.slot][q] = i
 		}
 		l.ents[last] = nil
-		l.ents, l.post, l.sig = l.ents[:last], l.post[:last], l.sig[:last]
+		l.ents, l.post, l.sig, l.vsig = l.ents[:last], l.post[:last], l.sig[:last], l.vsig[:last]
 		d.dropPosting(g, p, last == 0)
 	}
 	d.slots[e.slot] = nil

@@ -14,6 +14,7 @@ type scratch struct {
 	seen    []uint32 // by slot: == epoch when the filter was verified
 	present []uint32 // attribute keys present in this event
 	sig     uint64   // bit k%64 for every present attribute key k
+	vsig    uint64   // valueBit of every present attribute
 	out     []hit
 	u       []uint64   // dense engines' failed-filter bitset
 	srcs    [][]uint64 // bitsets to OR into u
@@ -74,7 +75,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 	ct, data := ev.Payload()
 	s.kind, s.data, s.xml, s.xmlDone = classify(ct, data), data, nil, false
 	s.present = s.present[:0]
-	s.sig = 0
+	s.sig, s.vsig = 0, 0
 	for i, n := 0, ev.NumAttrs(); i < n; i++ {
 		name, v := ev.Attr(i)
 		k, ok := d.attrKeys[name]
@@ -85,6 +86,9 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		s.vals[k] = val{v: v, present: true}
 		s.present = append(s.present, k)
 		s.sig |= 1 << (k & 63)
+		if !v.IsNaN() {
+			s.vsig |= valueBit(k, v)
+		}
 	}
 
 	s.visit(d, d.groups[0])
@@ -195,8 +199,8 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 
 func (s *scratch) verifyList(d *data, l *plist) {
 	for i, e := range l.ents {
-		if l.sig[i]&^s.sig != 0 {
-			continue // needs an attribute the event lacks
+		if l.sig[i]&^s.sig != 0 || l.vsig[i]&^s.vsig != 0 {
+			continue // needs an attribute, or an attribute value, the event lacks
 		}
 		if e.multi {
 			if s.seen[e.slot] == s.epoch {
