@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 
@@ -30,7 +31,13 @@ import (
 // side). Memory: 2·maxMarks bitsets of m bits per attribute, plus 13 bytes
 // per bound.
 type dense struct {
-	n       int // engine slots in use, holes included
+	// counting engines hold "match atleast" and "match score" filters: they
+	// add up, per filter, the weight of the predicates an event fails
+	// (bit-sliced counters, 64 filters a word) instead of marking a bit.
+	counting bool
+	maxFail  int     // the most failed weight any filter may have and still match
+	allowed  []int16 // by engine slot: allowedFail of the entry (counting engines)
+	n        int // engine slots in use, holes included
 	free    []uint32
 	entries []*entry // by engine slot
 	live    []uint64
@@ -41,6 +48,9 @@ type dense struct {
 type dattr struct {
 	key uint32
 	has []uint64 // engine slots with a predicate on the attribute
+	// wb[b] holds the filters whose predicate on the attribute has bit b
+	// set in its weight (counting engines).
+	wb [weightBits][]uint64
 	lo  dside    // lower bounds: fail when above the value
 	hi  dside    // upper bounds: fail when below the value
 }
@@ -78,18 +88,45 @@ var (
 )
 
 const (
-	denseMinGroup = 32  // eligible filters a group gathers before it gets an engine
+	weightBits    = 4  // counting engines take integral weights 1…15
+	countPlanes   = 11 // counters up to 2047: 127 predicates of weight 15
+	denseMinGroup = 32 // eligible filters a group gathers before it gets an engine
 	denseMaxAttrs = 64  // attributes one engine serves
 	denseMaxPreds = 127 // a cell entry keeps the predicate index in 7 bits
 )
 
-// denseEligible reports whether f can live in a dense engine: ModeAll,
-// every predicate a comparison or range on an attribute whose bounds a
-// float64 holds exactly.
-func denseEligible(f *Filter) bool {
-	if f.mode != ModeAll || len(f.preds) == 0 || len(f.preds) > denseMaxPreds {
-		return false
+// Dense engine kinds: noDense, or the index into group.dense.
+const (
+	noDense    = -1
+	denseAll   = 0 // match all
+	denseCount = 1 // match atleast and match score with small integral weights
+)
+
+// denseKind returns the dense engine f can live in: every predicate must
+// be a comparison or range on an attribute whose bounds a float64 holds
+// exactly; counting engines also need each attribute tested once and
+// weights that are integers from 1 to 15.
+func denseKind(f *Filter) int {
+	if len(f.preds) == 0 || len(f.preds) > denseMaxPreds || !denseEligible(f) {
+		return noDense
 	}
+	if f.mode == ModeAll {
+		return denseAll
+	}
+	seen := map[string]bool{}
+	for i := range f.preds {
+		p := &f.preds[i]
+		if w := p.weight(); w != math.Trunc(w) || w < 1 || w >= 1<<weightBits || seen[p.Operand.Name] {
+			return noDense
+		}
+		seen[p.Operand.Name] = true
+	}
+	return denseCount
+}
+
+// denseEligible reports whether every predicate of f is a comparison or
+// range on an attribute whose bounds a float64 holds exactly.
+func denseEligible(f *Filter) bool {
 	for i := range f.preds {
 		p := &f.preds[i]
 		if p.Operand.Source != SourceAttr {
@@ -171,7 +208,17 @@ func cmpBound(b float64, v ontology.Value) int {
 	return c
 }
 
-func newDense() *dense { return &dense{attrs: map[uint32]*dattr{}} }
+func newDense(counting bool) *dense {
+	return &dense{attrs: map[uint32]*dattr{}, counting: counting}
+}
+
+// allowedFail returns the failed weight up to which e still matches, or -1.
+func allowedFail(e *entry) int {
+	if e.mode == ModeAtLeast {
+		return len(e.preds) - e.atLeast
+	}
+	return int(math.Floor(e.weight - e.thresh))
+}
 
 // fits reports whether e can join the engine without passing its attribute cap.
 func (dn *dense) fits(e *entry) bool {
@@ -210,6 +257,7 @@ func (dn *dense) insert(e *entry) {
 		s = uint32(dn.n)
 		dn.n++
 		dn.entries = append(dn.entries, nil)
+		dn.allowed = append(dn.allowed, 0)
 		if w := (dn.n + 63) >> 6; w > len(dn.live) {
 			dn.live = grow(dn.live, w)
 			for _, a := range dn.list {
@@ -224,6 +272,19 @@ func (dn *dense) insert(e *entry) {
 		setBit(a.has, s)
 		a.lo.place(&e.f.preds[i], s, i)
 		a.hi.place(&e.f.preds[i], s, i)
+		if dn.counting {
+			w := int(e.f.preds[i].weight())
+			for b := range weightBits {
+				if w>>b&1 != 0 {
+					setBit(a.wb[b], s)
+				}
+			}
+		}
+	}
+	if dn.counting {
+		af := max(-1, min(allowedFail(e), 1<<countPlanes-1))
+		dn.allowed[s] = int16(af)
+		dn.maxFail = max(dn.maxFail, af)
 	}
 	setBit(dn.live, s)
 	for _, i := range e.keys {
@@ -250,6 +311,9 @@ func (dn *dense) attr(k uint32) *dattr {
 // grow makes the attribute's bitsets words long.
 func (a *dattr) grow(words int) {
 	a.has = grow(a.has, words)
+	for b := range a.wb {
+		a.wb[b] = grow(a.wb[b], words)
+	}
 	for _, sd := range []*dside{&a.lo, &a.hi} {
 		for i := range sd.marks {
 			sd.marks[i] = grow(sd.marks[i], words)
@@ -364,6 +428,9 @@ func (dn *dense) remove(e *entry) {
 		a.lo.unplace(&e.f.preds[i], s, i)
 		a.hi.unplace(&e.f.preds[i], s, i)
 		clearBit(a.has, s)
+		for b := range a.wb {
+			clearBit(a.wb[b], s)
+		}
 	}
 	clearBit(dn.live, s)
 	dn.entries[s] = nil
@@ -509,6 +576,10 @@ func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
 // match clears u and marks in it every engine slot the event fails, then
 // appends the entries no attribute marked to s.out.
 func (dn *dense) match(s *scratch, d *data) {
+	if dn.counting {
+		dn.count(s, d)
+		return
+	}
 	words := len(dn.live)
 	if cap(s.u) < words {
 		s.u = make([]uint64, words)
@@ -562,5 +633,86 @@ func orInto(dst, src []uint64) {
 	dst = dst[:len(src)]
 	for i := range dst {
 		dst[i] |= src[i]
+	}
+}
+
+// count is match for counting engines: per attribute it gathers the
+// filters the event fails into a scratch bitset, adds their predicates'
+// weights into bit-sliced counters, and then checks exactly the filters
+// whose failed weight is at most maxFail.
+func (dn *dense) count(s *scratch, d *data) {
+	words := len(dn.live)
+	if cap(s.u) < words {
+		s.u = make([]uint64, words)
+	}
+	u := s.u[:words]
+	for p := range s.planes {
+		if cap(s.planes[p]) < words {
+			s.planes[p] = make([]uint64, words)
+		}
+		s.planes[p] = s.planes[p][:words]
+		clear(s.planes[p])
+	}
+	for _, a := range dn.list {
+		x := s.value(d, a.key)
+		src := a.has
+		if x.present && x.v.Kind().Numeric() && !x.v.IsNaN() {
+			clear(u)
+			if m := a.lo.fail(u, x.v); m != nil {
+				orInto(u, m)
+			}
+			if m := a.hi.fail(u, x.v); m != nil {
+				orInto(u, m)
+			}
+			src = u
+		}
+		for b := range weightBits {
+			addMasked(&s.planes, src, a.wb[b], b)
+		}
+	}
+	k := dn.maxFail
+	for w, l := range dn.live {
+		// over: counters above k, compared from the top plane down.
+		var over uint64
+		eq := ^uint64(0)
+		for p := countPlanes - 1; p >= 0; p-- {
+			pl := s.planes[p][w]
+			if k>>p&1 == 0 {
+				over |= eq & pl
+				eq &^= pl
+			} else {
+				eq &= pl
+			}
+		}
+		for m := l &^ over; m != 0; m &= m - 1 {
+			b := bits.TrailingZeros64(m)
+			fails := 0
+			for p := range countPlanes {
+				fails |= int(s.planes[p][w]>>b&1) << p
+			}
+			if fails > int(dn.allowed[w<<6+b]) {
+				continue
+			}
+			e := dn.entries[w<<6+b]
+			if e.mode == ModeAtLeast {
+				s.out = append(s.out, hit{id: e.id, score: float64(len(e.preds) - fails)})
+			} else {
+				s.out = append(s.out, hit{id: e.id, score: e.weight - float64(fails)})
+			}
+		}
+	}
+}
+
+// addMasked adds (x AND mask) shifted left by shift into the bit-sliced
+// counters.
+func addMasked(planes *[countPlanes][]uint64, x, mask []uint64, shift int) {
+	n := min(len(x), len(mask))
+	for w := 0; w < n; w++ {
+		carry := x[w] & mask[w]
+		for p := shift; carry != 0 && p < countPlanes; p++ {
+			t := planes[p][w] & carry
+			planes[p][w] ^= carry
+			carry = t
+		}
 	}
 }

@@ -43,8 +43,8 @@ func TestDenseMatchesOracle(t *testing.T) {
 				}
 				return ontology.Int(int64(r.IntN(100)))
 			}
-			pred := func() Predicate {
-				a := Attr(attrs[r.IntN(len(attrs))])
+			pred := func(name string) Predicate {
+				a := Attr(name)
 				switch r.IntN(5) {
 				case 0:
 					return a.LT(num())
@@ -65,8 +65,33 @@ func TestDenseMatchesOracle(t *testing.T) {
 			var live []uint64
 			for id := uint64(1); id <= uint64(n); id++ {
 				spec := Spec{Type: []string{"Root", "Sub", AnyType}[r.IntN(3)]}
-				for k := 0; k <= r.IntN(4); k++ {
-					spec.Predicates = append(spec.Predicates, pred())
+				np := 1 + r.IntN(4)
+				perm := r.Perm(len(attrs)) // distinct attributes, as counting engines need
+				for k := 0; k < np; k++ {
+					name := attrs[perm[k]]
+					if r.IntN(8) == 0 {
+						name = attrs[r.IntN(len(attrs))] // sometimes a repeat: not for counting engines
+					}
+					spec.Predicates = append(spec.Predicates, pred(name))
+				}
+				switch r.IntN(3) {
+				case 1:
+					spec.Mode, spec.AtLeast = ModeAtLeast, 1+r.IntN(np)
+				case 2:
+					spec.Mode = ModeScore
+					total := 0.0
+					for i := range spec.Predicates {
+						w := float64(1 + r.IntN(3))
+						if r.IntN(10) == 0 {
+							w = 1.5 // not integral: not for counting engines
+						}
+						spec.Predicates[i].Weight = w
+						total += w
+					}
+					spec.Threshold = float64(r.IntN(int(total)+1)) + []float64{0, 0.5, 1}[r.IntN(3)]
+					if spec.Threshold <= 0 {
+						spec.Threshold = 0.5
+					}
 				}
 				f := MustBuild(spec)
 				require.NoError(t, ix.Add(id, f))
@@ -98,16 +123,23 @@ func TestDenseMatchesOracle(t *testing.T) {
 			}
 			// The engine took the filters: the groups have one.
 			d := ix.inst[ix.side.Load()]
-			engines, marks := 0, 0
+			engines, marks, counting := 0, 0, 0
 			for _, g := range d.groups {
-				if g != nil && g.dense != nil {
-					engines++
-					for _, a := range g.dense.list {
-						marks += len(a.lo.marks) + len(a.hi.marks)
+				if g == nil {
+					continue
+				}
+				for kind, dn := range g.dense {
+					if dn != nil {
+						engines++
+						counting += kind
+						for _, a := range dn.list {
+							marks += len(a.lo.marks) + len(a.hi.marks)
+						}
 					}
 				}
 			}
 			require.Positive(t, engines)
+			require.Positive(t, counting, "a counting engine was made")
 			if c.perCell < 32 {
 				require.Positive(t, marks, "checkpoint bitsets were laid out")
 			}

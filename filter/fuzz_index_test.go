@@ -329,7 +329,7 @@ func TestFuzzIndexSeedsReachDense(t *testing.T) {
 		d := s.ix.inst[s.ix.side.Load()]
 		engines := 0
 		for _, g := range d.groups {
-			if g != nil && g.dense != nil {
+			if g != nil && (g.dense[denseAll] != nil || g.dense[denseCount] != nil) {
 				engines++
 			}
 		}

@@ -97,7 +97,7 @@ type entry struct {
 	keys     []uint32
 	postings []posting
 	inDense  bool    // lives in its group's dense engine, not in postings
-	eligible bool    // could live in a dense engine (denseEligible)
+	kind     int     // the dense engine kind it could live in, or noDense
 	dslot    uint32  // engine slot when inDense (the same in both copies)
 	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
@@ -150,8 +150,8 @@ type plist struct {
 }
 
 type group struct {
-	dense    *dense // filters of numeric intervals, when the group has enough
-	eligible int    // dense-eligible filters held in postings
+	dense    [2]*dense // by kind: filters of numeric intervals, when the group has enough
+	eligible [2]int    // by kind: dense-eligible filters held in postings
 	direct   plist
 	always   plist
 	byKey    map[uint32]*keyPostings
@@ -241,15 +241,15 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		e.slot = x.next
 		x.next++
 	}
-	e.eligible = denseEligible(f)
-	if e.eligible {
+	e.kind = denseKind(f)
+	if e.kind != noDense {
 		g := x.inst[1-x.side.Load()].groups[e.group]
 		switch {
 		case g == nil:
-		case g.dense != nil:
-			e.inDense = g.dense.fits(e)
+		case g.dense[e.kind] != nil:
+			e.inDense = g.dense[e.kind].fits(e)
 		default:
-			e.inDense = g.eligible+1 >= denseMinGroup
+			e.inDense = g.eligible[e.kind]+1 >= denseMinGroup
 		}
 	}
 	x.count(e, 1)
@@ -648,14 +648,14 @@ func (d *data) insert(e *entry) {
 	}
 	g := d.group(e.group)
 	if e.inDense {
-		if g.dense == nil {
-			g.dense = newDense()
+		if g.dense[e.kind] == nil {
+			g.dense[e.kind] = newDense(e.kind == denseCount)
 		}
-		g.dense.insert(e)
+		g.dense[e.kind].insert(e)
 		return
 	}
-	if e.eligible {
-		g.eligible++
+	if e.kind != noDense {
+		g.eligible[e.kind]++
 	}
 	pos := make([]int32, len(e.postings))
 	for j, p := range e.postings {
@@ -673,14 +673,14 @@ func (d *data) remove(e *entry) {
 	g := d.groups[e.group]
 	d.slots[e.slot] = nil
 	if e.inDense {
-		g.dense.remove(e)
-		if g.dense.empty() {
-			g.dense = nil
+		g.dense[e.kind].remove(e)
+		if g.dense[e.kind].empty() {
+			g.dense[e.kind] = nil
 		}
 		return
 	}
-	if e.eligible {
-		g.eligible--
+	if e.kind != noDense {
+		g.eligible[e.kind]--
 	}
 	pos := d.pos[e.slot]
 	for j, p := range e.postings {

@@ -18,6 +18,7 @@ type scratch struct {
 	out     []hit
 	u       []uint64   // dense engines' failed-filter bitset
 	srcs    [][]uint64 // bitsets to OR into u
+	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
 
 	ev      Event
 	kind    payloadKind
@@ -140,8 +141,10 @@ func (s *scratch) visit(d *data, g *group) {
 	for _, e := range g.direct.ents {
 		s.out = append(s.out, hit{id: e.id, score: e.score})
 	}
-	if g.dense != nil {
-		g.dense.match(s, d)
+	for _, dn := range g.dense {
+		if dn != nil {
+			dn.match(s, d)
+		}
 	}
 	for _, e := range g.always.ents {
 		s.verify(d, e)
