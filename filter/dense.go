@@ -37,12 +37,12 @@ type dense struct {
 	counting bool
 	maxFail  int     // the most failed weight any filter may have and still match
 	allowed  []int16 // by engine slot: allowedFail of the entry (counting engines)
-	n        int // engine slots in use, holes included
-	free    []uint32
-	entries []*entry // by engine slot
-	live    []uint64
-	attrs   map[uint32]*dattr
-	list    []*dattr
+	n        int     // engine slots in use, holes included
+	free     []uint32
+	entries  []*entry // by engine slot
+	live     []uint64
+	attrs    map[uint32]*dattr
+	list     []*dattr
 }
 
 type dattr struct {
@@ -51,8 +51,8 @@ type dattr struct {
 	// wb[b] holds the filters whose predicate on the attribute has bit b
 	// set in its weight (counting engines).
 	wb [weightBits][]uint64
-	lo  dside    // lower bounds: fail when above the value
-	hi  dside    // upper bounds: fail when below the value
+	lo dside // lower bounds: fail when above the value
+	hi dside // upper bounds: fail when below the value
 }
 
 // dside is one side of an attribute: cells of bounds and checkpoint bitsets.
@@ -88,9 +88,9 @@ var (
 )
 
 const (
-	weightBits    = 4  // counting engines take integral weights 1…15
-	countPlanes   = 11 // counters up to 2047: 127 predicates of weight 15
-	denseMinGroup = 32 // eligible filters a group gathers before it gets an engine
+	weightBits    = 4   // counting engines take integral weights 1…15
+	countPlanes   = 11  // counters up to 2047: 127 predicates of weight 15
+	denseMinGroup = 32  // eligible filters a group gathers before it gets an engine
 	denseMaxAttrs = 64  // attributes one engine serves
 	denseMaxPreds = 127 // a cell entry keeps the predicate index in 7 bits
 )

@@ -16,8 +16,8 @@ type scratch struct {
 	sig     uint64   // bit k%64 for every present attribute key k
 	vsig    uint64   // valueBit of every present attribute
 	out     []hit
-	u       []uint64   // dense engines' failed-filter bitset
-	srcs    [][]uint64 // bitsets to OR into u
+	u       []uint64              // dense engines' failed-filter bitset
+	srcs    [][]uint64            // bitsets to OR into u
 	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
 
 	ev      Event
