@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -190,7 +191,7 @@ func NewIndex(o *ontology.Ontology) *Index {
 func (x *Index) Ontology() *ontology.Ontology { return x.ont }
 
 // ErrDuplicateID is returned by Index.Add for an ID already in the index.
-var ErrDuplicateID = fmt.Errorf("filter: duplicate filter ID")
+var ErrDuplicateID = errors.New("filter: duplicate filter ID")
 
 // Len returns the number of filters in the index.
 func (x *Index) Len() int {
@@ -362,13 +363,9 @@ func (x *Index) releaseKey(kn keyName) (uint32, bool) {
 	return r.id, true
 }
 
-// Costs used to choose access predicates: the expected number of filters
-// reached per event is estimated from the current list length times a
-// factor for how often such a posting is hit.
+// Limits of the access engine: a filter's postings (a set predicate
+// posts once per value) and the longest affix entered by hash.
 const (
-	costEq       = 1
-	costAffix    = 4
-	costPresent  = 32
 	maxPostings  = 1 << 16
 	maxAffixScan = 64
 )
@@ -478,27 +475,16 @@ func allTrue(f *Filter) bool {
 	return true
 }
 
-func (kp *keyPostings) eqLen(vk ontology.ValueKey) int {
-	if kp == nil || kp.eq == nil {
-		return 0
-	}
-	if l := kp.eq[vk]; l != nil {
-		return len(l.ents)
-	}
-	return 0
-}
-
 // popKey counts, per group and operand, the predicates of all filters
 // (chosen as access or not): how many test the operand at all, how many
-// test it for equality, and how many for each value or affix. The counts
+// test it for equality, and how many for each value. The counts
 // estimate how often an event reaches a posting, and unlike list lengths
 // they do not shrink when filters avoid a popular value.
 type popKey struct {
 	group int
 	key   uint32
-	kind  postingKind // postPresent, postEq (vk) or popEqAll, postPrefix/postSuffix (s)
+	kind  postingKind // postPresent, postEq (vk) or popEqAll
 	vk    ontology.ValueKey
-	s     string
 }
 
 const popEqAll postingKind = 255

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -232,15 +231,6 @@ func collect(m interface {
 		got[id] = score
 	})
 	return got
-}
-
-func describe(ix *BruteForce, ids matchResult) string {
-	var out []string
-	for id := range ids {
-		out = append(out, fmt.Sprint(id))
-	}
-	sort.Strings(out)
-	return strings.Join(out, ",")
 }
 
 // TestIndexMatchesOracle checks Index against BruteForce on random

@@ -246,7 +246,7 @@ func (v Value) Key() ValueKey {
 			return ValueKey{kind: KindInt, n: uint64(int64(f))}
 		}
 	}
-	return ValueKey{kind: v.kind, n: v.n, s: v.s}
+	return ValueKey(v)
 }
 
 // ValueKey is the comparable form of a Value returned by Value.Key; use it
