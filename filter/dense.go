@@ -602,7 +602,7 @@ func (dn *dense) match(s *scratch, d *data) {
 	}
 	// OR the checkpoint bitsets block by block, so that the block of u
 	// stays in the first-level cache while every source streams past it.
-	const block = 512 // words
+	block := orBlockWords
 	for lo := 0; lo < words; lo += block {
 		hi := min(lo+block, words)
 		ub := u[lo:hi]
@@ -716,3 +716,6 @@ func addMasked(planes *[countPlanes][]uint64, x, mask []uint64, shift int) {
 		}
 	}
 }
+
+// orBlockWords is how many words of u the blocked OR keeps in cache at once.
+var orBlockWords = 4096
