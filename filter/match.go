@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"unsafe"
+
 	"github.com/antchfx/xmlquery"
 	"github.com/tidwall/gjson"
 )
@@ -110,7 +112,10 @@ func (s *scratch) value(d *data, k uint32) val {
 	switch ki := &d.keys[k]; ki.name.src {
 	case SourceJSON:
 		if s.kind == payloadJSON {
-			v = jsonValue(gjson.GetBytes(s.data, ki.name.name))
+			// A string view of the payload, not a copy: the event's payload
+			// does not change during Match (Event's contract), and the
+			// value is used only during this Match.
+			v = jsonValue(gjson.Get(unsafe.String(unsafe.SliceData(s.data), len(s.data)), ki.name.name))
 		}
 	case SourceXPath:
 		v = val{v: boolValue(s.xpathTrue(ki)), present: true}
