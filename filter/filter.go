@@ -297,6 +297,8 @@ type BuildError struct {
 	Msg   string
 }
 
+// Error returns "filter: predicate N (source): what is wrong", or
+// "filter: what is wrong" for the filter as a whole.
 func (e *BuildError) Error() string {
 	if e.Index >= 0 {
 		return fmt.Sprintf("filter: predicate %d (%s): %s", e.Index+1, e.Pred, e.Msg)

@@ -82,8 +82,8 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 	for i, n := 0, ev.NumAttrs(); i < n; i++ {
 		name, v := ev.Attr(i)
 		k, ok := d.attrKeys[name]
-		if !ok || !v.IsValid() {
-			continue
+		if !ok || !v.IsValid() || s.stamp[k] == s.epoch {
+			continue // unknown, no value, or a repeated name: the first counts, as in Eval
 		}
 		s.stamp[k] = s.epoch
 		s.vals[k] = val{v: v, present: true}

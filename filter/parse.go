@@ -510,9 +510,15 @@ func (p *parser) predicate() error {
 	}
 	if p.peek().word("weight") {
 		p.next()
+		at := p.peek().start
 		w, err := p.number(`a number after "weight"`)
 		if err != nil {
 			return err
+		}
+		if w == 0 {
+			// In a Spec a zero weight means the default, 1; written out it
+			// is a mistake.
+			return p.errAt(at, "a weight must be greater than 0")
 		}
 		pr.Weight = w
 	}

@@ -103,3 +103,29 @@ func TestNilCondition(t *testing.T) {
 		assert.True(t, ok)
 	}
 }
+
+// TestNewcomerFindings pins the fixes for what a first user hit: an
+// explicit weight 0 is refused, a nil filter is an error, and Index and
+// its oracle agree on an event that repeats an attribute name (the first
+// value counts).
+func TestNewcomerFindings(t *testing.T) {
+	_, err := Compile(`{match score >= 1; x == 1 weight 0}`)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrSyntax)
+	assert.Contains(t, err.Error(), "weight must be greater than 0")
+
+	o, err := ontology.New([]ontology.TypeDef{{Name: "music", Attributes: []ontology.Attribute{{Name: "price", Kind: ontology.KindFloat}}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	require.ErrorIs(t, ix.Add(1, nil), ErrInvalid)
+	require.ErrorIs(t, bf.Add(1, nil), ErrInvalid)
+
+	for id, src := range []string{`{type ⊑ music; price > 1}`, `{type ⊑ music; price in [0.0, 1.0]}`} {
+		require.NoError(t, ix.Add(uint64(id), MustCompile(src)))
+		require.NoError(t, bf.Add(uint64(id), MustCompile(src)))
+	}
+	ev := &BasicEvent{Type: "music", Attrs: []ontology.Attr{{Name: "price", Value: ontology.Float(0.5)}, {Name: "price", Value: ontology.Float(5)}}}
+	want, got := collect(bf, ev), collect(ix, ev)
+	assert.Equal(t, want, got)
+	assert.Equal(t, matchResult{1: 1}, got, "the first price, 0.5, counts")
+}

@@ -18,6 +18,9 @@ import (
 // compared with a float attribute, prefix on an int). Payload operands are
 // not checked: payloads carry no vocabulary.
 func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
+	if f == nil {
+		return nil, &BuildError{Index: -1, Msg: "nil filter"}
+	}
 	spec := f.Spec()
 	changed := false
 	typeID := -1

@@ -126,6 +126,16 @@ func (c *closure) isA(sub, super int) bool {
 	return lo > int(c.off[super]) && p <= c.ivs[lo-1].hi
 }
 
+// pairs returns the number of (type, ancestor-or-self) pairs: the size of
+// the Ancestors and Descendants tables.
+func (c *closure) pairs() int {
+	n := 0
+	for _, iv := range c.ivs {
+		n += int(iv.hi-iv.lo) + 1
+	}
+	return n
+}
+
 // extraIntervals returns the number of intervals beyond one per type.
 func (c *closure) extraIntervals() int { return len(c.ivs) - (len(c.off) - 1) }
 

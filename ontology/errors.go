@@ -27,6 +27,10 @@ var (
 	ErrUnknownParent = errors.New("unknown parent")
 	// ErrCycle: the parent relation has a cycle; the message lists its path.
 	ErrCycle = errors.New("inheritance cycle")
+	// ErrTooLarge reports an input past a size limit: a hierarchy with
+	// more than MaxClosurePairs (type, ancestor) pairs, or an RDF/XML file
+	// whose entities would expand past MaxEntityExpansion bytes.
+	ErrTooLarge = errors.New("too large")
 	// ErrVocabulary: an attribute is inherited from two parents with a
 	// different Kind or Unit, redeclared with a different Kind or Unit than
 	// inherited, or declared twice by one type.
@@ -94,3 +98,16 @@ func (e *LoadError) Error() string {
 
 // Unwrap returns Err, so errors.Is(err, ErrCycle) works on a *LoadError.
 func (e *LoadError) Unwrap() error { return e.Err }
+
+// Limits on what a loaded ontology may cost. An ontology is often read
+// from a file someone else wrote: these keep a small hostile or broken file
+// from taking the process's memory.
+const (
+	// MaxClosurePairs bounds the (type, ancestor) pairs that Ancestors and
+	// Descendants tabulate, 16 bytes each: a chain of about 5,800 types,
+	// or millions of types in a shallow hierarchy.
+	MaxClosurePairs = 1 << 24
+	// MaxEntityExpansion bounds the bytes that DTD entity references in an
+	// RDF/XML file may expand to.
+	MaxEntityExpansion = 16 << 20
+)

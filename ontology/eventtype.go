@@ -246,6 +246,9 @@ func New(defs []TypeDef) (*Ontology, error) {
 		if d.Name == "" {
 			return nil, loadErr(d, fmt.Errorf("%w: type %d has no name", ErrEmptyName, id-NumReserved))
 		}
+		if d.Name == "*" || slices.Contains(d.Synonyms, "*") {
+			return nil, loadErr(d, fmt.Errorf("%w: \"*\" stands for every event type in filters", ErrReserved))
+		}
 		if prev, dup := o.byName[d.Name]; dup {
 			if all[prev].Name == d.Name {
 				return nil, loadErr(d, fmt.Errorf("%w: already defined at %s", ErrDuplicateType, all[prev].Pos))
@@ -307,6 +310,9 @@ func New(defs []TypeDef) (*Ontology, error) {
 		o.types[id] = t
 	}
 	o.cl = newClosure(parents, topo)
+	if pairs := o.cl.pairs(); pairs > MaxClosurePairs {
+		return nil, &LoadError{Err: fmt.Errorf("%w: %d (type, ancestor) pairs, more than %d: the hierarchy is too deep for its size", ErrTooLarge, pairs, MaxClosurePairs)}
+	}
 	o.descOff, o.desc = o.cl.descendants()
 	o.ancOff, o.anc = invert(len(all), o.descOff, o.desc)
 	return o, nil
@@ -417,8 +423,15 @@ func (o *Ontology) buildVocabulary(all []TypeDef, parents [][]int, topo []int) e
 	}
 	o.vocab = make([][]Attribute, len(all))
 	from := map[string]int{} // attribute → the parent it was inherited from
+	entries := 0
 	for _, id := range topo {
 		d := &all[id]
+		if len(d.Attributes) == 0 && len(parents[id]) == 1 {
+			// Nothing declared, one parent: share its vocabulary, so that
+			// deep and wide hierarchies do not copy it into every type.
+			o.vocab[id] = o.vocab[parents[id][0]]
+			continue
+		}
 		clear(from)
 		var v []Attribute
 		for _, p := range parents[id] {
@@ -448,6 +461,9 @@ func (o *Ontology) buildVocabulary(all []TypeDef, parents [][]int, topo []int) e
 			}
 		}
 		o.vocab[id] = slices.Clip(v)
+		if entries += len(v); entries > MaxClosurePairs {
+			return loadErr(d, fmt.Errorf("%w: the vocabularies hold more than %d inherited attributes", ErrTooLarge, MaxClosurePairs))
+		}
 	}
 	return nil
 }

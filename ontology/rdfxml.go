@@ -77,6 +77,13 @@ func rdfTypeDefs(data []byte, file string) ([]TypeDef, error) {
 			entities[string(m[1])] = string(m[2]) + string(m[3])
 		}
 	}
+	expansion := 0
+	for name, val := range entities {
+		expansion += len(val) * bytes.Count(data, []byte("&"+name+";"))
+	}
+	if expansion > MaxEntityExpansion {
+		return nil, &LoadError{Pos: Position{File: file}, Err: fmt.Errorf("%w: entity references would expand to %d bytes, more than %d", ErrTooLarge, expansion, MaxEntityExpansion)}
+	}
 	doc, err := xmlquery.ParseWithOptions(bytes.NewReader(data), xmlquery.ParserOptions{
 		WithLineNumbers: true,
 		Decoder:         &xmlquery.DecoderOptions{Strict: true, Entity: entities},
