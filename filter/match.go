@@ -42,11 +42,15 @@ type hit struct {
 // names are taken as canonical (resolve synonyms before, at the edge).
 //
 // fn is called after the index has been read, so it may call Add and
-// Remove; the order of calls is unspecified. Match is safe for concurrent
+// Remove; the order of calls is unspecified. ev and fn must not be nil
+// (Match panics with a message saying so). Match is safe for concurrent
 // use and never waits for writers. It allocates nothing in steady state,
 // except to parse an XML payload (once per event, when some filter reached
 // needs it) and what gjson allocates for JSON strings with escapes.
 func (x *Index) Match(ev Event, fn func(id uint64, score float64)) {
+	if ev == nil || fn == nil {
+		panic("filter: Index.Match with a nil event or callback")
+	}
 	s := x.pool.Get().(*scratch)
 	vi := x.version.Load()
 	x.readers[vi].n.Add(1)

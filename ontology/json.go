@@ -25,6 +25,11 @@ func LoadJSON(r io.Reader, file string) (*Ontology, error) {
 	if err != nil {
 		return nil, &LoadError{Pos: Position{File: file}, Err: fmt.Errorf("%w: reading: %w", ErrSyntax, err)}
 	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		// A UTF-8 byte order mark, as some editors write: read it as
+		// spaces, so that positions stay those of the file.
+		data = append([]byte("   "), data[3:]...)
+	}
 	l := &jsonLoader{src: data, lines: lineStarts(data), file: file}
 	defs, err := l.load()
 	if err != nil {

@@ -62,3 +62,10 @@ func TestLimits(t *testing.T) {
 		assert.Contains(t, err.Error(), "bomb.rdf")
 	})
 }
+
+func TestLoadJSONByteOrderMark(t *testing.T) {
+	o, err := LoadJSON(strings.NewReader("\xef\xbb\xbf"+`{"types": [{"name": "A"}]}`), "bom.json")
+	require.NoError(t, err)
+	_, ok := o.Lookup("A")
+	assert.True(t, ok)
+}
