@@ -59,7 +59,7 @@ func TestDenseMatchesOracle(t *testing.T) {
 				if c, _ := ontology.Compare(lo, hi); c > 0 {
 					lo, hi = hi, lo
 				}
-				return a.Range(lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
+				return rangeOK(a, lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
 			}
 			ix, bf := NewIndex(o), NewBruteForce(o)
 			var live []uint64
@@ -92,6 +92,7 @@ func TestDenseMatchesOracle(t *testing.T) {
 					if spec.Threshold <= 0 {
 						spec.Threshold = 0.5
 					}
+					clampThreshold(&spec)
 				}
 				f := MustBuild(spec)
 				require.NoError(t, ix.Add(id, f))

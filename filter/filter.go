@@ -313,7 +313,8 @@ func (e *BuildError) Unwrap() error { return ErrInvalid }
 // a *BuildError naming the predicate: NaN or ±Inf literals; ordering (<, ≤,
 // >, ≥, ranges) on bools or between kinds that do not compare; a range whose
 // ends are out of order; string operators with non-string literals; empty
-// sets; an XPath that does not compile or uses an unbound namespace prefix
+// sets; empty ranges; a score threshold above the total weight; an XPath
+// that does not compile or uses an unbound namespace prefix
 // (DESIGN.md "Values at the edges", CASES A8); a bad mode, K or threshold;
 // weights outside ModeScore. Build copies what it keeps of spec.
 func Build(spec Spec) (*Filter, error) {
@@ -334,6 +335,13 @@ func Build(spec Spec) (*Filter, error) {
 	case ModeScore:
 		if !(spec.Threshold > 0) || math.IsInf(spec.Threshold, 0) {
 			return nil, &BuildError{Index: -1, Msg: fmt.Sprintf("match score threshold must be finite and > 0, not %v", spec.Threshold)}
+		}
+		total := 0.0
+		for i := range spec.Predicates {
+			total += spec.Predicates[i].weight()
+		}
+		if total < spec.Threshold {
+			return nil, &BuildError{Index: -1, Msg: fmt.Sprintf("match score threshold %v is above the total weight %v: the filter could never match", spec.Threshold, total)}
 		}
 	default:
 		return nil, &BuildError{Index: -1, Msg: fmt.Sprintf("unknown mode %d", spec.Mode)}
@@ -455,6 +463,9 @@ func checkPredicate(p *Predicate, mode Mode) error {
 		}
 		if c > 0 {
 			return fmt.Errorf("range lower end %v is above upper end %v", p.Value, p.Hi)
+		}
+		if c == 0 && (p.LoOpen || p.HiOpen) {
+			return fmt.Errorf("range with equal ends %v and an open end is empty", p.Value)
 		}
 	case OpIn, OpNotIn:
 		if len(p.Set) == 0 {

@@ -185,7 +185,7 @@ func (s *indexScript) rangeFilter(typ string) *Filter {
 			if c, _ := ontology.Compare(lo, hi); c > 0 {
 				lo, hi = hi, lo
 			}
-			p = a.Range(lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
+			p = rangeOK(a, lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
 		}
 		spec.Predicates = append(spec.Predicates, p)
 	}
@@ -242,7 +242,7 @@ func (s *indexScript) payloadFilter() *Filter {
 			if c, _ := ontology.Compare(lo, hi); c > 0 {
 				lo, hi = hi, lo
 			}
-			p = v.Range(lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
+			p = rangeOK(v, lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
 		case 4:
 			p = v.In(s.number(), s.number())
 		case 5:
@@ -273,6 +273,7 @@ func (s *indexScript) payloadFilter() *Filter {
 		for i := range spec.Predicates {
 			spec.Predicates[i].Weight = float64(1+r.IntN(4)) / 2
 		}
+		clampThreshold(&spec)
 	}
 	return MustBuild(spec)
 }

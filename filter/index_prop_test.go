@@ -137,7 +137,7 @@ func (w *randWorld) predicate() Predicate {
 		if c, _ := ontology.Compare(lo, hi); c > 0 {
 			lo, hi = hi, lo
 		}
-		return o.Range(lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
+		return rangeOK(o, lo, hi, r.IntN(2) == 0, r.IntN(2) == 0)
 	case OpExists, OpNotExists:
 		return Predicate{Operand: o, Op: op}
 	case OpPrefix, OpSuffix, OpContains:
@@ -165,6 +165,7 @@ func (w *randWorld) filter() *Filter {
 		for i := range spec.Predicates {
 			spec.Predicates[i].Weight = float64(1+r.IntN(4)) / 2
 		}
+		clampThreshold(&spec)
 	}
 	f, err := Build(spec)
 	if err != nil {
@@ -334,4 +335,23 @@ func TestIndexConcurrent(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// rangeOK is Operand.Range for generators: equal ends are made closed, so
+// that the range is not empty (Build refuses empty ranges).
+func rangeOK(o Operand, lo, hi ontology.Value, loOpen, hiOpen bool) Predicate {
+	if c, _ := ontology.Compare(lo, hi); c == 0 {
+		loOpen, hiOpen = false, false
+	}
+	return o.Range(lo, hi, loOpen, hiOpen)
+}
+
+// clampThreshold lowers a score threshold to the total weight, which Build
+// requires.
+func clampThreshold(spec *Spec) {
+	total := 0.0
+	for i := range spec.Predicates {
+		total += spec.Predicates[i].weight()
+	}
+	spec.Threshold = min(spec.Threshold, total)
 }

@@ -114,6 +114,13 @@ func TestNewcomerFindings(t *testing.T) {
 	assert.ErrorIs(t, err, ErrSyntax)
 	assert.Contains(t, err.Error(), "weight must be greater than 0")
 
+	for _, src := range []string{`{x in (1, 1)}`, `{x in [1, 1)}`, `{match score >= 10; x == 1 weight 2}`, `{match score >= 1}`} {
+		_, err := Compile(src)
+		assert.ErrorIs(t, err, ErrInvalid, "%s can never match and is refused", src)
+	}
+	_, err = Compile(`{x in [1, 1]}`)
+	assert.NoError(t, err, "a closed range with equal ends holds one value")
+
 	o, err := ontology.New([]ontology.TypeDef{{Name: "music", Attributes: []ontology.Attribute{{Name: "price", Kind: ontology.KindFloat}}}})
 	require.NoError(t, err)
 	ix, bf := NewIndex(o), NewBruteForce(o)
