@@ -181,6 +181,45 @@ func bound(p *Predicate, upper bool) (b float64, ok, open bool) {
 	return 0, false, false
 }
 
+// asFloat returns v as a float64 when a float64 holds it exactly.
+func asFloat(v ontology.Value) (float64, bool) {
+	if v.Kind() == ontology.KindFloat {
+		return v.Float(), true
+	}
+	if i := v.Int(); i >= -1<<53 && i <= 1<<53 {
+		return float64(i), true
+	}
+	return 0, false
+}
+
+// lowerIndex returns the first index of sorted s whose value is ≥ f;
+// upperIndex the first whose value is > f.
+func lowerIndex(s []float64, f float64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m] < f {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func upperIndex(s []float64, f float64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m] <= f {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // cmpBound compares bound b with the numeric value v exactly.
 func cmpBound(b float64, v ontology.Value) int {
 	if v.Kind() == ontology.KindFloat {
@@ -531,9 +570,19 @@ func (sd *dside) layout(words int) {
 // except those of the checkpoint bitset it returns (nil for none), which
 // the caller ORs into u.
 func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
-	j := sd.cellOf(v)
-	c := &sd.cells[j]
-	eq, gt := c.search(v, false), c.search(v, true)
+	var j, eq, gt int
+	var c *dcell
+	if f, ok := asFloat(v); ok {
+		// The common case: v is a float64 exactly, so plain float
+		// comparisons are exact.
+		j = upperIndex(sd.bounds, f)
+		c = &sd.cells[j]
+		eq, gt = lowerIndex(c.bound, f), upperIndex(c.bound, f)
+	} else {
+		j = sd.cellOf(v)
+		c = &sd.cells[j]
+		eq, gt = c.search(v, false), c.search(v, true)
+	}
 	for i := eq; i < gt; i++ { // bounds equal to v fail at an exclusive end
 		if c.pred[i]&openEnd != 0 {
 			setBit(u, c.slots[i])

@@ -131,6 +131,7 @@ func TestDenseMatchesOracle(t *testing.T) {
 				}
 				for kind, dn := range g.dense {
 					if dn != nil {
+						require.Zero(t, g.eligible[kind], "eligible filters moved into the engine when it was made")
 						engines++
 						counting += kind
 						for _, a := range dn.list {

@@ -1,11 +1,13 @@
 package filter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -257,9 +259,59 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if !e.inDense {
 		x.choosePostings(e)
 	}
+	var moved [][2]*entry // old and new entries moving into a new dense engine
+	if e.inDense {
+		if g := x.inst[1-x.side.Load()].groups[e.group]; g == nil || g.dense[e.kind] == nil {
+			moved = x.migrants(e)
+		}
+	}
 	x.entries[id] = e
-	x.write(func(d *data) { d.insert(e) })
+	for _, m := range moved {
+		x.entries[m[1].id] = m[1]
+	}
+	x.write(func(d *data) {
+		for _, m := range moved {
+			d.remove(m[0])
+		}
+		for _, m := range moved {
+			d.insert(m[1])
+		}
+		d.insert(e)
+	})
 	return nil
+}
+
+// migrants returns, when e is about to create its group's dense engine of
+// its kind, the eligible filters of that group and kind that wait in
+// postings, each with a copy of its entry that lives in the engine: they
+// move in with it, so that no eligible filter stays behind in the slower
+// "operand present" lists. It returns nil if together they would pass the
+// engine's attribute cap. mu must be held.
+func (x *Index) migrants(e *entry) [][2]*entry {
+	var moved [][2]*entry
+	attrs := map[uint32]bool{}
+	for _, k := range e.keys {
+		attrs[k] = true
+	}
+	for _, o := range x.entries {
+		if o.group != e.group || o.kind != e.kind || o.inDense {
+			continue
+		}
+		for _, k := range o.keys {
+			attrs[k] = true
+		}
+		n := *o
+		n.inDense, n.postings, n.multi = true, nil, false
+		if len(o.keys) <= len(o.keyBuf) {
+			n.keys = n.keyBuf[:len(o.keys)]
+		}
+		moved = append(moved, [2]*entry{o, &n})
+	}
+	if len(attrs) > denseMaxAttrs {
+		return nil
+	}
+	slices.SortFunc(moved, func(a, b [2]*entry) int { return cmp.Compare(a[0].slot, b[0].slot) })
+	return moved
 }
 
 // Remove takes the filter with id out of the index and reports whether it
