@@ -88,13 +88,18 @@ type keyInfo struct {
 // entry is one filter as the index holds it. It is shared by both copies
 // and immutable once built, except slot, which only the writer reads.
 type entry struct {
-	id       uint64
-	f        *Filter
-	preds    []Predicate // f.preds, one pointer step closer
-	mode     Mode        // f's mode, K and threshold, likewise
-	atLeast  int
-	thresh   float64
-	keyBuf   [6]uint32 // keys live here when they fit, in the entry's own memory
+	id      uint64
+	f       *Filter
+	preds   []Predicate // f.preds, one pointer step closer
+	mode    Mode        // f's mode, K and threshold, likewise
+	atLeast int
+	thresh  float64
+	keyBuf  [6]uint32 // keys live here when they fit, in the entry's own memory
+	// fast holds up to four numeric predicates of a match-all filter in
+	// the entry itself, checked before the predicates are read (see
+	// quickReject): most filters reached fail on one of them.
+	fast     [4]fastPred
+	nfast    int
 	slot     uint32
 	group    int // type ID + 1; 0 for AnyType
 	keys     []uint32
@@ -236,6 +241,10 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	}
 	for i := range f.preds {
 		e.keys[i] = x.acquireKey(f, i)
+		if fp, ok := makeFast(&f.preds[i], e.keys[i]); ok && f.mode == ModeAll && e.nfast < len(e.fast) {
+			e.fast[e.nfast] = fp
+			e.nfast++
+		}
 	}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]

@@ -231,6 +231,11 @@ func (s *scratch) verifyList(d *data, l *plist) {
 // match score (with a relative margin of 1e-9, far above the rounding of
 // the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
+	for i := 0; i < e.nfast; i++ {
+		if !e.fast[i].holds(s.value(d, e.fast[i].key)) {
+			return
+		}
+	}
 	preds := e.preds
 	n, w := 0, 0.0
 	rest, restW := len(preds), e.weight
@@ -269,4 +274,78 @@ func (s *scratch) verify(d *data, e *entry) {
 	if ok, score := e.f.decide(n, w); ok {
 		s.out = append(s.out, hit{id: e.id, score: score})
 	}
+}
+
+// fastPred is a numeric comparison kept in an entry: an attribute or JSON
+// key, the operator, and bounds that float64 holds exactly.
+type fastPred struct {
+	key            uint32
+	op             Op
+	loOpen, hiOpen bool
+	lo, hi         float64
+}
+
+// makeFast returns the fast form of p when it has one: ==, !=, <, <=, >,
+// >=, a range, exists or not exists on an attribute or JSON key, with
+// numeric literals that a float64 holds exactly.
+func makeFast(p *Predicate, key uint32) (fastPred, bool) {
+	if p.Operand.Source != SourceAttr && p.Operand.Source != SourceJSON {
+		return fastPred{}, false
+	}
+	fp := fastPred{key: key, op: p.Op}
+	switch p.Op {
+	case OpExists, OpNotExists:
+		return fp, true
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		if !exactFloat(p.Value) {
+			return fastPred{}, false
+		}
+		fp.lo = p.Value.Float()
+		return fp, true
+	case OpRange:
+		if !exactFloat(p.Value) || !exactFloat(p.Hi) {
+			return fastPred{}, false
+		}
+		fp.lo, fp.hi, fp.loOpen, fp.hiOpen = p.Value.Float(), p.Hi.Float(), p.LoOpen, p.HiOpen
+		return fp, true
+	}
+	return fastPred{}, false
+}
+
+// holds is Predicate.holds for the fast form; the two agree on every value.
+func (fp *fastPred) holds(x val) bool {
+	switch fp.op {
+	case OpExists:
+		return x.present
+	case OpNotExists:
+		return !x.present
+	}
+	if !x.present || x.v.IsNaN() {
+		return false
+	}
+	if !x.v.Kind().Numeric() {
+		return fp.op == OpNE // a value of another kind is never equal
+	}
+	c := -cmpBound(fp.lo, x.v) // the value against the literal
+	switch fp.op {
+	case OpEQ:
+		return c == 0
+	case OpNE:
+		return c != 0
+	case OpLT:
+		return c < 0
+	case OpLE:
+		return c <= 0
+	case OpGT:
+		return c > 0
+	case OpGE:
+		return c >= 0
+	case OpRange:
+		if c < 0 || c == 0 && fp.loOpen {
+			return false
+		}
+		h := -cmpBound(fp.hi, x.v)
+		return h < 0 || h == 0 && !fp.hiOpen
+	}
+	return false
 }
