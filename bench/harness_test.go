@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math"
@@ -140,15 +141,7 @@ type hit struct {
 func collect(match func(filter.Event, func(uint64, float64)), ev filter.Event) []hit {
 	var hs []hit
 	match(ev, func(id uint64, score float64) { hs = append(hs, hit{id, score}) })
-	slices.SortFunc(hs, func(a, b hit) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(hs, func(a, b hit) int { return cmp.Compare(a.id, b.id) })
 	return hs
 }
 

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"slices"
@@ -501,15 +502,7 @@ func (sd *dside) layout(words int) {
 			items = append(items, item{c.bound[j], c.slots[j], c.pred[j]})
 		}
 	}
-	slices.SortStableFunc(items, func(x, y item) int {
-		switch {
-		case x.b < y.b:
-			return -1
-		case x.b > y.b:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(items, func(x, y item) int { return cmp.Compare(x.b, y.b) })
 	cells := min(maxCells, max(1, len(items)/boundsPerCell))
 	sd.bounds = sd.bounds[:0]
 	for i := 1; i < cells; i++ {

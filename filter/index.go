@@ -743,7 +743,6 @@ func (d *data) remove(e *entry) {
 		l.ents, l.post, l.sig, l.vsig = l.ents[:last], l.post[:last], l.sig[:last], l.vsig[:last]
 		d.dropPosting(g, p, last == 0)
 	}
-	d.slots[e.slot] = nil
 	d.pos[e.slot] = nil
 }
 
