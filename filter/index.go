@@ -88,18 +88,13 @@ type keyInfo struct {
 // entry is one filter as the index holds it. It is shared by both copies
 // and immutable once built, except slot, which only the writer reads.
 type entry struct {
-	id      uint64
-	f       *Filter
-	preds   []Predicate // f.preds, one pointer step closer
-	mode    Mode        // f's mode, K and threshold, likewise
-	atLeast int
-	thresh  float64
-	keyBuf  [6]uint32 // keys live here when they fit, in the entry's own memory
-	// fast holds up to four numeric predicates of a match-all filter in
-	// the entry itself, checked before the predicates are read (see
-	// quickReject): most filters reached fail on one of them.
-	fast     [4]fastPred
-	nfast    int
+	id       uint64
+	f        *Filter
+	preds    []Predicate // f.preds, one pointer step closer
+	mode     Mode        // f's mode, K and threshold, likewise
+	atLeast  int
+	thresh   float64
+	keyBuf   [6]uint32 // keys live here when they fit, in the entry's own memory
 	slot     uint32
 	group    int // type ID + 1; 0 for AnyType
 	keys     []uint32
@@ -135,8 +130,11 @@ const (
 type posting struct {
 	kind postingKind
 	key  uint32
-	vk   ontology.ValueKey // postEq
-	s    string            // postPrefix, postSuffix
+	// implied is the predicate that holds whenever an event reaches the
+	// posting (postEq, postPrefix, postSuffix), or -1.
+	implied int32
+	vk      ontology.ValueKey // postEq
+	s       string            // postPrefix, postSuffix
 }
 
 // data is one of the two copies readers switch between.
@@ -149,12 +147,87 @@ type data struct {
 }
 
 // plist is a posting list. It holds entries, not slots, so that
-// verification reaches a filter in one step.
+// verification reaches a filter in one step; and, in the list's own
+// memory, what rejects most of the filters reached without reading them.
 type plist struct {
-	ents []*entry
-	sig  []uint64 // ents[i].sig, kept in the list so that it is read in order
-	vsig []uint64 // ents[i].vsig, likewise
-	post []uint16 // which posting of ents[i] this is
+	ents  []*entry
+	sig   []uint64 // ents[i].sig, kept in the list so that it is read in order
+	vsig  []uint64 // ents[i].vsig, likewise
+	post  []uint16 // which posting of ents[i] this is
+	items []litem  // by i, likewise
+}
+
+// litem is what a posting list keeps of a match-all filter: up to four of
+// its predicates in compact form, other than the one the posting implies,
+// checked before the filter is read. When they are all its predicates
+// (itemComplete), a filter that passes them matches, unread.
+type litem struct {
+	id     uint64
+	slot   uint32
+	npreds uint16 // the score of a complete item
+	nfast  uint8
+	flags  uint8
+	fast   [4]fastPred
+}
+
+const (
+	itemComplete = 1 << iota
+	itemMulti
+)
+
+// makeItem returns the list item of posting j of e: the predicates other
+// than the posting's implied one that have a fast form, most selective
+// first (equality, set membership, comparisons, exclusions, presence).
+func makeItem(e *entry, j int) litem {
+	it := litem{id: e.id, slot: e.slot}
+	if e.multi {
+		it.flags |= itemMulti
+	}
+	if e.mode != ModeAll {
+		return it
+	}
+	implied := e.postings[j].implied
+	rest, complete := 0, true
+	var cand [4][4]fastPred // by rank
+	var nc [4]int
+	for i := range e.preds {
+		p := &e.preds[i]
+		if int32(i) == implied || p.Op == OpTrue {
+			continue
+		}
+		rest++
+		fp, ok := makeFast(p, e.keys[i])
+		if !ok {
+			complete = false
+			continue
+		}
+		r := 3
+		switch p.Op {
+		case OpEQ:
+			r = 0
+		case OpIn:
+			r = 1
+		case OpLT, OpLE, OpGT, OpGE, OpRange:
+			r = 2
+		}
+		if nc[r] < len(cand[r]) {
+			cand[r][nc[r]] = fp
+			nc[r]++
+		}
+	}
+	for r := range cand {
+		for _, fp := range cand[r][:nc[r]] {
+			if int(it.nfast) < len(it.fast) {
+				it.fast[it.nfast] = fp
+				it.nfast++
+			}
+		}
+	}
+	if complete && rest == int(it.nfast) && len(e.preds) < 1<<16 {
+		it.flags |= itemComplete
+		it.npreds = uint16(len(e.preds))
+	}
+	return it
 }
 
 type group struct {
@@ -241,10 +314,6 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	}
 	for i := range f.preds {
 		e.keys[i] = x.acquireKey(f, i)
-		if fp, ok := makeFast(&f.preds[i], e.keys[i]); ok && f.mode == ModeAll && e.nfast < len(e.fast) {
-			e.fast[e.nfast] = fp
-			e.nfast++
-		}
 	}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
@@ -464,7 +533,7 @@ func (x *Index) choosePostings(e *entry) {
 			ok, score := f.decide(len(f.preds), w)
 			if ok {
 				e.score = score
-				e.postings = []posting{{kind: postDirect}}
+				e.postings = []posting{{kind: postDirect, implied: -1}}
 			} // else it can never match: no postings at all
 			return
 		}
@@ -501,7 +570,7 @@ func (x *Index) choosePostings(e *entry) {
 		}
 	}
 	if len(need) == 0 {
-		e.postings = []posting{{kind: postAlways}}
+		e.postings = []posting{{kind: postAlways, implied: -1}}
 		return
 	}
 	for _, c := range need {
@@ -510,7 +579,7 @@ func (x *Index) choosePostings(e *entry) {
 	if len(e.postings) > maxPostings {
 		e.postings = e.postings[:0]
 		for _, c := range need {
-			e.postings = append(e.postings, posting{kind: postPresent, key: e.keys[c.pred]})
+			e.postings = append(e.postings, posting{kind: postPresent, key: e.keys[c.pred], implied: -1})
 		}
 	}
 	e.multi = len(need) > 1
@@ -592,15 +661,15 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	eq := func(vk ontology.ValueKey) float64 {
 		return 1 + present*float64(x.pop[popKey{group: g, key: key, kind: postEq, vk: vk}])/eqAll
 	}
-	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key}}}
+	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key, implied: -1}}}
 	if p.Operand.Source == SourceXPath {
 		// The XPath key's value is whether the predicate holds.
-		return candidate{pred: i, cost: 1 + present/2, posts: []posting{{kind: postEq, key: key, vk: ontology.Bool(true).Key()}}}
+		return candidate{pred: i, cost: 1 + present/2, posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: ontology.Bool(true).Key()}}}
 	}
 	switch p.Op {
 	case OpEQ:
 		vk := p.Value.Key()
-		return candidate{pred: i, cost: eq(vk), posts: []posting{{kind: postEq, key: key, vk: vk}}}
+		return candidate{pred: i, cost: eq(vk), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
 	case OpIn:
 		c := candidate{pred: i}
 		seen := map[ontology.ValueKey]bool{}
@@ -611,7 +680,7 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 			}
 			seen[vk] = true
 			c.cost += eq(vk)
-			c.posts = append(c.posts, posting{kind: postEq, key: key, vk: vk})
+			c.posts = append(c.posts, posting{kind: postEq, key: key, implied: int32(i), vk: vk})
 		}
 		if pres.cost < c.cost {
 			return pres
@@ -626,7 +695,7 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 		if p.Op == OpSuffix {
 			kind = postSuffix
 		}
-		return candidate{pred: i, cost: 1 + present/4, posts: []posting{{kind: kind, key: key, s: s}}}
+		return candidate{pred: i, cost: 1 + present/4, posts: []posting{{kind: kind, key: key, implied: int32(i), s: s}}}
 	}
 	return pres
 }
@@ -712,6 +781,7 @@ func (d *data) insert(e *entry) {
 		l.sig = append(l.sig, e.sig)
 		l.vsig = append(l.vsig, e.vsig)
 		l.post = append(l.post, uint16(j))
+		l.items = append(l.items, makeItem(e, j))
 	}
 	d.pos[e.slot] = pos
 }
@@ -736,11 +806,11 @@ func (d *data) remove(e *entry) {
 		last := int32(len(l.ents) - 1)
 		if i != last {
 			m, q := l.ents[last], l.post[last]
-			l.ents[i], l.post[i], l.sig[i], l.vsig[i] = m, q, l.sig[last], l.vsig[last]
+			l.ents[i], l.post[i], l.sig[i], l.vsig[i], l.items[i] = m, q, l.sig[last], l.vsig[last], l.items[last]
 			d.pos[m.slot][q] = i
 		}
 		l.ents[last] = nil
-		l.ents, l.post, l.sig, l.vsig = l.ents[:last], l.post[:last], l.sig[:last], l.vsig[:last]
+		l.ents, l.post, l.sig, l.vsig, l.items = l.ents[:last], l.post[:last], l.sig[:last], l.vsig[:last], l.items[:last]
 		d.dropPosting(g, p, last == 0)
 	}
 	d.pos[e.slot] = nil

@@ -1,10 +1,13 @@
 package filter
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/antchfx/xmlquery"
 	"github.com/tidwall/gjson"
+
+	"github.com/sion-go/sion/ontology"
 )
 
 // scratch is the per-call state of Match, pooled so that steady-state
@@ -210,18 +213,37 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 }
 
 func (s *scratch) verifyList(d *data, l *plist) {
-	for i, e := range l.ents {
+	for i := range l.sig {
 		if l.sig[i]&^s.sig != 0 || l.vsig[i]&^s.vsig != 0 {
 			continue // needs an attribute, or an attribute value, the event lacks
 		}
-		if e.multi {
-			if s.seen[e.slot] == s.epoch {
+		it := &l.items[i]
+		if !s.fastHolds(d, it) {
+			continue
+		}
+		if it.flags&itemMulti != 0 {
+			if s.seen[it.slot] == s.epoch {
 				continue
 			}
-			s.seen[e.slot] = s.epoch
+			s.seen[it.slot] = s.epoch
 		}
-		s.verify(d, e)
+		if it.flags&itemComplete != 0 {
+			s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
+			continue
+		}
+		s.verify(d, l.ents[i])
 	}
+}
+
+// fastHolds reports whether the predicates kept inline in it hold.
+func (s *scratch) fastHolds(d *data, it *litem) bool {
+	for j := range it.nfast {
+		fp := &it.fast[j]
+		if !fp.holds(s.value(d, fp.key)) {
+			return false
+		}
+	}
+	return true
 }
 
 // verify evaluates the predicates of e and records a hit when its mode is
@@ -231,11 +253,6 @@ func (s *scratch) verifyList(d *data, l *plist) {
 // match score (with a relative margin of 1e-9, far above the rounding of
 // the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
-	for i := 0; i < e.nfast; i++ {
-		if !e.fast[i].holds(s.value(d, e.fast[i].key)) {
-			return
-		}
-	}
 	preds := e.preds
 	n, w := 0, 0.0
 	rest, restW := len(preds), e.weight
@@ -276,18 +293,22 @@ func (s *scratch) verify(d *data, e *entry) {
 	}
 }
 
-// fastPred is a numeric comparison kept in an entry: an attribute or JSON
-// key, the operator, and bounds that float64 holds exactly.
+// fastPred is a predicate in the compact form that posting lists keep
+// inline (see litem): a numeric comparison or range with bounds that
+// float64 holds exactly, exists / not exists, or membership in a set of
+// integers that fit in 64 consecutive values, as a bitmap.
 type fastPred struct {
 	key            uint32
 	op             Op
 	loOpen, hiOpen bool
-	lo, hi         float64
+	lo             float64 // the literal; the lower end; for sets, the value of bit 0
+	hi             uint64  // ranges: the upper end's float64 bits; sets: the bitmap
 }
 
 // makeFast returns the fast form of p when it has one: ==, !=, <, <=, >,
 // >=, a range, exists or not exists on an attribute or JSON key, with
-// numeric literals that a float64 holds exactly.
+// numeric literals that a float64 holds exactly; in and not in with
+// integral numeric members spanning fewer than 64 values.
 func makeFast(p *Predicate, key uint32) (fastPred, bool) {
 	if p.Operand.Source != SourceAttr && p.Operand.Source != SourceJSON {
 		return fastPred{}, false
@@ -306,10 +327,48 @@ func makeFast(p *Predicate, key uint32) (fastPred, bool) {
 		if !exactFloat(p.Value) || !exactFloat(p.Hi) {
 			return fastPred{}, false
 		}
-		fp.lo, fp.hi, fp.loOpen, fp.hiOpen = p.Value.Float(), p.Hi.Float(), p.LoOpen, p.HiOpen
+		fp.lo, fp.hi, fp.loOpen, fp.hiOpen = p.Value.Float(), math.Float64bits(p.Hi.Float()), p.LoOpen, p.HiOpen
+		return fp, true
+	case OpIn, OpNotIn:
+		base, ok := int64(0), false
+		for i, m := range p.Set {
+			n, isInt := integral(m)
+			if !isInt {
+				return fastPred{}, false
+			}
+			if i == 0 || n < base {
+				base = n
+			}
+			ok = true
+		}
+		if !ok || base < -1<<53 || base > 1<<53-64 {
+			return fastPred{}, false
+		}
+		for _, m := range p.Set {
+			n, _ := integral(m)
+			if n-base >= 64 {
+				return fastPred{}, false
+			}
+			fp.hi |= 1 << (n - base)
+		}
+		fp.lo = float64(base)
 		return fp, true
 	}
 	return fastPred{}, false
+}
+
+// integral returns v as an int64 when v is an int, or a float whose value
+// is an integer within int64 range.
+func integral(v ontology.Value) (int64, bool) {
+	switch v.Kind() {
+	case ontology.KindInt:
+		return v.Int(), true
+	case ontology.KindFloat:
+		if f := v.Float(); f >= -0x1p63 && f < 0x1p63 && f == math.Trunc(f) {
+			return int64(f), true
+		}
+	}
+	return 0, false
 }
 
 // holds is Predicate.holds for the fast form; the two agree on every value.
@@ -324,7 +383,16 @@ func (fp *fastPred) holds(x val) bool {
 		return false
 	}
 	if !x.v.Kind().Numeric() {
-		return fp.op == OpNE // a value of another kind is never equal
+		return fp.op == OpNE || fp.op == OpNotIn // a value of another kind is never equal
+	}
+	if fp.op == OpIn || fp.op == OpNotIn {
+		in := false
+		if n, ok := integral(x.v); ok {
+			if d := uint64(n) - uint64(int64(fp.lo)); d < 64 {
+				in = fp.hi>>d&1 != 0
+			}
+		}
+		return in == (fp.op == OpIn)
 	}
 	c := -cmpBound(fp.lo, x.v) // the value against the literal
 	switch fp.op {
@@ -344,7 +412,7 @@ func (fp *fastPred) holds(x val) bool {
 		if c < 0 || c == 0 && fp.loOpen {
 			return false
 		}
-		h := -cmpBound(fp.hi, x.v)
+		h := -cmpBound(math.Float64frombits(fp.hi), x.v)
 		return h < 0 || h == 0 && !fp.hiOpen
 	}
 	return false
