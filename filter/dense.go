@@ -15,22 +15,27 @@ import (
 // bitsets pre-marked per attribute (after REIN, INFOCOM 2014, and HEM,
 // DASFAA 2022).
 //
-// Per attribute, each side (lower bounds, upper bounds) sorts its bounds
+// Per attribute, each side (lower bounds, upper bounds) puts its bounds
 // into cells split at the quantiles of those bounds, and keeps a checkpoint
 // bitset every stride cells: on the lower side the filters with a bound in
 // the cells at or above the checkpoint, on the upper side those with a
 // bound in the cells below it. An event value v in cell j fails every lower
 // bound in the cells above j: one bitset OR covers the cells from the next
-// checkpoint on, one mark per bound the few cells before it, and a binary
-// search inside cell j (sorted by bound) finds the rest, exactly. The
-// upper side mirrors it. A filter is matched when no attribute marks it;
-// a missing or non-numeric value marks every filter with a predicate on
-// the attribute.
+// checkpoint on, one mark per bound the few cells before it, and comparing
+// v with each bound of cell j finds the rest, exactly. The upper side
+// mirrors it. A filter is matched when no attribute marks it; a missing or
+// non-numeric value marks every filter with a predicate on the attribute.
 //
-// Cost per event and attribute: two ORs of m/64 words (m filters in the
-// engine) and about p/(2·maxMarks) single marks per side (p bounds on that
-// side). Memory: 2·maxMarks bitsets of m bits per attribute, plus 13 bytes
-// per bound.
+// Cells are not sorted inside, so a new bound is appended to its cell.
+// Removal is lazy: a removed filter leaves the live bitset at once, its
+// bounds stay behind until dead slots make up half the engine, and then
+// every cell drops them and the checkpoint bitsets are rebuilt (purge);
+// only then are the slots reused.
+//
+// Cost per event and attribute: two ORs of m/64 words (m filter slots in
+// the engine) and about p/(2·maxMarks) single marks per side (p bounds on
+// that side). Memory: 2·maxMarks bitsets of m bits per attribute, plus 13
+// bytes per bound.
 type dense struct {
 	// counting engines hold "match atleast" and "match score" filters: they
 	// add up, per filter, the weight of the predicates an event fails
@@ -40,6 +45,7 @@ type dense struct {
 	allowed  []int16 // by engine slot: allowedFail of the entry (counting engines)
 	n        int     // engine slots in use, holes included
 	free     []uint32
+	dead     []uint32 // slots of removed filters whose bounds are still in cells
 	entries  []*entry // by engine slot
 	live     []uint64
 	attrs    map[uint32]*dattr
@@ -47,8 +53,9 @@ type dense struct {
 }
 
 type dattr struct {
-	key uint32
-	has []uint64 // engine slots with a predicate on the attribute
+	key  uint32
+	npre int      // live filters with a predicate on the attribute
+	has  []uint64 // engine slots with a predicate on the attribute
 	// wb[b] holds the filters whose predicate on the attribute has bit b
 	// set in its weight (counting engines).
 	wb [weightBits][]uint64
@@ -62,16 +69,20 @@ type dside struct {
 	cells  []dcell   // len(bounds)+1
 	marks  [][]uint64
 	stride int // cells per checkpoint
-	n      int // bounds held
-	built  int // n when the cells were last laid out
-	upper  bool
+	// pend holds the bounds placed in cells since the checkpoint bitsets
+	// last took them in; fail marks them one by one. They join the
+	// bitsets pendMax at a time, when slots placed together share words.
+	pend  []pendBound
+	n     int // bounds held
+	built int // n when the cells were last laid out
+	upper bool
 }
 
-// dcell holds the bounds that fall into one cell, sorted by bound, each
-// with the engine slot of its filter and the predicate index (bit 7 set
-// for an exclusive end). Bounds are float64s that equal the predicates'
-// bounds exactly (denseEligible), so cells compare exactly without
-// reaching the filters.
+// dcell holds the bounds that fall into one cell, in no order, each with
+// the engine slot of its filter and the predicate index (bit 7 set for an
+// exclusive end). Bounds are float64s that equal the predicates' bounds
+// exactly (denseEligible), so cells compare exactly without reaching the
+// filters.
 type dcell struct {
 	bound []float64
 	slots []uint32
@@ -79,6 +90,11 @@ type dcell struct {
 }
 
 const openEnd = 0x80
+
+type pendBound struct {
+	cell int32
+	slot uint32
+}
 
 // The dense engine's layout; variables so that tests can make cells and
 // checkpoints small enough to be exercised by a few thousand filters.
@@ -94,6 +110,14 @@ const (
 	denseMinGroup = 32  // eligible filters a group gathers before it gets an engine
 	denseMaxAttrs = 64  // attributes one engine serves
 	denseMaxPreds = 127 // a cell entry keeps the predicate index in 7 bits
+)
+
+// purgeMin is the fewest dead slots an engine purges, and pendMax the most
+// bounds a side keeps out of its checkpoint bitsets; variables so that
+// tests can exercise both with few filters.
+var (
+	purgeMin = 64
+	pendMax  = 64
 )
 
 // Dense engine kinds: noDense, or the index into group.dense.
@@ -309,6 +333,7 @@ func (dn *dense) insert(e *entry) {
 	dn.entries[s] = e
 	for i := range e.f.preds {
 		a := dn.attr(e.keys[i])
+		a.npre++
 		setBit(a.has, s)
 		a.lo.place(&e.f.preds[i], s, i)
 		a.hi.place(&e.f.preds[i], s, i)
@@ -331,7 +356,7 @@ func (dn *dense) insert(e *entry) {
 		a := dn.attrs[i]
 		for _, sd := range []*dside{&a.lo, &a.hi} {
 			if sd.n >= 2*sd.built && sd.n >= 2*boundsPerCell {
-				sd.layout(len(dn.live))
+				sd.layout(dn.live)
 			}
 		}
 	}
@@ -392,29 +417,69 @@ func (sd *dside) place(p *Predicate, s uint32, i int) {
 		return
 	}
 	c := sd.cellOfBound(b)
-	sd.cells[c].add(b, s, predTag(i, open))
+	cl := &sd.cells[c]
+	cl.bound = append(cl.bound, b)
+	cl.slots = append(cl.slots, s)
+	cl.pred = append(cl.pred, predTag(i, open))
 	sd.n++
-	if sd.upper {
-		for k := len(sd.marks); k >= 1 && k*sd.stride > c; k-- {
-			setBit(sd.marks[k-1], s)
-		}
+	if len(sd.marks) == 0 {
 		return
 	}
-	for k := 1; k <= len(sd.marks) && k*sd.stride <= c; k++ {
-		setBit(sd.marks[k-1], s)
+	sd.pend = append(sd.pend, pendBound{int32(c), s})
+	if len(sd.pend) < pendMax {
+		return
 	}
+	sd.flush()
 }
 
-func (sd *dside) unplace(p *Predicate, s uint32, i int) {
-	b, ok, open := bound(p, sd.upper)
-	if !ok {
-		return
+// flush sets the pending bounds in the checkpoint bitsets. The bitsets are
+// cumulative, so it walks them in the order each takes in more cells,
+// gathering the pending slots of those cells into a few word masks (slots
+// placed together are close), and ORs the masks into each bitset.
+func (sd *dside) flush() {
+	pend := sd.pend
+	slices.SortFunc(pend, func(a, b pendBound) int { return cmp.Compare(a.cell, b.cell) })
+	var delta []wordMask
+	add := func(s uint32) {
+		w := int(s >> 6)
+		for i := range delta {
+			if delta[i].w == w {
+				delta[i].m |= 1 << (s & 63)
+				return
+			}
+		}
+		delta = append(delta, wordMask{w, 1 << (s & 63)})
 	}
-	sd.cells[sd.cellOfBound(b)].remove(b, s, predTag(i, open))
-	sd.n--
-	for _, m := range sd.marks {
-		clearBit(m, s)
+	nm := len(sd.marks)
+	if sd.upper {
+		// marks[k-1] holds the cells below k·stride.
+		i := 0
+		for k := 1; k <= nm; k++ {
+			for ; i < len(pend) && int(pend[i].cell) < k*sd.stride; i++ {
+				add(pend[i].slot)
+			}
+			for _, d := range delta {
+				sd.marks[k-1][d.w] |= d.m
+			}
+		}
+	} else {
+		// marks[k-1] holds the cells from k·stride on.
+		i := len(pend) - 1
+		for k := nm; k >= 1; k-- {
+			for ; i >= 0 && int(pend[i].cell) >= k*sd.stride; i-- {
+				add(pend[i].slot)
+			}
+			for _, d := range delta {
+				sd.marks[k-1][d.w] |= d.m
+			}
+		}
 	}
+	sd.pend = pend[:0]
+}
+
+type wordMask struct {
+	w int
+	m uint64
 }
 
 func predTag(i int, open bool) uint8 {
@@ -424,49 +489,11 @@ func predTag(i int, open bool) uint8 {
 	return uint8(i)
 }
 
-// search returns the first index whose bound is ≥ v (strict: > v).
-func (c *dcell) search(v ontology.Value, strict bool) int {
-	lo, hi := 0, len(c.bound)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if cmp := cmpBound(c.bound[m], v); cmp < 0 || strict && cmp == 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-func (c *dcell) add(b float64, s uint32, pred uint8) {
-	i, _ := slices.BinarySearch(c.bound, b)
-	for i < len(c.bound) && c.bound[i] == b {
-		i++
-	}
-	c.bound = slices.Insert(c.bound, i, b)
-	c.slots = slices.Insert(c.slots, i, s)
-	c.pred = slices.Insert(c.pred, i, pred)
-}
-
-func (c *dcell) remove(b float64, s uint32, pred uint8) {
-	i, _ := slices.BinarySearch(c.bound, b)
-	for ; i < len(c.slots); i++ {
-		if c.slots[i] == s && c.pred[i] == pred {
-			c.bound = slices.Delete(c.bound, i, i+1)
-			c.slots = slices.Delete(c.slots, i, i+1)
-			c.pred = slices.Delete(c.pred, i, i+1)
-			return
-		}
-	}
-	panic("filter: dense cell lost a bound")
-}
-
 func (dn *dense) remove(e *entry) {
 	s := e.dslot
-	for i := range e.f.preds {
+	for i := range e.keys {
 		a := dn.attrs[e.keys[i]]
-		a.lo.unplace(&e.f.preds[i], s, i)
-		a.hi.unplace(&e.f.preds[i], s, i)
+		a.npre--
 		clearBit(a.has, s)
 		for b := range a.wb {
 			clearBit(a.wb[b], s)
@@ -474,23 +501,54 @@ func (dn *dense) remove(e *entry) {
 	}
 	clearBit(dn.live, s)
 	dn.entries[s] = nil
-	dn.free = append(dn.free, s)
+	dn.dead = append(dn.dead, s)
 	for i := 0; i < len(dn.list); i++ {
-		if a := dn.list[i]; a.lo.n+a.hi.n == 0 {
+		if a := dn.list[i]; a.npre == 0 {
+			// Every bound left on the attribute is dead.
 			delete(dn.attrs, a.key)
 			dn.list = slices.Delete(dn.list, i, i+1)
 			i--
 		}
 	}
+	if live := dn.n - len(dn.free) - len(dn.dead); len(dn.dead) >= purgeMin && len(dn.dead) >= live {
+		dn.purge()
+	}
 }
 
-func (dn *dense) empty() bool { return len(dn.free) == dn.n }
+// purge drops the bounds of dead slots from every cell, rebuilds the
+// checkpoint bitsets, and frees the slots, in ascending order so that both
+// copies of the index assign the same slots afterwards.
+func (dn *dense) purge() {
+	for _, a := range dn.list {
+		for _, sd := range []*dside{&a.lo, &a.hi} {
+			sd.n = 0
+			for ci := range sd.cells {
+				c := &sd.cells[ci]
+				k := 0
+				for j, s := range c.slots {
+					if dn.live[s>>6]&(1<<(s&63)) != 0 {
+						c.bound[k], c.slots[k], c.pred[k] = c.bound[j], s, c.pred[j]
+						k++
+					}
+				}
+				c.bound, c.slots, c.pred = c.bound[:k], c.slots[:k], c.pred[:k]
+				sd.n += k
+			}
+			sd.buildMarks(len(dn.live))
+		}
+	}
+	slices.Sort(dn.dead)
+	slices.Reverse(dn.dead) // free is popped from its end: lowest slot first
+	dn.free = append(dn.dead, dn.free...)
+	dn.dead = nil
+}
 
-// layout splits the side's bounds into cells at their quantiles, refills
-// the cells in order, and builds the checkpoint bitsets cumulatively (each
-// is the next one plus the cells between them). words is the bitsets'
-// length. Cost: O(n log n) for the sort, plus O(marks·words).
-func (sd *dside) layout(words int) {
+func (dn *dense) empty() bool { return len(dn.free)+len(dn.dead) == dn.n }
+
+// layout splits the side's live bounds (live: the engine's live bitset)
+// into cells at their quantiles, refills the cells, and builds the
+// checkpoint bitsets. Cost: O(n log n) for the sort, plus O(marks·words).
+func (sd *dside) layout(live []uint64) {
 	type item struct {
 		b    float64
 		s    uint32
@@ -498,8 +556,10 @@ func (sd *dside) layout(words int) {
 	}
 	items := make([]item, 0, sd.n)
 	for _, c := range sd.cells {
-		for j := range c.slots {
-			items = append(items, item{c.bound[j], c.slots[j], c.pred[j]})
+		for j, s := range c.slots {
+			if live[s>>6]&(1<<(s&63)) != 0 {
+				items = append(items, item{c.bound[j], c.slots[j], c.pred[j]})
+			}
 		}
 	}
 	slices.SortStableFunc(items, func(x, y item) int { return cmp.Compare(x.b, y.b) })
@@ -522,6 +582,15 @@ func (sd *dside) layout(words int) {
 		cl.slots = append(cl.slots, it.s)
 		cl.pred = append(cl.pred, it.pred)
 	}
+	sd.n = len(items)
+	sd.built = sd.n
+	sd.buildMarks(len(live))
+}
+
+// buildMarks builds the checkpoint bitsets of words words from the cells,
+// cumulatively: each is the next one plus the cells between them.
+func (sd *dside) buildMarks(words int) {
+	sd.pend = sd.pend[:0]
 	sd.stride = max(1, (len(sd.cells)+maxMarks-1)/maxMarks)
 	nm := (len(sd.cells) - 1) / sd.stride
 	sd.marks = make([][]uint64, nm)
@@ -556,36 +625,48 @@ func (sd *dside) layout(words int) {
 			sd.marks[k-1], acc = m, m
 		}
 	}
-	sd.built = sd.n
 }
 
 // fail marks in u every filter whose bound on this side the value v fails,
 // except those of the checkpoint bitset it returns (nil for none), which
 // the caller ORs into u.
 func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
-	var j, eq, gt int
-	var c *dcell
+	var j int
 	if f, ok := asFloat(v); ok {
 		// The common case: v is a float64 exactly, so plain float
 		// comparisons are exact.
 		j = upperIndex(sd.bounds, f)
-		c = &sd.cells[j]
-		eq, gt = lowerIndex(c.bound, f), upperIndex(c.bound, f)
+		c := &sd.cells[j]
+		if sd.upper { // fails when the bound is below v, or equal and open
+			for i, b := range c.bound {
+				if b < f || b == f && c.pred[i]&openEnd != 0 {
+					setBit(u, c.slots[i])
+				}
+			}
+		} else { // fails when the bound is above v, or equal and open
+			for i, b := range c.bound {
+				if b > f || b == f && c.pred[i]&openEnd != 0 {
+					setBit(u, c.slots[i])
+				}
+			}
+		}
 	} else {
 		j = sd.cellOf(v)
-		c = &sd.cells[j]
-		eq, gt = c.search(v, false), c.search(v, true)
+		c := &sd.cells[j]
+		for i, b := range c.bound {
+			cmp := cmpBound(b, v)
+			if sd.upper && cmp < 0 || !sd.upper && cmp > 0 || cmp == 0 && c.pred[i]&openEnd != 0 {
+				setBit(u, c.slots[i])
+			}
+		}
 	}
-	for i := eq; i < gt; i++ { // bounds equal to v fail at an exclusive end
-		if c.pred[i]&openEnd != 0 {
-			setBit(u, c.slots[i])
+	for _, p := range sd.pend {
+		if sd.upper && int(p.cell) < j || !sd.upper && int(p.cell) > j {
+			setBit(u, p.slot)
 		}
 	}
 	if sd.upper {
-		// Upper bounds below v: the cells below j and the head of cell j.
-		for _, s := range c.slots[:eq] {
-			setBit(u, s)
-		}
+		// Upper bounds below v: the cells below j.
 		var mark []uint64
 		k, start := j/sd.stride, 0
 		if k >= 1 && k <= len(sd.marks) {
@@ -598,10 +679,7 @@ func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
 		}
 		return mark
 	}
-	// Lower bounds above v: the tail of cell j and the cells above it.
-	for _, s := range c.slots[gt:] {
-		setBit(u, s)
-	}
+	// Lower bounds above v: the cells above j.
 	var mark []uint64
 	k, end := j/sd.stride+1, len(sd.cells)
 	if k <= len(sd.marks) {

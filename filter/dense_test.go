@@ -15,7 +15,9 @@ import (
 // for the dense engine to take them (and to lay out cells and checkpoint
 // bitsets several times), removes some, and compares every event's matches
 // with the oracle: values at and between bounds, int and float mixed around
-// 2^53, missing attributes, NaN and values of the wrong kind.
+// 2^53, missing attributes, NaN and values of the wrong kind. It then
+// removes most filters, so that engines purge their dead slots, adds more
+// (which reuse them), and compares again.
 func TestDenseMatchesOracle(t *testing.T) {
 	o, err := ontology.New([]ontology.TypeDef{
 		{Name: "Root", Attributes: []ontology.Attribute{
@@ -29,8 +31,13 @@ func TestDenseMatchesOracle(t *testing.T) {
 	for _, c := range []struct{ n, marks, cells, perCell int }{{300, 64, 4096, 32}, {3000, 64, 4096, 32}, {3000, 4, 64, 8}, {5000, 3, 17, 4}, {4000, 7, 1000, 2}} {
 		n := c.n
 		t.Run(fmt.Sprintf("n=%d/marks=%d/cells=%d/boundsPerCell=%d", n, c.marks, c.cells, c.perCell), func(t *testing.T) {
-			defer func(a, b, c int) { maxMarks, maxCells, boundsPerCell = a, b, c }(maxMarks, maxCells, boundsPerCell)
-			maxMarks, maxCells, boundsPerCell = c.marks, c.cells, c.perCell
+			defer func(a, b, c, d, e int) {
+				maxMarks, maxCells, boundsPerCell, purgeMin, pendMax = a, b, c, d, e
+			}(maxMarks, maxCells, boundsPerCell, purgeMin, pendMax)
+			maxMarks, maxCells, boundsPerCell, purgeMin = c.marks, c.cells, c.perCell, 8
+			if c.perCell < 32 {
+				pendMax = 1 + c.perCell
+			}
 			r := rand.New(rand.NewPCG(uint64(n), 7))
 			num := func() ontology.Value {
 				switch r.IntN(6) {
@@ -63,7 +70,10 @@ func TestDenseMatchesOracle(t *testing.T) {
 			}
 			ix, bf := NewIndex(o), NewBruteForce(o)
 			var live []uint64
-			for id := uint64(1); id <= uint64(n); id++ {
+			next := uint64(1)
+			add := func() {
+				id := next
+				next++
 				spec := Spec{Type: []string{"Root", "Sub", AnyType}[r.IntN(3)]}
 				np := 1 + r.IntN(4)
 				perm := r.Perm(len(attrs)) // distinct attributes, as counting engines need
@@ -98,30 +108,25 @@ func TestDenseMatchesOracle(t *testing.T) {
 				require.NoError(t, ix.Add(id, f))
 				require.NoError(t, bf.Add(id, f))
 				live = append(live, id)
+			}
+			remove := func() {
+				k := r.IntN(len(live))
+				require.True(t, ix.Remove(live[k]))
+				require.True(t, bf.Remove(live[k]))
+				live = append(live[:k], live[k+1:]...)
+			}
+			check := func() {
+				for e := 0; e < 400; e++ {
+					checkDenseEvent(t, r, ix, bf, attrs, num)
+				}
+			}
+			for range n {
+				add()
 				if r.IntN(4) == 0 {
-					k := r.IntN(len(live))
-					require.True(t, ix.Remove(live[k]))
-					require.True(t, bf.Remove(live[k]))
-					live = append(live[:k], live[k+1:]...)
+					remove()
 				}
 			}
-			for e := 0; e < 400; e++ {
-				ev := &BasicEvent{Type: []string{"Root", "Sub", "Other"}[r.IntN(3)]}
-				for _, a := range attrs {
-					switch r.IntN(12) {
-					case 0:
-						continue
-					case 1:
-						ev.Attrs = append(ev.Attrs, ontology.Attr{Name: a, Value: ontology.Float(math.NaN())})
-					case 2:
-						ev.Attrs = append(ev.Attrs, ontology.Attr{Name: a, Value: ontology.String("7")})
-					default:
-						ev.Attrs = append(ev.Attrs, ontology.Attr{Name: a, Value: num()})
-					}
-				}
-				want, got := collect(bf, ev), collect(ix, ev)
-				require.True(t, assertSameMatches(t, want, got), "event %+v: want %d matches, got %d", ev, len(want), len(got))
-			}
+			check()
 			// The engine took the filters: the groups have one.
 			d := ix.inst[ix.side.Load()]
 			engines, marks, counting := 0, 0, 0
@@ -145,6 +150,52 @@ func TestDenseMatchesOracle(t *testing.T) {
 			if c.perCell < 32 {
 				require.Positive(t, marks, "checkpoint bitsets were laid out")
 			}
+
+			// Remove four in five (engines purge), check, add back (freed
+			// slots are reused), check.
+			for len(live) > n/5 {
+				remove()
+				if len(live)%97 == 0 {
+					checkDenseEvent(t, r, ix, bf, attrs, num)
+				}
+			}
+			check()
+			purged := 0
+			for _, g := range ix.inst[ix.side.Load()].groups {
+				if g == nil {
+					continue
+				}
+				for _, dn := range g.dense {
+					if dn != nil && len(dn.free) > 0 {
+						purged++
+					}
+				}
+			}
+			require.Positive(t, purged, "an engine purged its dead slots")
+			for range n / 2 {
+				add()
+			}
+			check()
 		})
 	}
+}
+
+// checkDenseEvent compares the index with the oracle on one random event.
+func checkDenseEvent(t *testing.T, r *rand.Rand, ix *Index, bf *BruteForce, attrs []string, num func() ontology.Value) {
+	t.Helper()
+	ev := &BasicEvent{Type: []string{"Root", "Sub", "Other"}[r.IntN(3)]}
+	for _, a := range attrs {
+		switch r.IntN(12) {
+		case 0:
+			continue
+		case 1:
+			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: a, Value: ontology.Float(math.NaN())})
+		case 2:
+			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: a, Value: ontology.String("7")})
+		default:
+			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: a, Value: num()})
+		}
+	}
+	want, got := collect(bf, ev), collect(ix, ev)
+	require.True(t, assertSameMatches(t, want, got), "event %+v: want %d matches, got %d", ev, len(want), len(got))
 }
