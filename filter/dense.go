@@ -32,10 +32,14 @@ import (
 // every cell drops them and the checkpoint bitsets are rebuilt (purge);
 // only then are the slots reused.
 //
-// Cost per event and attribute: two ORs of m/64 words (m filter slots in
-// the engine) and about p/(2·maxMarks) single marks per side (p bounds on
-// that side). Memory: 2·maxMarks bitsets of m bits per attribute, plus 13
-// bytes per bound.
+// Matching does not mark the bounds between the event's value and the
+// nearest checkpoint one at a time: it verifies, exactly, the filters the
+// checkpoint bitsets leave unmarked (see match).
+//
+// Cost per event and attribute: at most two ORs of m/64 words (m filter
+// slots in the engine), fewer once u fills up, plus the verification of
+// the filters left: on W-INT about as many as match. Memory: 2·maxMarks
+// bitsets of m bits per attribute, plus 13 bytes per bound.
 type dense struct {
 	// counting engines hold "match atleast" and "match score" filters: they
 	// add up, per filter, the weight of the predicates an event fails
@@ -99,7 +103,7 @@ type pendBound struct {
 // The dense engine's layout; variables so that tests can make cells and
 // checkpoints small enough to be exercised by a few thousand filters.
 var (
-	maxMarks      = 64   // checkpoint bitsets per side
+	maxMarks      = 16   // checkpoint bitsets per side
 	maxCells      = 4096 // cells per side
 	boundsPerCell = 32   // target bounds per cell when laying out
 )
@@ -627,35 +631,60 @@ func (sd *dside) buildMarks(words int) {
 	}
 }
 
-// fail marks in u every filter whose bound on this side the value v fails,
-// except those of the checkpoint bitset it returns (nil for none), which
-// the caller ORs into u.
-func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
+// fail returns the checkpoint bitset (nil for none) that holds filters
+// whose bound on this side the value v fails, and about how many bounds it
+// holds. With exact set, or when the side has no checkpoints, it also
+// marks in u every other filter whose bound v fails; otherwise it leaves
+// them unmarked and reports partial, and the caller verifies the filters
+// it finds unmarked.
+func (sd *dside) fail(u []uint64, v ontology.Value, exact bool) (mark []uint64, held int, partial bool) {
 	var j int
-	if f, ok := asFloat(v); ok {
-		// The common case: v is a float64 exactly, so plain float
-		// comparisons are exact.
+	f, isFloat := asFloat(v)
+	if isFloat {
 		j = upperIndex(sd.bounds, f)
-		c := &sd.cells[j]
-		if sd.upper { // fails when the bound is below v, or equal and open
-			for i, b := range c.bound {
-				if b < f || b == f && c.pred[i]&openEnd != 0 {
-					setBit(u, c.slots[i])
-				}
-			}
-		} else { // fails when the bound is above v, or equal and open
-			for i, b := range c.bound {
-				if b > f || b == f && c.pred[i]&openEnd != 0 {
-					setBit(u, c.slots[i])
-				}
-			}
-		}
 	} else {
 		j = sd.cellOf(v)
-		c := &sd.cells[j]
+	}
+	var first, end int // the cells to mark one bound at a time
+	if sd.upper {
+		// Upper bounds below v: the cells below j.
+		k := j / sd.stride
+		if k >= 1 && k <= len(sd.marks) {
+			mark, first = sd.marks[k-1], k*sd.stride
+			held = sd.n * first / len(sd.cells)
+		}
+		end = j
+	} else {
+		// Lower bounds above v: the cells above j.
+		k := j/sd.stride + 1
+		first, end = j+1, len(sd.cells)
+		if k <= len(sd.marks) {
+			mark, end = sd.marks[k-1], k*sd.stride
+			held = sd.n * (len(sd.cells) - end) / len(sd.cells)
+		}
+	}
+	if !exact && len(sd.marks) > 0 {
+		return mark, held, true
+	}
+	c := &sd.cells[j]
+	switch {
+	case !isFloat:
 		for i, b := range c.bound {
 			cmp := cmpBound(b, v)
 			if sd.upper && cmp < 0 || !sd.upper && cmp > 0 || cmp == 0 && c.pred[i]&openEnd != 0 {
+				setBit(u, c.slots[i])
+			}
+		}
+	case sd.upper: // fails when the bound is below v, or equal and open
+		// v is a float64 exactly, so plain float comparisons are exact.
+		for i, b := range c.bound {
+			if b < f || b == f && c.pred[i]&openEnd != 0 {
+				setBit(u, c.slots[i])
+			}
+		}
+	default: // fails when the bound is above v, or equal and open
+		for i, b := range c.bound {
+			if b > f || b == f && c.pred[i]&openEnd != 0 {
 				setBit(u, c.slots[i])
 			}
 		}
@@ -665,36 +694,24 @@ func (sd *dside) fail(u []uint64, v ontology.Value) []uint64 {
 			setBit(u, p.slot)
 		}
 	}
-	if sd.upper {
-		// Upper bounds below v: the cells below j.
-		var mark []uint64
-		k, start := j/sd.stride, 0
-		if k >= 1 && k <= len(sd.marks) {
-			mark, start = sd.marks[k-1], k*sd.stride
-		}
-		for cc := start; cc < j; cc++ {
-			for _, s := range sd.cells[cc].slots {
-				setBit(u, s)
-			}
-		}
-		return mark
-	}
-	// Lower bounds above v: the cells above j.
-	var mark []uint64
-	k, end := j/sd.stride+1, len(sd.cells)
-	if k <= len(sd.marks) {
-		mark, end = sd.marks[k-1], k*sd.stride
-	}
-	for cc := j + 1; cc < end; cc++ {
+	for cc := first; cc < end; cc++ {
 		for _, s := range sd.cells[cc].slots {
 			setBit(u, s)
 		}
 	}
-	return mark
+	return mark, held, false
 }
 
-// match clears u and marks in it every engine slot the event fails, then
-// appends the entries no attribute marked to s.out.
+// match marks in u every engine slot the event fails, then appends the
+// entries no attribute marked to s.out.
+//
+// Bounds between a checkpoint and the event's value are not marked one at
+// a time: the filters left unmarked are verified instead, exactly, which
+// for interval workloads is a handful per event. The checkpoint bitsets
+// are ORed fullest first; once most of u is set, lines of u that are full
+// are skipped, and when few enough filters are left unmarked that
+// verifying them costs less than the ORs still to do, the rest are not
+// done.
 func (dn *dense) match(s *scratch, d *data) {
 	if dn.counting {
 		dn.count(s, d)
@@ -705,43 +722,99 @@ func (dn *dense) match(s *scratch, d *data) {
 		s.u = make([]uint64, words)
 	}
 	u := s.u[:words]
-	clear(u)
+	for w, l := range dn.live {
+		u[w] = ^l // slots not in use count as failed
+	}
 	srcs := s.srcs[:0]
+	partial := false
 	for _, a := range dn.list {
 		x := s.value(d, a.key)
 		if !x.present || !x.v.Kind().Numeric() || x.v.IsNaN() {
-			srcs = append(srcs, a.has)
+			srcs = append(srcs, src{a.has, a.npre})
 			continue
 		}
-		if m := a.lo.fail(u, x.v); m != nil {
-			srcs = append(srcs, m)
-		}
-		if m := a.hi.fail(u, x.v); m != nil {
-			srcs = append(srcs, m)
-		}
-	}
-	// OR the checkpoint bitsets block by block, so that the block of u
-	// stays in the first-level cache while every source streams past it.
-	block := orBlockWords
-	for lo := 0; lo < words; lo += block {
-		hi := min(lo+block, words)
-		ub := u[lo:hi]
-		for _, src := range srcs {
-			if lo < len(src) {
-				orInto(ub, src[lo:min(hi, len(src))])
+		for _, sd := range [2]*dside{&a.lo, &a.hi} {
+			m, held, p := sd.fail(u, x.v, false)
+			partial = partial || p
+			if m != nil {
+				srcs = append(srcs, src{m, held})
 			}
 		}
 	}
+	slices.SortFunc(srcs, func(a, b src) int { return cmp.Compare(b.held, a.held) })
+	for i, sr := range srcs {
+		if i >= orFullFirst {
+			if i%4 == 0 && alive(u)*(verifyWords+words/8) < (len(srcs)-i)*words {
+				partial = true
+				break
+			}
+			orLines(u, sr.bits)
+			continue
+		}
+		orInto(u, sr.bits)
+	}
 	clear(srcs)
 	s.srcs = srcs[:0]
-	for w, l := range dn.live {
-		m := l &^ u[w]
-		for m != 0 {
-			b := bits.TrailingZeros64(m)
-			m &= m - 1
-			e := dn.entries[w<<6+b]
-			s.out = append(s.out, hit{id: e.id, score: float64(len(e.f.preds))})
+	for w, uw := range u {
+		for m := ^uw; m != 0; m &= m - 1 {
+			e := dn.entries[w<<6+bits.TrailingZeros64(m)]
+			if partial {
+				s.verify(d, e)
+			} else {
+				s.out = append(s.out, hit{id: e.id, score: float64(len(e.preds))})
+			}
 		}
+	}
+}
+
+// src is a bitset to OR into u, with about how many bits it has set.
+type src struct {
+	bits []uint64
+	held int
+}
+
+// Verifying one filter costs about as much as ORing verifyWords + words/8
+// words of a bitset: more in larger engines, whose entries are further out
+// of cache (measured on W-INT at 10⁵ and 10⁶ filters). A variable so that
+// tests can make match stop ORing early. orFullFirst is how many of the
+// fullest bitsets are ORed before match looks for full lines of u and
+// considers stopping: until then few lines are full.
+var (
+	verifyWords = 256
+	orFullFirst = 8
+)
+
+// alive returns the number of bits of u not set.
+func alive(u []uint64) int {
+	n := 0
+	for _, w := range u {
+		n += bits.OnesCount64(^w)
+	}
+	return n
+}
+
+// orLines ORs src into dst a cache line (8 words) at a time, skipping the
+// lines of dst that are all ones; src may be shorter.
+func orLines(dst, src []uint64) {
+	n := min(len(dst), len(src))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		d := dst[i : i+8 : i+8]
+		if d[0]&d[1]&d[2]&d[3]&d[4]&d[5]&d[6]&d[7] == ^uint64(0) {
+			continue
+		}
+		s := src[i : i+8 : i+8]
+		d[0] |= s[0]
+		d[1] |= s[1]
+		d[2] |= s[2]
+		d[3] |= s[3]
+		d[4] |= s[4]
+		d[5] |= s[5]
+		d[6] |= s[6]
+		d[7] |= s[7]
+	}
+	for ; i < n; i++ {
+		dst[i] |= src[i]
 	}
 }
 
@@ -778,10 +851,10 @@ func (dn *dense) count(s *scratch, d *data) {
 		src := a.has
 		if x.present && x.v.Kind().Numeric() && !x.v.IsNaN() {
 			clear(u)
-			if m := a.lo.fail(u, x.v); m != nil {
+			if m, _, _ := a.lo.fail(u, x.v, true); m != nil {
 				orInto(u, m)
 			}
-			if m := a.hi.fail(u, x.v); m != nil {
+			if m, _, _ := a.hi.fail(u, x.v, true); m != nil {
 				orInto(u, m)
 			}
 			src = u
@@ -836,6 +909,3 @@ func addMasked(planes *[countPlanes][]uint64, x, mask []uint64, shift int) {
 		}
 	}
 }
-
-// orBlockWords is how many words of u the blocked OR keeps in cache at once.
-var orBlockWords = 4096

@@ -31,10 +31,16 @@ func TestDenseMatchesOracle(t *testing.T) {
 	for _, c := range []struct{ n, marks, cells, perCell int }{{300, 64, 4096, 32}, {3000, 64, 4096, 32}, {3000, 4, 64, 8}, {5000, 3, 17, 4}, {4000, 7, 1000, 2}} {
 		n := c.n
 		t.Run(fmt.Sprintf("n=%d/marks=%d/cells=%d/boundsPerCell=%d", n, c.marks, c.cells, c.perCell), func(t *testing.T) {
-			defer func(a, b, c, d, e int) {
-				maxMarks, maxCells, boundsPerCell, purgeMin, pendMax = a, b, c, d, e
-			}(maxMarks, maxCells, boundsPerCell, purgeMin, pendMax)
+			defer func(a, b, c, d, e, f, g int) {
+				maxMarks, maxCells, boundsPerCell, purgeMin, pendMax, verifyWords, orFullFirst = a, b, c, d, e, f, g
+			}(maxMarks, maxCells, boundsPerCell, purgeMin, pendMax, verifyWords, orFullFirst)
 			maxMarks, maxCells, boundsPerCell, purgeMin = c.marks, c.cells, c.perCell, 8
+			switch c.marks {
+			case 4: // match stops ORing at once and verifies every filter left
+				verifyWords, orFullFirst = -1000, 0
+			case 7: // match skips full lines after the first bitset
+				orFullFirst = 1
+			}
 			if c.perCell < 32 {
 				pendMax = 1 + c.perCell
 			}

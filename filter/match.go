@@ -22,7 +22,7 @@ type scratch struct {
 	vsig    uint64   // valueBit of every present attribute
 	out     []hit
 	u       []uint64              // dense engines' failed-filter bitset
-	srcs    [][]uint64            // bitsets to OR into u
+	srcs    []src                 // bitsets to OR into u
 	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
 
 	ev      Event
