@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sort"
@@ -111,8 +112,11 @@ type entry struct {
 	// lacks one of them cannot match, and the entry is skipped unread.
 	sig uint64
 	// vsig has one bit for each attribute equality (key and value) the
-	// filter needs (match all only); see valueBit.
-	vsig uint64
+	// filter needs (match all only), in word vword of the event's value
+	// signature: the word where most of its equalities fall; see
+	// valueBit.
+	vsig  uint64
+	vword uint8
 	// xkey per predicate for SourceXPath predicates
 }
 
@@ -150,9 +154,14 @@ type data struct {
 // verification reaches a filter in one step; and, in the list's own
 // memory, what rejects most of the filters reached without reading them.
 type plist struct {
-	ents  []*entry
-	sig   []uint64 // ents[i].sig, kept in the list so that it is read in order
-	vsig  []uint64 // ents[i].vsig, likewise
+	ents []*entry
+	sig  []uint64 // ents[i].sig, kept in the list so that it is read in order
+	vsig []uint64 // ents[i].vsig, likewise
+	// any is a mask of value signature bits at least one of which an
+	// event needs, from one set membership predicate (0 for none), see
+	// anyMask; sw has the word of vsig in bits 0–1 and of any in bits 2–3.
+	any   []uint64
+	sw    []uint8
 	post  []uint16 // which posting of ents[i] this is
 	items []litem  // by i, likewise
 }
@@ -584,16 +593,49 @@ func (x *Index) choosePostings(e *entry) {
 	}
 	e.multi = len(need) > 1
 	if f.mode == ModeAll {
+		var vs [sigWords]uint64
 		for i := range f.preds {
 			p := &f.preds[i]
 			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
 				e.sig |= 1 << (e.keys[i] & 63)
 				if p.Op == OpEQ {
-					e.vsig |= valueBit(e.keys[i], p.Value)
+					vs[sigWord(e.keys[i])] |= valueBit(e.keys[i], p.Value)
 				}
 			}
 		}
+		for w := range vs {
+			if bits.OnesCount64(vs[w]) > bits.OnesCount64(e.vsig) {
+				e.vsig, e.vword = vs[w], uint8(w)
+			}
+		}
 	}
+}
+
+// anyMask returns the value signature bits of the members of one set
+// membership predicate on an attribute of match-all filter e, other than
+// the one posting j implies, and their word: an event matches e only if
+// its signature has one of them. Of several, it takes the smallest set;
+// with none, it returns 0.
+func anyMask(e *entry, j int) (uint64, uint8) {
+	if e.mode != ModeAll {
+		return 0, 0
+	}
+	var best uint64
+	var word uint8
+	for i := range e.preds {
+		p := &e.preds[i]
+		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == e.postings[j].implied {
+			continue
+		}
+		var m uint64
+		for _, v := range p.Set {
+			m |= valueBit(e.keys[i], v)
+		}
+		if best == 0 || bits.OnesCount64(m) < bits.OnesCount64(best) {
+			best, word = m, sigWord(e.keys[i])
+		}
+	}
+	return best, word
 }
 
 func allTrue(f *Filter) bool {
@@ -700,8 +742,16 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	return pres
 }
 
-// valueBit returns the signature bit of "attribute key k equals v": equal
-// values (ontology.Equal: 0, 0.0 and -0.0 alike) give the same bit.
+// An event's value signature has sigWords words; the values of attribute
+// key k set bits in word sigWord(k) only, so that a set membership
+// predicate's members fall in one word (see anyMask).
+const sigWords = 4
+
+func sigWord(k uint32) uint8 { return uint8(uint64(k) * 0x9e3779b97f4a7c15 >> 62) }
+
+// valueBit returns the signature bit, within word sigWord(k), of
+// "attribute key k equals v": equal values (ontology.Equal: 0, 0.0 and
+// -0.0 alike) give the same bit.
 func valueBit(k uint32, v ontology.Value) uint64 {
 	var h uint64
 	switch v.Kind() {
@@ -780,6 +830,9 @@ func (d *data) insert(e *entry) {
 		l.ents = append(l.ents, e)
 		l.sig = append(l.sig, e.sig)
 		l.vsig = append(l.vsig, e.vsig)
+		am, aw := anyMask(e, j)
+		l.any = append(l.any, am)
+		l.sw = append(l.sw, e.vword|aw<<2)
 		l.post = append(l.post, uint16(j))
 		l.items = append(l.items, makeItem(e, j))
 	}
@@ -807,10 +860,12 @@ func (d *data) remove(e *entry) {
 		if i != last {
 			m, q := l.ents[last], l.post[last]
 			l.ents[i], l.post[i], l.sig[i], l.vsig[i], l.items[i] = m, q, l.sig[last], l.vsig[last], l.items[last]
+			l.any[i], l.sw[i] = l.any[last], l.sw[last]
 			d.pos[m.slot][q] = i
 		}
 		l.ents[last] = nil
 		l.ents, l.post, l.sig, l.vsig, l.items = l.ents[:last], l.post[:last], l.sig[:last], l.vsig[:last], l.items[:last]
+		l.any, l.sw = l.any[:last], l.sw[:last]
 		d.dropPosting(g, p, last == 0)
 	}
 	d.pos[e.slot] = nil

@@ -14,12 +14,12 @@ import (
 // matching allocates nothing.
 type scratch struct {
 	epoch   uint32
-	stamp   []uint32 // by key: == epoch when vals[key] is known for this event
-	vals    []val    // by key
-	seen    []uint32 // by slot: == epoch when the filter was verified
-	present []uint32 // attribute keys present in this event
-	sig     uint64   // bit k%64 for every present attribute key k
-	vsig    uint64   // valueBit of every present attribute
+	stamp   []uint32         // by key: == epoch when vals[key] is known for this event
+	vals    []val            // by key
+	seen    []uint32         // by slot: == epoch when the filter was verified
+	present []uint32         // attribute keys present in this event
+	sig     uint64           // bit k%64 for every present attribute key k
+	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
 	u       []uint64              // dense engines' failed-filter bitset
 	srcs    []src                 // bitsets to OR into u
@@ -85,7 +85,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 	ct, data := ev.Payload()
 	s.kind, s.data, s.xml, s.xmlDone = classify(ct, data), data, nil, false
 	s.present = s.present[:0]
-	s.sig, s.vsig = 0, 0
+	s.sig, s.vsig = 0, [sigWords]uint64{}
 	for i, n := 0, ev.NumAttrs(); i < n; i++ {
 		name, v := ev.Attr(i)
 		k, ok := d.attrKeys[name]
@@ -97,7 +97,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		s.present = append(s.present, k)
 		s.sig |= 1 << (k & 63)
 		if !v.IsNaN() {
-			s.vsig |= valueBit(k, v)
+			s.vsig[sigWord(k)] |= valueBit(k, v)
 		}
 	}
 
@@ -214,7 +214,8 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 
 func (s *scratch) verifyList(d *data, l *plist) {
 	for i := range l.sig {
-		if l.sig[i]&^s.sig != 0 || l.vsig[i]&^s.vsig != 0 {
+		w := l.sw[i]
+		if l.sig[i]&^s.sig != 0 || l.vsig[i]&^s.vsig[w&3] != 0 || l.any[i] != 0 && l.any[i]&s.vsig[w>>2] == 0 {
 			continue // needs an attribute, or an attribute value, the event lacks
 		}
 		it := &l.items[i]
