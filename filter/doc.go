@@ -98,11 +98,16 @@
 //     enough that the filter cannot match unless one of them holds — chosen
 //     by estimated cost: equality and set membership by hash of the value,
 //     prefix and suffix by hash of the affix, anything else by presence of
-//     the operand. Only the filters reached are verified.
+//     the operand. Each list entry carries signatures of the attributes
+//     and values its filter needs and up to four of its predicates in
+//     compact form, so most entries are rejected, and many matched,
+//     without reading the filter; only the rest are verified.
 //   - The dense engine takes "match all" filters made only of numeric
 //     comparisons and ranges on attributes, once a group has 32 of them. It
-//     finds the filters an event fails with checkpoint bitsets and sorted
-//     cells per attribute (REIN, HEM) and never looks at the filters.
+//     finds the filters an event fails with checkpoint bitsets over cells
+//     of bounds per attribute (REIN, HEM), ORed fullest first, and verifies
+//     exactly the few filters they leave unmarked. Removal is lazy (purged
+//     when dead filters outnumber live ones).
 //
 // Each distinct payload path is extracted once per event, and only when
 // some filter reached needs it. Match never blocks on Add and Remove (two

@@ -1,7 +1,13 @@
 package filter
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/antchfx/xmlquery"
+	"github.com/tidwall/gjson"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -89,3 +95,27 @@ func classify(ct string, data []byte) payloadKind {
 func hasSuffixFold(s, suffix string) bool {
 	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
+
+// CheckPayload reports whether data is what its media type (classified as
+// Event.Payload describes) says: valid JSON for a JSON type, well-formed
+// XML for an XML type. Other media types, and an empty payload, are
+// opaque and always pass. The switch calls it at Publish, so that the
+// matcher, which trusts the media type, never reads a malformed payload as
+// if every path were missing. Errors wrap ErrPayload and say what failed
+// to parse; the cost is one parse of data.
+func CheckPayload(contentType string, data []byte) error {
+	switch classify(contentType, data) {
+	case payloadJSON:
+		if !gjson.ValidBytes(data) {
+			return fmt.Errorf("%w: not valid JSON (content type %q, %d bytes)", ErrPayload, contentType, len(data))
+		}
+	case payloadXML:
+		if _, err := xmlquery.Parse(bytes.NewReader(data)); err != nil {
+			return fmt.Errorf("%w: not well-formed XML (content type %q): %v", ErrPayload, contentType, err)
+		}
+	}
+	return nil
+}
+
+// ErrPayload is wrapped by CheckPayload's errors.
+var ErrPayload = errors.New("filter: invalid payload")
