@@ -7,6 +7,7 @@ require (
 	github.com/antchfx/xpath v1.3.9
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/gjson v1.20.3
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -221,21 +221,7 @@ func asFloat(v ontology.Value) (float64, bool) {
 	return 0, false
 }
 
-// lowerIndex returns the first index of sorted s whose value is ≥ f;
-// upperIndex the first whose value is > f.
-func lowerIndex(s []float64, f float64) int {
-	lo, hi := 0, len(s)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if s[m] < f {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
+// upperIndex returns the first index of sorted s whose value is > f.
 func upperIndex(s []float64, f float64) int {
 	lo, hi := 0, len(s)
 	for lo < hi {

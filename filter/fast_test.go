@@ -20,7 +20,7 @@ func TestFastPredAgreesWithHolds(t *testing.T) {
 	i, f := ontology.Int, ontology.Float
 	big := int64(1) << 53
 	preds := []Predicate{
-		a.EQ(i(3)), a.EQ(f(-0.0)), a.EQ(i(big)), a.NE(i(3)), a.NE(f(2.5)),
+		a.EQ(i(3)), a.EQ(f(math.Copysign(0, -1))), a.EQ(i(big)), a.NE(i(3)), a.NE(f(2.5)),
 		a.LT(i(0)), a.LE(f(1.5)), a.GT(i(-7)), a.GE(i(big)),
 		a.Range(i(-2), i(5), false, true), a.Range(f(0.5), f(0.75), true, false),
 		a.In(i(3)), a.In(i(0), i(63)), a.In(i(-10), i(53)), a.In(f(4), i(5), f(-1)),

@@ -1,0 +1,40 @@
+package sion
+
+import "errors"
+
+// Sentinel errors of the root package. Errors returned by sion wrap them,
+// with the detail (which attribute, which subscription, which limit) in
+// the message: test them with errors.Is.
+var (
+	// ErrClosed is returned by calls on a Switch, Session or Subscription
+	// that has been closed or cancelled, and by calls a Close unblocked.
+	ErrClosed = errors.New("sion: closed")
+
+	// ErrUnknownEventType is returned by Publish for an event type the
+	// place's ontology does not know (unless the place accepts unknown
+	// types), and by Subscribe for a filter on such a type.
+	ErrUnknownEventType = errors.New("sion: unknown event type")
+
+	// ErrInvalidEvent is returned by Publish for an event the place
+	// refuses: an attribute the type's vocabulary does not have, a value of
+	// the wrong kind, NaN or ±Inf in a number, a repeated attribute, or a
+	// payload that is too large or does not parse as its content type.
+	ErrInvalidEvent = errors.New("sion: invalid event")
+
+	// ErrInvalidFilter is returned by Subscribe for a filter that does not
+	// compile or does not fit the place's ontology; it also wraps the
+	// filter package's error (filter.ErrSyntax or filter.ErrInvalid).
+	ErrInvalidFilter = errors.New("sion: invalid filter")
+
+	// ErrNotAdmitted is returned by Open when the place's admission hook
+	// refuses the session (S1 security assurance unit).
+	ErrNotAdmitted = errors.New("sion: not admitted")
+
+	// ErrInvalidConfig is returned by constructors and Open for a
+	// configuration they cannot use; the message names the field.
+	ErrInvalidConfig = errors.New("sion: invalid configuration")
+
+	// ErrNotLookIn is returned by Subscription.Next for a subscription
+	// delivered to a handler: its events go to the handler.
+	ErrNotLookIn = errors.New("sion: subscription has a handler")
+)

@@ -1,0 +1,117 @@
+package sion
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// RoutingMode says how routers propagate filters between switches of a
+// place (S1 routing modes). One switch alone does not route; the mode is
+// kept for the network (later issue) and validated now.
+type RoutingMode int
+
+const (
+	// RouteByFilter propagates whole filters (S1 "vocabulary"): a link
+	// carries only the events some filter behind it matches. The default.
+	RouteByFilter RoutingMode = iota
+	// RouteByEventType propagates only the event types of filters (S1
+	// "vocabulary concept").
+	RouteByEventType
+	// RouteUnconditional floods every event over every link.
+	RouteUnconditional
+)
+
+// String returns the mode's name.
+func (m RoutingMode) String() string {
+	switch m {
+	case RouteByFilter:
+		return "by-filter"
+	case RouteByEventType:
+		return "by-event-type"
+	case RouteUnconditional:
+		return "unconditional"
+	}
+	return fmt.Sprintf("RoutingMode(%d)", int(m))
+}
+
+// Defaults of PlaceConfig.
+const (
+	DefaultTTL             = 16      // hops an event or filter may travel inside a place
+	DefaultMaxPayloadBytes = 1 << 20 // bytes
+)
+
+// PlaceConfig configures an EventPlace. The zero value of every field but
+// Name and Ontology means the default.
+type PlaceConfig struct {
+	// Name identifies the place; required.
+	Name string
+	// Ontology holds the place's event types; required.
+	Ontology *ontology.Ontology
+	// TTL is the hop limit events and filters get inside the place when
+	// their publisher sets none; 0 means DefaultTTL.
+	TTL int
+	// Routing is the routing mode of the place's links.
+	Routing RoutingMode
+	// AcceptUnknownTypes lets Publish take events whose type the ontology
+	// does not know; they match only filters on the wildcard type "*".
+	AcceptUnknownTypes bool
+	// MaxPayloadBytes caps an event's payload; 0 means
+	// DefaultMaxPayloadBytes.
+	MaxPayloadBytes int
+	// Admit, when set, is asked before a session opens; a non-nil error
+	// refuses it, and Open returns an error wrapping ErrNotAdmitted and
+	// that error. It may be called from many goroutines at once.
+	Admit func(ctx context.Context, req AdmissionRequest) error
+}
+
+// AdmissionRequest is what an admission hook is told about an entity that
+// asks to open a session in a place.
+type AdmissionRequest struct {
+	Place   string // the place's name
+	Switch  string // the switch the session opens on
+	Session string // the session's name, as its SessionConfig gives it
+}
+
+// EventPlace is a scope in which events spread, with one ontology (S1
+// "event place"): its name, ontology, defaults and admission hook. Several
+// switches may share one place. An EventPlace is immutable after
+// NewEventPlace and safe for concurrent use.
+type EventPlace struct {
+	cfg PlaceConfig
+}
+
+// NewEventPlace validates cfg, fills in defaults and returns the place. A
+// missing name or ontology, a negative TTL or payload limit, or an unknown
+// routing mode returns an error wrapping ErrInvalidConfig.
+func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, fmt.Errorf("%w: PlaceConfig.Name is empty", ErrInvalidConfig)
+	case cfg.Ontology == nil:
+		return nil, fmt.Errorf("%w: PlaceConfig.Ontology is nil", ErrInvalidConfig)
+	case cfg.TTL < 0:
+		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, below 0", ErrInvalidConfig, cfg.TTL)
+	case cfg.MaxPayloadBytes < 0:
+		return nil, fmt.Errorf("%w: PlaceConfig.MaxPayloadBytes is %d, below 0", ErrInvalidConfig, cfg.MaxPayloadBytes)
+	case cfg.Routing < RouteByFilter || cfg.Routing > RouteUnconditional:
+		return nil, fmt.Errorf("%w: PlaceConfig.Routing is %v", ErrInvalidConfig, cfg.Routing)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.MaxPayloadBytes == 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	return &EventPlace{cfg: cfg}, nil
+}
+
+// Name returns the place's name.
+func (p *EventPlace) Name() string { return p.cfg.Name }
+
+// Ontology returns the place's ontology.
+func (p *EventPlace) Ontology() *ontology.Ontology { return p.cfg.Ontology }
+
+// Config returns the place's configuration with defaults filled in.
+func (p *EventPlace) Config() PlaceConfig { return p.cfg }

@@ -1,0 +1,378 @@
+package sion
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sion-go/sion/filter"
+)
+
+// Overflow is what a subscription does with a matching event when its
+// queue is full (DESIGN.md "Delivery"). Whatever the policy, one slow
+// subscription never delays another.
+type Overflow int
+
+const (
+	// DropNewest drops the new event for this subscription only; the
+	// default. Once it has dropped one, it drops every new event until
+	// the consumer has emptied the queue, so that what the consumer
+	// receives is a gap-free prefix, then a gap, then the next episode.
+	DropNewest Overflow = iota
+	// DropOldest drops the oldest queued event to make room.
+	DropOldest
+	// Spill puts the event into the session's look-in spool instead (see
+	// Session.Pull); the spool's own limit then applies.
+	Spill
+	// Block makes the publisher wait for room, until its context ends;
+	// then the event is dropped for this subscription and Publish returns
+	// an error wrapping the context's error. An explicit opt-in.
+	Block
+)
+
+// String returns the policy's name.
+func (o Overflow) String() string {
+	switch o {
+	case DropNewest:
+		return "drop-newest"
+	case DropOldest:
+		return "drop-oldest"
+	case Spill:
+		return "spill"
+	case Block:
+		return "block"
+	}
+	return fmt.Sprintf("Overflow(%d)", int(o))
+}
+
+// DefaultQueue is the default queue length of a subscription, in events.
+const DefaultQueue = 256
+
+// Delivery is one event as a session receives it: the session fired once
+// for the event (S1), and Matched lists the session's subscriptions whose
+// filters matched, with their scores (see filter.Mode). Every one of those
+// subscriptions receives the same Delivery, once. Event and Matched are
+// shared: read them, never modify them.
+type Delivery struct {
+	Event   *Event
+	Matched []Match
+}
+
+// Match is one subscription a delivered event matched, with its filter's
+// score.
+type Match struct {
+	Subscription uint64
+	Score        float64
+}
+
+// Score returns the score of subscription id's filter for this event, and
+// whether id is among those matched.
+func (d Delivery) Score(id uint64) (float64, bool) {
+	for _, m := range d.Matched {
+		if m.Subscription == id {
+			return m.Score, true
+		}
+	}
+	return 0, false
+}
+
+// SubscribeOption configures one subscription; see Session.Subscribe.
+type SubscribeOption func(*subConfig) error
+
+type subConfig struct {
+	queue    int
+	overflow Overflow
+	handler  func(Delivery)
+	lookIn   bool
+	onSlow   func(SubscriptionStats)
+}
+
+// WithQueue sets the subscription's queue length in events (default
+// DefaultQueue); n must be at least 1.
+func WithQueue(n int) SubscribeOption {
+	return func(c *subConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: queue length %d, below 1", ErrInvalidConfig, n)
+		}
+		c.queue = n
+		return nil
+	}
+}
+
+// WithOverflow sets what a full queue does (default DropNewest).
+func WithOverflow(o Overflow) SubscribeOption {
+	return func(c *subConfig) error {
+		if o < DropNewest || o > Block {
+			return fmt.Errorf("%w: overflow policy %v", ErrInvalidConfig, o)
+		}
+		c.overflow = o
+		return nil
+	}
+}
+
+// WithHandler delivers the subscription's events to fn, called from one
+// goroutine the subscription owns, in order, one call at a time. fn must
+// not call Close or Drain of its own session or switch (they wait for fn
+// to return); it may call Cancel and Publish.
+func WithHandler(fn func(Delivery)) SubscribeOption {
+	return func(c *subConfig) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil handler", ErrInvalidConfig)
+		}
+		c.handler = fn
+		return nil
+	}
+}
+
+// WithLookIn makes the subscription a look-in subscription (S1): its
+// events are not queued for it but spooled in its session, once per event
+// for all look-in subscriptions of the session, and the entity takes them
+// with Session.Pull.
+func WithLookIn() SubscribeOption {
+	return func(c *subConfig) error {
+		c.lookIn = true
+		return nil
+	}
+}
+
+// WithSlowConsumer calls fn whenever the subscription becomes a slow
+// consumer: its queue overflowed (a drop, a spill or a blocked publish)
+// after it had room. fn runs on the publishing goroutine and must return
+// quickly. Every slow episode is also logged at level Warn.
+func WithSlowConsumer(fn func(SubscriptionStats)) SubscribeOption {
+	return func(c *subConfig) error {
+		c.onSlow = fn
+		return nil
+	}
+}
+
+// SubscriptionStats counts what happened to a subscription's events.
+type SubscriptionStats struct {
+	ID uint64
+	// Matched counts the events its filter matched (and the patronage
+	// condition allowed).
+	Matched uint64
+	// Delivered counts the events placed in its queue (or passed to its
+	// handler, or spooled for a look-in subscription) and not evicted.
+	Delivered uint64
+	// Dropped counts the events lost for it: a full queue under
+	// DropNewest or Block, evictions under DropOldest, spool evictions.
+	Dropped uint64
+	// Spilled counts the events the Spill policy put in the spool.
+	Spilled uint64
+	// Queued is the number of events waiting in its queue now.
+	Queued int
+	// Slow reports whether it is a slow consumer now: it overflowed and
+	// has not since had its queue emptied (DropNewest) or less than half
+	// full (other policies).
+	Slow bool
+}
+
+// Subscription is one filter registered by a session, with its own
+// bounded queue (S1 filter; DESIGN.md "Delivery"). Its events arrive on
+// C, through Next, to its handler (WithHandler), or in the session's spool
+// (WithLookIn). A Subscription is safe for concurrent use.
+type Subscription struct {
+	id   uint64
+	sess *Session
+	f    *filter.Filter
+	cfg  subConfig
+
+	ch       chan Delivery // the queue; nil for look-in
+	mu       sync.RWMutex  // enqueue holds it for reading, cancel for writing
+	closed   bool          // mu
+	done     chan struct{} // closed by cancel, before it takes mu
+	doneOnce sync.Once
+	handled  chan struct{} // closed when the handler goroutine returns; nil without a handler
+
+	matched, delivered, dropped, spilled atomic.Uint64
+	slow                                 atomic.Bool
+}
+
+// ID returns the subscription's ID, unique within its switch; it is the
+// filter ID in Delivery.Matched.
+func (sub *Subscription) ID() uint64 { return sub.id }
+
+// Filter returns the subscription's filter as given to Subscribe.
+func (sub *Subscription) Filter() *filter.Filter { return sub.f }
+
+// C returns the channel the subscription's events arrive on: its queue. It
+// is nil for subscriptions with a handler or look-in, and closed when the
+// subscription is cancelled. Each event arrives once.
+func (sub *Subscription) C() <-chan Delivery {
+	if sub.cfg.handler != nil || sub.cfg.lookIn {
+		return nil
+	}
+	return sub.ch
+}
+
+// Next returns the next event of the subscription's queue, waiting until
+// one arrives, ctx ends (its error is returned) or the subscription is
+// cancelled (ErrClosed; events still queued are returned first). It
+// returns ErrNotLookIn for a subscription with a handler, and for a
+// look-in subscription (use Session.Pull).
+func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
+	if sub.cfg.handler != nil || sub.cfg.lookIn {
+		return Delivery{}, fmt.Errorf("%w: subscription %d", ErrNotLookIn, sub.id)
+	}
+	select {
+	case d, ok := <-sub.ch:
+		if !ok {
+			return Delivery{}, fmt.Errorf("%w: subscription %d cancelled", ErrClosed, sub.id)
+		}
+		return d, nil
+	case <-ctx.Done():
+		return Delivery{}, ctx.Err()
+	}
+}
+
+// Cancel removes the subscription from its switch: no event published
+// after Cancel returns reaches it, and its channel is closed (events
+// already queued stay readable from C and Next). A handler gets no call
+// that starts after Cancel returns. Cancel is idempotent and may be called
+// from the subscription's own handler.
+func (sub *Subscription) Cancel() error {
+	sub.sess.forget(sub)
+	sub.cancel()
+	return nil
+}
+
+// cancel stops the subscription's queue; the caller has taken it out of
+// the index.
+func (sub *Subscription) cancel() {
+	// Wake a publisher blocked in enqueue (it holds mu for reading) first.
+	sub.doneOnce.Do(func() { close(sub.done) })
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.closed {
+		return
+	}
+	sub.closed = true
+	if sub.ch != nil {
+		close(sub.ch)
+	}
+}
+
+// Stats returns the subscription's counters.
+func (sub *Subscription) Stats() SubscriptionStats {
+	st := SubscriptionStats{
+		ID:        sub.id,
+		Matched:   sub.matched.Load(),
+		Delivered: sub.delivered.Load(),
+		Dropped:   sub.dropped.Load(),
+		Spilled:   sub.spilled.Load(),
+		Slow:      sub.slow.Load(),
+	}
+	if sub.ch != nil {
+		st.Queued = len(sub.ch)
+	}
+	return st
+}
+
+// runHandler is the goroutine of a subscription with a handler.
+func (sub *Subscription) runHandler() {
+	defer close(sub.handled)
+	for d := range sub.ch {
+		select {
+		case <-sub.done:
+			return
+		default:
+		}
+		sub.cfg.handler(d)
+	}
+}
+
+// enqueue offers d to the subscription's queue under its overflow policy.
+// It returns an error only when a Block policy's wait ended with ctx. The
+// slow-consumer report runs after mu is released, so that its callback may
+// cancel the subscription.
+func (sub *Subscription) enqueue(ctx context.Context, d Delivery) error {
+	sub.matched.Add(1)
+	sub.mu.RLock()
+	slow, err := sub.offer(ctx, d)
+	sub.mu.RUnlock()
+	if slow {
+		sub.reportSlow()
+	}
+	return err
+}
+
+// offer is enqueue's part under mu; slow reports that the subscription has
+// just become a slow consumer.
+func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow bool, err error) {
+	if sub.closed {
+		return false, nil
+	}
+	if sub.cfg.overflow == DropNewest && sub.slow.Load() {
+		if len(sub.ch) > 0 {
+			sub.dropped.Add(1) // the episode goes on: keep the prefix gap-free
+			return false, nil
+		}
+		sub.slow.Store(false)
+	}
+	select {
+	case sub.ch <- d:
+		sub.delivered.Add(1)
+		if sub.slow.Load() && len(sub.ch) < cap(sub.ch)/2 {
+			sub.slow.Store(false)
+		}
+		return false, nil
+	default:
+	}
+	slow = !sub.slow.Swap(true)
+	switch sub.cfg.overflow {
+	case DropOldest:
+		for {
+			select {
+			case <-sub.ch:
+				sub.delivered.Add(^uint64(0))
+				sub.dropped.Add(1)
+			default:
+			}
+			select {
+			case sub.ch <- d:
+				sub.delivered.Add(1)
+				return slow, nil
+			default:
+			}
+		}
+	case Spill:
+		sub.spilled.Add(1)
+		sub.sess.spool.put(d, sub)
+		return slow, nil
+	case Block:
+		if slow {
+			sub.mu.RUnlock() // report before waiting; nothing below needs mu until the wait
+			sub.reportSlow()
+			sub.mu.RLock()
+			slow = false
+			if sub.closed {
+				return false, nil
+			}
+		}
+		select {
+		case sub.ch <- d:
+			sub.delivered.Add(1)
+			return false, nil
+		case <-sub.done:
+			return false, nil
+		case <-ctx.Done():
+			sub.dropped.Add(1)
+			return false, fmt.Errorf("sion: subscription %d stayed full until the publisher's context ended: %w", sub.id, ctx.Err())
+		}
+	}
+	sub.dropped.Add(1)
+	return slow, nil
+}
+
+// reportSlow logs that the subscription became a slow consumer and calls
+// its WithSlowConsumer callback. mu must not be held.
+func (sub *Subscription) reportSlow() {
+	sw := sub.sess.sw
+	sw.log.Warn("sion: slow consumer", "switch", sw.cfg.Name, "session", sub.sess.name, "subscription", sub.id,
+		"policy", sub.cfg.overflow.String(), "queue", cap(sub.ch))
+	if sub.cfg.onSlow != nil {
+		sub.cfg.onSlow(sub.Stats())
+	}
+}

@@ -1,0 +1,331 @@
+package sion
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/ontology"
+)
+
+// SwitchConfig configures a Switch.
+type SwitchConfig struct {
+	// Name identifies the switch in logs, stats and events' control
+	// information (Control.Origin); required.
+	Name string
+	// Place is the event place the switch belongs to; required.
+	Place *EventPlace
+	// Logger receives the switch's log records (slow consumers, refused
+	// sessions); nil discards them.
+	Logger *slog.Logger
+}
+
+// Switch is a semantic information switch (S1 SI-SW): sessions attach to
+// it, it holds their filters in one filter.Index, and for every event
+// published it fires each session whose filters match — once per session —
+// and hands the event to each matching subscription's queue. A Switch is
+// safe for concurrent use.
+type Switch struct {
+	cfg   SwitchConfig
+	place *EventPlace
+	log   *slog.Logger
+	index *filter.Index
+
+	nextSub     atomic.Uint64
+	nextSession atomic.Uint64
+
+	mu       sync.RWMutex
+	sessions map[uint64]*Session      // mu
+	subs     map[uint64]*Subscription // mu; the subscriptions in the index
+	closed   bool                     // mu
+
+	eventsIn, fires, deliveries, refused atomic.Uint64
+
+	pool sync.Pool // *publishScratch
+}
+
+// NewSwitch returns a switch for cfg. A missing Name or Place returns an
+// error wrapping ErrInvalidConfig.
+func NewSwitch(cfg SwitchConfig) (*Switch, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, fmt.Errorf("%w: SwitchConfig.Name is empty", ErrInvalidConfig)
+	case cfg.Place == nil:
+		return nil, fmt.Errorf("%w: SwitchConfig.Place is nil", ErrInvalidConfig)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sw := &Switch{
+		cfg:      cfg,
+		place:    cfg.Place,
+		log:      log,
+		index:    filter.NewIndex(cfg.Place.Ontology()),
+		sessions: map[uint64]*Session{},
+		subs:     map[uint64]*Subscription{},
+	}
+	sw.pool.New = func() any { return new(publishScratch) }
+	return sw, nil
+}
+
+// Name returns the switch's name.
+func (sw *Switch) Name() string { return sw.cfg.Name }
+
+// Place returns the switch's event place.
+func (sw *Switch) Place() *EventPlace { return sw.place }
+
+// Open opens a session for an entity, after the place's admission hook
+// (if any) approves it. Errors wrap ErrNotAdmitted (with the hook's
+// error), ErrInvalidConfig (a bad profile) or ErrClosed.
+func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	if admit := sw.place.cfg.Admit; admit != nil {
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name}
+		if err := admit(ctx, req); err != nil {
+			sw.refused.Add(1)
+			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", req.Place, "session", cfg.Name, "err", err)
+			return nil, fmt.Errorf("%w: session %q in place %q: %w", ErrNotAdmitted, cfg.Name, req.Place, err)
+		}
+	}
+	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 {
+		return nil, fmt.Errorf("%w: SessionConfig.SpoolSize %d and SpoolRetention %v must not be negative", ErrInvalidConfig, cfg.SpoolSize, cfg.SpoolRetention)
+	}
+	profile, err := sw.canonicalProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		sw:    sw,
+		id:    sw.nextSession.Add(1),
+		name:  cfg.Name,
+		spool: newSpool(cfg.SpoolSize, cfg.SpoolRetention),
+		subs:  map[uint64]*Subscription{},
+		done:  make(chan struct{}),
+	}
+	s.profile.Store(&profile)
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.closed {
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.sessions[s.id] = s
+	return s, nil
+}
+
+// canonicalProfile checks a profile and returns a copy with canonical
+// attribute names.
+func (sw *Switch) canonicalProfile(p []ontology.Attr) ([]ontology.Attr, error) {
+	out := make([]ontology.Attr, len(p))
+	for i, a := range p {
+		if v := a.Value; !v.IsValid() || v.IsNaN() || v.Kind() == ontology.KindFloat && math.IsInf(v.Float(), 0) {
+			return nil, fmt.Errorf("%w: profile attribute %q has no usable value (%v)", ErrInvalidConfig, a.Name, a.Value)
+		}
+		out[i] = ontology.Attr{Name: sw.place.Ontology().CanonicalAttribute(a.Name), Value: a.Value}
+	}
+	return out, nil
+}
+
+// register puts sub's filter into the index; sub is reachable by Match
+// from then on.
+func (sw *Switch) register(sub *Subscription) error {
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
+		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.subs[sub.id] = sub
+	sw.mu.Unlock()
+	if err := sw.index.Add(sub.id, sub.f); err != nil {
+		sw.mu.Lock()
+		delete(sw.subs, sub.id)
+		sw.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrInvalidFilter, err)
+	}
+	return nil
+}
+
+// unregister takes sub's filter out of the index; no Match that starts
+// afterwards reaches it. Idempotent.
+func (sw *Switch) unregister(sub *Subscription) {
+	sw.index.Remove(sub.id)
+	sw.mu.Lock()
+	delete(sw.subs, sub.id)
+	sw.mu.Unlock()
+}
+
+func (sw *Switch) dropSession(s *Session) {
+	sw.mu.Lock()
+	delete(sw.sessions, s.id)
+	sw.mu.Unlock()
+}
+
+type publishScratch struct {
+	hits []hitSub
+}
+
+type hitSub struct {
+	sub   *Subscription
+	id    uint64
+	score float64
+}
+
+// deliver matches e and hands it to every matching subscription, grouped
+// by session: a session fires once (S1), after its profile passes e's
+// patronage condition.
+func (sw *Switch) deliver(ctx context.Context, e *Event) error {
+	sw.eventsIn.Add(1)
+	ps := sw.pool.Get().(*publishScratch)
+	defer func() {
+		clear(ps.hits)
+		ps.hits = ps.hits[:0]
+		sw.pool.Put(ps)
+	}()
+	sw.index.Match(e, func(id uint64, score float64) {
+		ps.hits = append(ps.hits, hitSub{id: id, score: score})
+	})
+	if len(ps.hits) == 0 {
+		return nil
+	}
+	sw.mu.RLock()
+	n := 0
+	for _, h := range ps.hits {
+		if sub := sw.subs[h.id]; sub != nil {
+			h.sub = sub
+			ps.hits[n] = h
+			n++
+		}
+	}
+	sw.mu.RUnlock()
+	hits := ps.hits[:n]
+	slices.SortFunc(hits, func(a, b hitSub) int {
+		if c := cmp.Compare(a.sub.sess.id, b.sub.sess.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	var errs []error
+	for len(hits) > 0 {
+		s := hits[0].sub.sess
+		k := 1
+		for k < len(hits) && hits[k].sub.sess == s {
+			k++
+		}
+		if err := sw.fire(ctx, s, e, hits[:k]); err != nil {
+			errs = append(errs, err)
+		}
+		hits = hits[k:]
+	}
+	return errors.Join(errs...)
+}
+
+// fire delivers e to session s, whose subscriptions hits matched.
+func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub) error {
+	if e.Condition != nil {
+		if ok, _ := e.Condition.MatchProfile(*s.profile.Load()); !ok {
+			return nil
+		}
+	}
+	sw.fires.Add(1)
+	d := Delivery{Event: e, Matched: make([]Match, len(hits))}
+	for i, h := range hits {
+		d.Matched[i] = Match{Subscription: h.id, Score: h.score}
+	}
+	var lookIn []*Subscription
+	var errs []error
+	for _, h := range hits {
+		if h.sub.cfg.lookIn {
+			h.sub.matched.Add(1)
+			h.sub.delivered.Add(1)
+			lookIn = append(lookIn, h.sub)
+			continue
+		}
+		sw.deliveries.Add(1)
+		if err := h.sub.enqueue(ctx, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(lookIn) > 0 {
+		sw.deliveries.Add(1)
+		s.spool.put(d, lookIn...)
+	}
+	return errors.Join(errs...)
+}
+
+// Stats is a snapshot of a switch's counters.
+type Stats struct {
+	Sessions, Subscriptions int
+	// EventsIn counts the events published; Fires the sessions fired
+	// (one per session and event); Deliveries the events handed to
+	// subscription queues and look-in spools.
+	EventsIn, Fires, Deliveries uint64
+	// Dropped counts events lost for subscriptions (all policies and
+	// spools), summed over the sessions open now.
+	Dropped uint64
+	// Refused counts sessions the admission hook refused.
+	Refused uint64
+}
+
+// Stats returns the switch's counters.
+func (sw *Switch) Stats() Stats {
+	sw.mu.RLock()
+	st := Stats{Sessions: len(sw.sessions), Subscriptions: len(sw.subs)}
+	sessions := make([]*Session, 0, len(sw.sessions))
+	for _, s := range sw.sessions {
+		sessions = append(sessions, s)
+	}
+	sw.mu.RUnlock()
+	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
+	for _, s := range sessions {
+		ss := s.Stats()
+		for _, sub := range ss.Subscriptions {
+			st.Dropped += sub.Dropped
+		}
+	}
+	return st
+}
+
+// Drain refuses new sessions and subscriptions (ErrClosed), drains every
+// session (see Session.Drain) and closes the switch; it returns ctx's
+// error if ctx ends first, leaving the sessions not yet drained open.
+func (sw *Switch) Drain(ctx context.Context) error {
+	sw.mu.Lock()
+	sw.closed = true
+	sw.mu.Unlock()
+	for _, s := range sw.sessionList() {
+		if err := s.Drain(ctx); err != nil {
+			return err
+		}
+	}
+	return sw.Close()
+}
+
+// Close closes every session, waits for their handlers to return and
+// refuses new sessions with ErrClosed. It is idempotent.
+func (sw *Switch) Close() error {
+	sw.mu.Lock()
+	sw.closed = true
+	sw.mu.Unlock()
+	for _, s := range sw.sessionList() {
+		s.Close()
+	}
+	return nil
+}
+
+func (sw *Switch) sessionList() []*Session {
+	sw.mu.RLock()
+	defer sw.mu.RUnlock()
+	out := make([]*Session, 0, len(sw.sessions))
+	for _, s := range sw.sessions {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *Session) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
