@@ -3,6 +3,9 @@ package sion
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sion-go/sion/filter"
@@ -30,7 +33,9 @@ type JSONFields struct {
 	// event type of every document.
 	TypePath, Type string
 	// Attrs are the attributes to read. A path that is missing or null in
-	// a document leaves its attribute out of that event.
+	// a document leaves its attribute out of that event; a value for an
+	// attribute the document's event type does not have is an error, not
+	// dropped.
 	Attrs []AttrPath
 	// NoPayload leaves the document out of the event; by default it is
 	// the event's payload, with content type application/json.
@@ -168,4 +173,183 @@ func asKind(v ontology.Value, k ontology.Kind, unit time.Duration) (ontology.Val
 		}
 	}
 	return ontology.Value{}, fmt.Errorf("want %s, got %s %s", k, v.Kind(), v)
+}
+
+// XMLFields declares once how to read events from XML documents: the
+// event type and each attribute at an XPath 1.0 expression, evaluated with
+// the element an event is read from as context node.
+type XMLFields struct {
+	// Namespaces binds the prefixes the expressions use to namespace URIs;
+	// names match by URI, whatever prefixes a document uses.
+	Namespaces map[string]string
+	// TypePath is the XPath of the event type's name; Type, when set
+	// instead, is the event type of every element.
+	TypePath, Type string
+	// Attrs are the attributes to read; Path is an XPath expression whose
+	// string value is parsed by the attribute's kind (int, float, bool as
+	// in Go's strconv; time as RFC 3339). An expression that selects
+	// nothing leaves its attribute out of that event; a value for an
+	// attribute the element's event type does not have is an error.
+	Attrs []AttrPath
+	// NoPayload leaves the element out of the event; by default the
+	// element, with the namespace declarations in scope, is the event's
+	// payload, with content type application/xml.
+	NoPayload bool
+}
+
+// XMLReader reads events from XML documents as its XMLFields declare. It
+// is immutable and safe for concurrent use.
+type XMLReader struct {
+	place    *EventPlace
+	fields   XMLFields
+	typePath *filter.XMLPath
+	attrs    []*filter.XMLPath
+}
+
+// NewXMLReader compiles the fields' expressions with their namespace
+// bindings (an unbound prefix is an error) and checks the attribute names
+// and a fixed Type against the place's ontology. Errors wrap
+// ErrInvalidConfig and name the field.
+func (p *EventPlace) NewXMLReader(fields XMLFields) (*XMLReader, error) {
+	o := p.cfg.Ontology
+	if (fields.TypePath == "") == (fields.Type == "") {
+		return nil, fmt.Errorf("%w: XMLFields needs exactly one of TypePath and Type", ErrInvalidConfig)
+	}
+	r := &XMLReader{place: p, fields: fields}
+	if fields.Type != "" {
+		if _, ok := o.Lookup(fields.Type); !ok {
+			return nil, fmt.Errorf("%w: XMLFields.Type %q: %w", ErrInvalidConfig, fields.Type, ErrUnknownEventType)
+		}
+	} else {
+		x, err := filter.CompileXMLPath(fields.TypePath, fields.Namespaces)
+		if err != nil {
+			return nil, fmt.Errorf("%w: XMLFields.TypePath: %w", ErrInvalidConfig, err)
+		}
+		r.typePath = x
+	}
+	for i, a := range fields.Attrs {
+		switch {
+		case a.Name == "" || a.Path == "":
+			return nil, fmt.Errorf("%w: XMLFields.Attrs[%d] needs a Name and a Path", ErrInvalidConfig, i)
+		case !o.HasAttribute(a.Name):
+			return nil, fmt.Errorf("%w: XMLFields.Attrs[%d]: attribute %q is not in the ontology", ErrInvalidConfig, i, a.Name)
+		}
+		x, err := filter.CompileXMLPath(a.Path, fields.Namespaces)
+		if err != nil {
+			return nil, fmt.Errorf("%w: XMLFields.Attrs[%d] (%q): %w", ErrInvalidConfig, i, a.Name, err)
+		}
+		r.attrs = append(r.attrs, x)
+	}
+	return r, nil
+}
+
+// ReadList parses doc and reads one event from each element the XPath
+// list selects (for an Atom feed, "/atom:feed/atom:entry" with atom bound).
+// It returns the events it could read, in document order, and the errors
+// of the others joined (each names the element's index); an error
+// wrapping ErrInvalidEvent alone when doc does not parse or list does not
+// compile.
+func (r *XMLReader) ReadList(doc []byte, list string) ([]*Event, error) {
+	sel, err := filter.CompileXMLPath(list, r.fields.Namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list: %w", ErrInvalidEvent, err)
+	}
+	elems, err := filter.XMLElements(doc, sel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	events := make([]*Event, 0, len(elems))
+	var errs []error
+	for i, e := range elems {
+		ev, err := r.read(e)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("element %d of %q: %w", i, list, err))
+			continue
+		}
+		events = append(events, ev)
+	}
+	return events, errors.Join(errs...)
+}
+
+// Read parses doc and reads one event from its root element.
+func (r *XMLReader) Read(doc []byte) (*Event, error) {
+	root, _ := filter.CompileXMLPath("/*", nil)
+	elems, err := filter.XMLElements(doc, root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	if len(elems) != 1 {
+		return nil, fmt.Errorf("%w: no root element", ErrInvalidEvent)
+	}
+	return r.read(elems[0])
+}
+
+func (r *XMLReader) read(e filter.XMLElement) (*Event, error) {
+	o := r.place.cfg.Ontology
+	name := r.fields.Type
+	if r.typePath != nil {
+		s, ok := e.Value(r.typePath)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("%w: no event type name at %q", ErrInvalidEvent, r.fields.TypePath)
+		}
+		name = s
+	}
+	t, ok := o.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q (read at %q)", ErrUnknownEventType, name, r.fields.TypePath)
+	}
+	ev := &Event{Type: t.Name}
+	for i, a := range r.fields.Attrs {
+		s, ok := e.Value(r.attrs[i])
+		if !ok {
+			continue
+		}
+		decl, ok := o.Attribute(t.ID, a.Name)
+		if !ok {
+			return nil, fmt.Errorf("%w: attribute %q (at %q) is not in the vocabulary of event type %q", ErrInvalidEvent, a.Name, a.Path, t.Name)
+		}
+		v, err := parseKind(s, decl.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("%w: attribute %q (at %q): %v", ErrInvalidEvent, a.Name, a.Path, err)
+		}
+		ev.Attrs = append(ev.Attrs, ontology.Attr{Name: decl.Name, Value: v})
+	}
+	if !r.fields.NoPayload {
+		ev.ContentType, ev.Data = "application/xml", e.OuterXML()
+	}
+	return ev, nil
+}
+
+// parseKind parses the text s as a value of kind k.
+func parseKind(s string, k ontology.Kind) (ontology.Value, error) {
+	t := strings.TrimSpace(s)
+	switch k {
+	case ontology.KindString:
+		return ontology.String(s), nil
+	case ontology.KindInt:
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			return ontology.Value{}, fmt.Errorf("%q is not an int", s)
+		}
+		return ontology.Int(n), nil
+	case ontology.KindFloat:
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return ontology.Value{}, fmt.Errorf("%q is not a finite float", s)
+		}
+		return ontology.Float(f), nil
+	case ontology.KindBool:
+		b, err := strconv.ParseBool(t)
+		if err != nil {
+			return ontology.Value{}, fmt.Errorf("%q is not a bool", s)
+		}
+		return ontology.Bool(b), nil
+	case ontology.KindTime:
+		tm, err := time.Parse(time.RFC3339Nano, t)
+		if err != nil {
+			return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", s)
+		}
+		return ontology.Time(tm), nil
+	}
+	return ontology.Value{}, fmt.Errorf("no text form for kind %s", k)
 }

@@ -183,9 +183,11 @@ func (s *Session) Stats() SessionStats {
 }
 
 // Drain stops the session's subscriptions from receiving new events, waits
-// until their queues are empty and their handlers idle (or ctx ends, whose
-// error it then returns), and closes the session. It ends with Close, so
-// pull what the look-in spool holds before.
+// until their handlers have returned for every event queued and their
+// channels are empty (read by the application), or ctx ends (its error is
+// returned), and closes the session. It ends with Close, so pull what the
+// look-in spool holds before. It must not be called from a handler of the
+// session.
 func (s *Session) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	subs := make([]*Subscription, 0, len(s.subs))
@@ -195,10 +197,21 @@ func (s *Session) Drain(ctx context.Context) error {
 	s.mu.Unlock()
 	for _, sub := range subs {
 		s.sw.unregister(sub)
+		if sub.handled != nil {
+			sub.closeQueue() // the handler takes what is queued, then returns
+		}
 	}
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for _, sub := range subs {
+		if sub.handled != nil {
+			select {
+			case <-sub.handled:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
 		for len(sub.ch) > 0 {
 			select {
 			case <-ctx.Done():

@@ -254,6 +254,17 @@ func (sub *Subscription) cancel() {
 	}
 }
 
+// closeQueue closes the queue without cancelling: a handler still takes
+// what is queued. The caller has taken the subscription out of the index.
+func (sub *Subscription) closeQueue() {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if !sub.closed {
+		sub.closed = true
+		close(sub.ch)
+	}
+}
+
 // Stats returns the subscription's counters.
 func (sub *Subscription) Stats() SubscriptionStats {
 	st := SubscriptionStats{

@@ -1,0 +1,122 @@
+package filter
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+
+	"github.com/antchfx/xmlquery"
+	"github.com/antchfx/xpath"
+)
+
+// XMLPath is a compiled XPath 1.0 expression with its namespace prefix
+// bindings, for reading values out of XML documents (see XMLElements). It
+// matches names by namespace URI, as xpath(...) operands do; an unbound
+// prefix is a compile error. An XMLPath is immutable and safe for
+// concurrent use.
+type XMLPath struct {
+	src  string
+	expr *xpath.Expr
+}
+
+// CompileXMLPath compiles expr with the prefix → namespace URI bindings ns.
+// Errors wrap ErrInvalid and quote the expression.
+func CompileXMLPath(expr string, ns map[string]string) (*XMLPath, error) {
+	if ns == nil {
+		ns = map[string]string{} // a nil map would let prefixes match as text
+	}
+	x, err := xpath.CompileWithNS(expr, ns)
+	if err != nil {
+		return nil, fmt.Errorf("%w: xpath %q: %v", ErrInvalid, expr, err)
+	}
+	return &XMLPath{src: expr, expr: x}, nil
+}
+
+// String returns the expression's source.
+func (x *XMLPath) String() string { return x.src }
+
+// XMLElement is one element of a parsed XML document (see XMLElements).
+// It is not safe for concurrent use: evaluate on one goroutine at a time.
+type XMLElement struct {
+	node *xmlquery.Node
+}
+
+// XMLElements parses the XML document doc and returns the nodes that sel
+// selects, in document order; element nodes only. A document that does
+// not parse returns an error wrapping ErrPayload. Cost: one parse of doc.
+func XMLElements(doc []byte, sel *XMLPath) ([]XMLElement, error) {
+	root, err := xmlquery.Parse(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: not well-formed XML: %v", ErrPayload, err)
+	}
+	var out []XMLElement
+	it := sel.expr.Select(xmlquery.CreateXPathNavigator(root))
+	for it.MoveNext() {
+		if n := it.Current().(*xmlquery.NodeNavigator).Current(); n.Type == xmlquery.ElementNode {
+			out = append(out, XMLElement{node: n})
+		}
+	}
+	return out, nil
+}
+
+// Value returns the XPath 1.0 string value of x evaluated with the
+// element as context node (string(x)); ok is false when x selects
+// nothing.
+func (e XMLElement) Value(x *XMLPath) (s string, ok bool) {
+	switch v := x.expr.Evaluate(xmlquery.CreateXPathNavigator(e.node)).(type) {
+	case *xpath.NodeIterator:
+		if !v.MoveNext() {
+			return "", false
+		}
+		return v.Current().Value(), true
+	case string:
+		return v, true
+	case float64:
+		return fmt.Sprint(v), true
+	case bool:
+		if v {
+			return "true", true
+		}
+		return "false", true
+	}
+	return "", false
+}
+
+// OuterXML returns the element and its content as a document of its own:
+// the namespace declarations in scope from its ancestors are declared on
+// it, so that the names in it keep their namespace URIs.
+func (e XMLElement) OuterXML() []byte {
+	n := e.node
+	declared := map[string]bool{}
+	for _, a := range n.Attr {
+		if p, ok := xmlnsPrefix(a.Name); ok {
+			declared[p] = true
+		}
+	}
+	saved := n.Attr
+	extra := []xmlquery.Attr{}
+	for p := n.Parent; p != nil; p = p.Parent {
+		for _, a := range p.Attr {
+			if prefix, ok := xmlnsPrefix(a.Name); ok && !declared[prefix] {
+				declared[prefix] = true
+				extra = append(extra, a)
+			}
+		}
+	}
+	n.Attr = append(append([]xmlquery.Attr(nil), saved...), extra...)
+	out := n.OutputXMLWithOptions(xmlquery.WithOutputSelf())
+	n.Attr = saved
+	return []byte(out)
+}
+
+// xmlnsPrefix reports whether an attribute name declares a namespace, and
+// the prefix it declares ("" for the default namespace).
+func xmlnsPrefix(n xml.Name) (string, bool) {
+	switch {
+	case n.Space == "xmlns":
+		return n.Local, true
+	case n.Space == "" && n.Local == "xmlns":
+		return "", true
+	}
+	return "", false
+}
