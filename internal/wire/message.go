@@ -1,0 +1,300 @@
+package wire
+
+import (
+	"strconv"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// Kind identifies a message type; it is the second byte of every frame.
+// The zero Kind is no message and never appears in a valid frame. The
+// numbers are part of the wire format: never renumber them.
+type Kind uint8
+
+// The message kinds, with their wire numbers.
+const (
+	KindHello       Kind = 1  // client → switch, the first frame of a session
+	KindWelcome     Kind = 2  // switch → client, the answer to Hello
+	KindPublish     Kind = 3  // client → switch
+	KindSubscribe   Kind = 4  // client → switch
+	KindUnsubscribe Kind = 5  // client → switch
+	KindSetProfile  Kind = 6  // client → switch
+	KindPull        Kind = 7  // client → switch, look-in
+	KindDeliver     Kind = 8  // switch → client, push delivery
+	KindPullReply   Kind = 9  // switch → client, the answer to Pull
+	KindAck         Kind = 10 // switch → client, a request succeeded
+	KindError       Kind = 11 // switch → client, a request failed
+	KindBye         Kind = 12 // either way, the last frame of a session
+)
+
+var kindNames = [...]string{
+	KindHello:       "Hello",
+	KindWelcome:     "Welcome",
+	KindPublish:     "Publish",
+	KindSubscribe:   "Subscribe",
+	KindUnsubscribe: "Unsubscribe",
+	KindSetProfile:  "SetProfile",
+	KindPull:        "Pull",
+	KindDeliver:     "Deliver",
+	KindPullReply:   "PullReply",
+	KindAck:         "Ack",
+	KindError:       "Error",
+	KindBye:         "Bye",
+}
+
+// String returns the message type's name ("Publish"), or "Kind(n)" for a
+// number that names no message.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Message is one frame's content. It is implemented only by the pointer
+// types of this package (*Hello, *Publish, …, *Bye); Decode returns one of
+// them and Encode accepts any of them.
+type Message interface {
+	// Kind returns the message type; it does not read the receiver, so a
+	// nil pointer answers too.
+	Kind() Kind
+	encode(e *encoder)
+	decode(d *decoder)
+}
+
+// Hello opens a session: the first frame a client sends to a switch.
+type Hello struct {
+	// Version is the newest session protocol version the client speaks
+	// (FrameVersion for this package). It travels in the body and is
+	// distinct from the frame version byte, which must match exactly.
+	Version uint16
+	// Session names the session (UTF-8); "" asks the switch to name it.
+	Session string
+	// Profile is the session's profile: the attributes patronage
+	// conditions are matched against (S1). Names are UTF-8; the codec does
+	// not check duplicates or NaN, the switch does.
+	Profile []ontology.Attr
+	// Token is the admission credential (any bytes, at most
+	// Limits.MaxStringBytes); nil for none.
+	Token []byte
+}
+
+// Welcome accepts a session: the switch's answer to Hello.
+type Welcome struct {
+	// Version is the session protocol version the switch will speak.
+	Version uint16
+	// Switch names the switch and Place its event place (UTF-8).
+	Switch, Place string
+}
+
+// Publish asks the switch to publish Event. The switch answers Ack or
+// Error with the same Seq.
+type Publish struct {
+	// Seq is the client's request number, echoed in the answer.
+	Seq uint64
+	// Event is the event to publish; the switch sets its ID and control
+	// information.
+	Event Event
+}
+
+// Subscribe asks the switch to add a subscription. The switch answers Ack
+// or Error with the same Seq.
+type Subscribe struct {
+	// Seq is the client's request number, echoed in the answer.
+	Seq uint64
+	// Sub is the subscription's ID, chosen by the client and unique in
+	// its session; Deliver and PullReply name it in Match.Sub.
+	Sub uint64
+	// Filter is the filter's source text (UTF-8, filter package syntax).
+	Filter string
+	// Queue is the subscription's queue length in events; 0 means the
+	// switch's default.
+	Queue uint32
+	// Overflow is the full-queue policy, the number of the root package's
+	// Overflow constant; the codec does not interpret it.
+	Overflow uint8
+	// LookIn asks for look-in delivery (events spool until Pull) instead
+	// of push delivery (Deliver frames).
+	LookIn bool
+}
+
+// Unsubscribe asks the switch to cancel the subscription Sub. The switch
+// answers Ack or Error with the same Seq.
+type Unsubscribe struct {
+	// Seq is the client's request number, echoed in the answer.
+	Seq uint64
+	// Sub is the ID the client gave the subscription in Subscribe.
+	Sub uint64
+}
+
+// SetProfile replaces the session's profile. The switch answers Ack or
+// Error with the same Seq.
+type SetProfile struct {
+	// Seq is the client's request number, echoed in the answer.
+	Seq uint64
+	// Profile is the new profile, as in Hello.Profile.
+	Profile []ontology.Attr
+}
+
+// Pull asks the switch for spooled look-in deliveries; it answers
+// PullReply (or Error) with the same Seq.
+type Pull struct {
+	// Seq is the client's request number, echoed in the answer.
+	Seq uint64
+	// Max is the most deliveries the reply may hold; the switch also keeps
+	// the reply within the client's Limits.MaxDeliveries and frame size.
+	Max uint32
+}
+
+// Match names one subscription that matched a delivered event.
+type Match struct {
+	// Sub is the subscription's client-chosen ID (Subscribe.Sub).
+	Sub uint64
+	// Score is the match score (see filter match modes); it travels bit
+	// for bit.
+	Score float64
+}
+
+// Deliver pushes one event to the session: the session fired once for it
+// (S1), and Matched lists its subscriptions that matched.
+type Deliver struct {
+	// Event is the delivered event, control information included.
+	Event Event
+	// Matched lists the matching subscriptions, at most
+	// Limits.MaxMatches.
+	Matched []Match
+}
+
+// Delivery is one event in a PullReply, shaped like Deliver.
+type Delivery struct {
+	// Event is the delivered event, control information included.
+	Event Event
+	// Matched lists the matching subscriptions, at most
+	// Limits.MaxMatches.
+	Matched []Match
+}
+
+// PullReply answers Pull with the deliveries taken from the spool, oldest
+// first; none when the spool is empty.
+type PullReply struct {
+	// Seq is the Seq of the Pull it answers.
+	Seq uint64
+	// Deliveries are at most Limits.MaxDeliveries and Pull.Max.
+	Deliveries []Delivery
+}
+
+// Ack reports that the request Seq succeeded.
+type Ack struct {
+	// Seq is the Seq of the request it answers.
+	Seq uint64
+}
+
+// Error reports that the request Seq failed, or, with Seq 0, that the
+// session failed (the switch then closes it).
+type Error struct {
+	// Seq is the Seq of the request it answers, or 0.
+	Seq uint64
+	// Code classifies the failure; the numbers are the session protocol's,
+	// the codec does not interpret them.
+	Code uint16
+	// Message is the error text for people; any bytes (it may quote
+	// refused input), at most Limits.MaxStringBytes.
+	Message string
+}
+
+// Bye ends a session in good order; it has no fields.
+type Bye struct{}
+
+// Event is an event as it travels (S1: control information, semantic
+// information, data). The root package converts between it and its own
+// Event.
+type Event struct {
+	// ID is the event's ID; zero in a Publish (the switch assigns it).
+	ID [16]byte
+	// Type is the event type's name (UTF-8).
+	Type string
+	// Attrs are the attribute values; names are UTF-8, values valid
+	// (ontology.Value with a kind), string values any bytes. At most
+	// Limits.MaxAttrs; the codec does not check duplicate names or NaN.
+	Attrs []ontology.Attr
+	// ContentType is Data's media type (UTF-8), "" to sniff.
+	ContentType string
+	// Data is the payload, any bytes, at most Limits.MaxDataBytes.
+	Data []byte
+	// Condition is the patronage condition's source text (UTF-8), "" for
+	// none.
+	Condition string
+	// TTL and Hops are the hops left and taken inside the place; PlaceTTL
+	// and PlaceHops the gateways left and crossed.
+	TTL, Hops, PlaceTTL, PlaceHops int32
+	// Origin names the switch that accepted the event and Place its event
+	// place (UTF-8).
+	Origin, Place string
+}
+
+// Kind returns KindHello.
+func (*Hello) Kind() Kind { return KindHello }
+
+// Kind returns KindWelcome.
+func (*Welcome) Kind() Kind { return KindWelcome }
+
+// Kind returns KindPublish.
+func (*Publish) Kind() Kind { return KindPublish }
+
+// Kind returns KindSubscribe.
+func (*Subscribe) Kind() Kind { return KindSubscribe }
+
+// Kind returns KindUnsubscribe.
+func (*Unsubscribe) Kind() Kind { return KindUnsubscribe }
+
+// Kind returns KindSetProfile.
+func (*SetProfile) Kind() Kind { return KindSetProfile }
+
+// Kind returns KindPull.
+func (*Pull) Kind() Kind { return KindPull }
+
+// Kind returns KindDeliver.
+func (*Deliver) Kind() Kind { return KindDeliver }
+
+// Kind returns KindPullReply.
+func (*PullReply) Kind() Kind { return KindPullReply }
+
+// Kind returns KindAck.
+func (*Ack) Kind() Kind { return KindAck }
+
+// Kind returns KindError.
+func (*Error) Kind() Kind { return KindError }
+
+// Kind returns KindBye.
+func (*Bye) Kind() Kind { return KindBye }
+
+// newMessage returns a zero message of kind k, or nil for an unknown k.
+func newMessage(k Kind) Message {
+	switch k {
+	case KindHello:
+		return new(Hello)
+	case KindWelcome:
+		return new(Welcome)
+	case KindPublish:
+		return new(Publish)
+	case KindSubscribe:
+		return new(Subscribe)
+	case KindUnsubscribe:
+		return new(Unsubscribe)
+	case KindSetProfile:
+		return new(SetProfile)
+	case KindPull:
+		return new(Pull)
+	case KindDeliver:
+		return new(Deliver)
+	case KindPullReply:
+		return new(PullReply)
+	case KindAck:
+		return new(Ack)
+	case KindError:
+		return new(Error)
+	case KindBye:
+		return new(Bye)
+	}
+	return nil
+}
