@@ -28,6 +28,11 @@
 //     receivers' profiles decides which sessions may receive it.
 //   - Slow consumer: a subscription whose queue overflowed; by default it
 //     loses the newest events (counted), never delaying anyone else.
+//   - Remote session: a session whose entity runs elsewhere: Dial connects
+//     it over a transport (transport.Transport; mem in one process) to a
+//     switch that serves it (Switch.Serve), with the same API as a local
+//     one. Frames use the versioned, bounded wire codec; a session fires
+//     once per event, one Deliver frame for all its subscriptions.
 //
 // # Delivery
 //
@@ -46,5 +51,7 @@
 // while user code (handlers, callbacks, admission hooks) runs. filter.Index has its
 // own writer lock and never blocks Match. Every goroutine sion starts (one
 // per subscription with a handler) belongs to its session; Session.Close
-// and Switch.Close stop them and wait.
+// and Switch.Close stop them and wait. A remote session has one reader
+// goroutine, stopped by Session.Close; the switch's side of each link has a
+// reader and a writer, stopped when the link ends or Switch.Close runs.
 package sion

@@ -34,6 +34,11 @@ var (
 	// configuration they cannot use; the message names the field.
 	ErrInvalidConfig = errors.New("sion: invalid configuration")
 
+	// ErrProtocol is returned when a link (see Dial and Switch.Serve)
+	// carries a frame that does not decode or is not expected; that link
+	// is closed, nothing else is harmed.
+	ErrProtocol = errors.New("sion: protocol error")
+
 	// ErrNotLookIn is returned by Subscription.Next for a subscription
 	// delivered to a handler: its events go to the handler.
 	ErrNotLookIn = errors.New("sion: subscription has a handler")

@@ -3,6 +3,7 @@ package sion
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type SessionConfig struct {
 	// SpoolRetention drops spooled events older than this; 0 keeps them
 	// until pulled or pushed out by SpoolSize.
 	SpoolRetention time.Duration
+	// Logger receives a remote session's log records (see Dial); nil
+	// discards them. A local session logs to its switch's logger.
+	Logger *slog.Logger
 }
 
 // Session connects an entity to a switch (S1 session): it publishes
@@ -36,7 +40,9 @@ type SessionConfig struct {
 // use; events published from one goroutine reach each subscription in the
 // order they were published.
 type Session struct {
-	sw      *Switch
+	sw      *Switch // the switch of a local session; nil for a remote one
+	be      backend // the switch, or the client of a remote session
+	link    *link   // for the switch's side of a remote session: where its deliveries go
 	id      uint64
 	name    string
 	profile atomic.Pointer[[]ontology.Attr]
@@ -52,8 +58,24 @@ type Session struct {
 // Name returns the session's name.
 func (s *Session) Name() string { return s.name }
 
-// Switch returns the session's switch.
+// Switch returns the session's switch, or nil for a remote session (see
+// Dial).
 func (s *Session) Switch() *Switch { return s.sw }
+
+// backend is what a session stands on: its switch (local), or the client
+// side of a link to a switch (remote, see Dial).
+type backend interface {
+	publish(ctx context.Context, ev *Event) error
+	nextSubID() uint64
+	register(ctx context.Context, sub *Subscription) error
+	unregister(sub *Subscription)
+	setProfile(ctx context.Context, s *Session, p []ontology.Attr) error
+	pull(ctx context.Context, s *Session, max int) ([]Delivery, error)
+	sync(ctx context.Context) error
+	closeSession(s *Session)
+	logger() *slog.Logger
+	name() string
+}
 
 // Publish validates ev against the place (see EventPlace), gives it an ID
 // and control information, and delivers it to every matching subscription
@@ -67,13 +89,7 @@ func (s *Session) Publish(ctx context.Context, ev *Event) error {
 	if s.isClosed() {
 		return fmt.Errorf("%w: session %q", ErrClosed, s.name)
 	}
-	e, err := s.sw.place.admit(ev)
-	if err != nil {
-		return err
-	}
-	e.ID = newEventID()
-	e.Control.Origin = s.sw.cfg.Name
-	return s.sw.deliver(ctx, e)
+	return s.be.publish(ctx, ev)
 }
 
 // Subscribe compiles src (filter syntax, see filter.Compile) and
@@ -105,12 +121,7 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 	if cfg.lookIn && (cfg.handler != nil || cfg.overflow != DropNewest) {
 		return nil, fmt.Errorf("%w: a look-in subscription has no handler and no overflow policy (the spool's limit applies)", ErrInvalidConfig)
 	}
-	if t := f.Type(); t != filter.AnyType {
-		if _, ok := s.sw.place.Ontology().Lookup(t); !ok {
-			return nil, fmt.Errorf("%w %q in filter %s", ErrUnknownEventType, t, f)
-		}
-	}
-	sub := &Subscription{id: s.sw.nextSub.Add(1), sess: s, f: f, cfg: cfg, done: make(chan struct{})}
+	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{})}
 	if !cfg.lookIn {
 		sub.ch = make(chan Delivery, cfg.queue)
 	}
@@ -125,12 +136,26 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 		s.wg.Go(sub.runHandler)
 	}
 	s.mu.Unlock()
-	if err := s.sw.register(sub); err != nil {
+	if err := s.be.register(ctx, sub); err != nil {
 		s.forget(sub)
 		sub.cancel()
+		s.wg.Wait()
 		return nil, err
 	}
 	return sub, nil
+}
+
+// Sync returns once every event published on the switch before Sync was
+// called that matches the session's subscriptions has been handed to them
+// (their queues, handlers or spool). For a local session that is already
+// true when Publish returns, and Sync returns at once; for a remote one
+// (see Dial) it is a round trip that follows the switch's deliveries. It
+// returns ctx's error or ErrClosed.
+func (s *Session) Sync(ctx context.Context) error {
+	if s.isClosed() {
+		return fmt.Errorf("%w: session %q", ErrClosed, s.name)
+	}
+	return s.be.sync(ctx)
 }
 
 // Unsubscribe cancels sub; see Subscription.Cancel.
@@ -140,12 +165,7 @@ func (s *Session) Unsubscribe(sub *Subscription) error { return sub.Cancel() }
 // synonyms). Events published after it returns are matched against the
 // new profile. It refuses NaN and ±Inf with ErrInvalidEvent.
 func (s *Session) SetProfile(profile []ontology.Attr) error {
-	p, err := s.sw.canonicalProfile(profile)
-	if err != nil {
-		return err
-	}
-	s.profile.Store(&p)
-	return nil
+	return s.be.setProfile(context.Background(), s, profile)
 }
 
 // Profile returns the session's profile.
@@ -156,7 +176,7 @@ func (s *Session) Profile() []ontology.Attr { return slices.Clone(*s.profile.Loa
 // (its error is returned) or the session closes (ErrClosed, after the
 // spool is empty). max ≤ 0 means all there are.
 func (s *Session) Pull(ctx context.Context, max int) ([]Delivery, error) {
-	return s.spool.pull(ctx, max, s.done)
+	return s.be.pull(ctx, s, max)
 }
 
 // SessionStats is a snapshot of a session's counters.
@@ -195,8 +215,13 @@ func (s *Session) Drain(ctx context.Context) error {
 		subs = append(subs, sub)
 	}
 	s.mu.Unlock()
+	if err := s.be.sync(ctx); err != nil { // deliveries in flight reach the queues
+		return err
+	}
 	for _, sub := range subs {
-		s.sw.unregister(sub)
+		s.be.unregister(sub)
+	}
+	for _, sub := range subs {
 		if sub.handled != nil {
 			sub.closeQueue() // the handler takes what is queued, then returns
 		}
@@ -239,11 +264,11 @@ func (s *Session) Close() error {
 	s.subs = map[uint64]*Subscription{}
 	close(s.done)
 	s.mu.Unlock()
+	s.be.closeSession(s)
 	for _, sub := range subs {
-		s.sw.unregister(sub)
+		s.be.unregister(sub)
 		sub.cancel()
 	}
-	s.sw.dropSession(s)
 	s.wg.Wait()
 	return nil
 }
@@ -262,7 +287,7 @@ func (s *Session) forget(sub *Subscription) {
 	s.mu.Lock()
 	delete(s.subs, sub.id)
 	s.mu.Unlock()
-	s.sw.unregister(sub)
+	s.be.unregister(sub)
 }
 
 func compareUint64(a, b uint64) int {

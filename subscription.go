@@ -188,6 +188,18 @@ type Subscription struct {
 
 	matched, delivered, dropped, spilled atomic.Uint64
 	slow                                 atomic.Bool
+
+	// remote is, on a switch, the ID a remote session gave this
+	// subscription (see Dial), or 0 for a local subscription.
+	remote uint64
+}
+
+// publicID returns the ID the subscription's owner knows it by.
+func (sub *Subscription) publicID() uint64 {
+	if sub.remote != 0 {
+		return sub.remote
+	}
+	return sub.id
 }
 
 // ID returns the subscription's ID, unique within its switch; it is the
@@ -380,8 +392,7 @@ func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow bool, err 
 // reportSlow logs that the subscription became a slow consumer and calls
 // its WithSlowConsumer callback. mu must not be held.
 func (sub *Subscription) reportSlow() {
-	sw := sub.sess.sw
-	sw.log.Warn("sion: slow consumer", "switch", sw.cfg.Name, "session", sub.sess.name, "subscription", sub.id,
+	sub.sess.be.logger().Warn("sion: slow consumer", "switch", sub.sess.be.name(), "session", sub.sess.name, "subscription", sub.id,
 		"policy", sub.cfg.overflow.String(), "queue", cap(sub.ch))
 	if sub.cfg.onSlow != nil {
 		sub.cfg.onSlow(sub.Stats())

@@ -46,6 +46,8 @@ type Switch struct {
 	sessions map[uint64]*Session      // mu
 	subs     map[uint64]*Subscription // mu; the subscriptions in the index
 	closed   bool                     // mu
+	serving  []context.CancelFunc     // mu; of Serve calls
+	links    sync.WaitGroup           // connections Serve accepted
 
 	eventsIn, fires, deliveries, refused atomic.Uint64
 
@@ -104,6 +106,7 @@ func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error)
 	}
 	s := &Session{
 		sw:    sw,
+		be:    sw,
 		id:    sw.nextSession.Add(1),
 		name:  cfg.Name,
 		spool: newSpool(cfg.SpoolSize, cfg.SpoolRetention),
@@ -135,7 +138,12 @@ func (sw *Switch) canonicalProfile(p []ontology.Attr) ([]ontology.Attr, error) {
 
 // register puts sub's filter into the index; sub is reachable by Match
 // from then on.
-func (sw *Switch) register(sub *Subscription) error {
+func (sw *Switch) register(_ context.Context, sub *Subscription) error {
+	if t := sub.f.Type(); t != filter.AnyType {
+		if _, ok := sw.place.Ontology().Lookup(t); !ok {
+			return fmt.Errorf("%w %q in filter %s", ErrUnknownEventType, t, sub.f)
+		}
+	}
 	sw.mu.Lock()
 	if sw.closed {
 		sw.mu.Unlock()
@@ -161,11 +169,44 @@ func (sw *Switch) unregister(sub *Subscription) {
 	sw.mu.Unlock()
 }
 
-func (sw *Switch) dropSession(s *Session) {
+// The rest of the backend of local sessions.
+
+func (sw *Switch) publish(ctx context.Context, ev *Event) error {
+	e, err := sw.place.admit(ev)
+	if err != nil {
+		return err
+	}
+	e.ID = newEventID()
+	e.Control.Origin = sw.cfg.Name
+	return sw.deliver(ctx, e)
+}
+
+func (sw *Switch) nextSubID() uint64 { return sw.nextSub.Add(1) }
+
+func (sw *Switch) setProfile(_ context.Context, s *Session, profile []ontology.Attr) error {
+	p, err := sw.canonicalProfile(profile)
+	if err != nil {
+		return err
+	}
+	s.profile.Store(&p)
+	return nil
+}
+
+func (sw *Switch) pull(ctx context.Context, s *Session, max int) ([]Delivery, error) {
+	return s.spool.pull(ctx, max, s.done)
+}
+
+func (sw *Switch) sync(context.Context) error { return nil } // Publish delivers before it returns
+
+func (sw *Switch) closeSession(s *Session) {
 	sw.mu.Lock()
 	delete(sw.sessions, s.id)
 	sw.mu.Unlock()
 }
+
+func (sw *Switch) logger() *slog.Logger { return sw.log }
+
+func (sw *Switch) name() string { return sw.cfg.Name }
 
 type publishScratch struct {
 	hits []hitSub
@@ -236,7 +277,10 @@ func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub)
 	sw.fires.Add(1)
 	d := Delivery{Event: e, Matched: make([]Match, len(hits))}
 	for i, h := range hits {
-		d.Matched[i] = Match{Subscription: h.id, Score: h.score}
+		d.Matched[i] = Match{Subscription: h.sub.publicID(), Score: h.score}
+	}
+	if s.link != nil {
+		return s.link.fire(ctx, s, d, hits)
 	}
 	var lookIn []*Subscription
 	var errs []error
@@ -307,12 +351,19 @@ func (sw *Switch) Drain(ctx context.Context) error {
 	return sw.Close()
 }
 
-// Close closes every session, waits for their handlers to return and
-// refuses new sessions with ErrClosed. It is idempotent.
+// Close stops every Serve call, closes every session (remote ones with
+// their connections), waits for their goroutines to return and refuses
+// new sessions with ErrClosed. It is idempotent.
 func (sw *Switch) Close() error {
 	sw.mu.Lock()
 	sw.closed = true
+	serving := sw.serving
+	sw.serving = nil
 	sw.mu.Unlock()
+	for _, stop := range serving {
+		stop()
+	}
+	sw.links.Wait()
 	for _, s := range sw.sessionList() {
 		s.Close()
 	}
