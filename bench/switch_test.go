@@ -17,6 +17,7 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/mem"
 )
 
 // Publish → deliver through one switch, against what a Go user would pick
@@ -109,12 +110,16 @@ func waitFor(n *atomic.Int64, want int64) {
 
 func BenchmarkPublishDeliver(b *testing.B) {
 	for _, subs := range subscriberCounts {
-		b.Run(fmt.Sprintf("sion-local/subs=%d", subs), func(b *testing.B) { benchSion(b, subs) })
+		b.Run(fmt.Sprintf("sion-local/subs=%d", subs), func(b *testing.B) { benchSion(b, subs, false) })
+		b.Run(fmt.Sprintf("sion-mem-remote/subs=%d", subs), func(b *testing.B) { benchSion(b, subs, true) })
 		b.Run(fmt.Sprintf("watermill-gochannel/subs=%d", subs), func(b *testing.B) { benchWatermill(b, subs) })
 	}
 }
 
-func benchSion(b *testing.B, subs int) {
+// benchSion runs the sion side; with remote, the subscribers and the
+// publisher are remote sessions over the mem transport (the wire codec
+// and the link goroutines in between).
+func benchSion(b *testing.B, subs int, remote bool) {
 	ont, err := readingOnt()
 	require.NoError(b, err)
 	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "bench", Ontology: ont})
@@ -123,11 +128,26 @@ func benchSion(b *testing.B, subs int) {
 	require.NoError(b, err)
 	defer sw.Close()
 	ctx := context.Background()
+	open := func(name string) (*sion.Session, error) { return sw.Open(ctx, sion.SessionConfig{Name: name}) }
+	if remote {
+		network, err := mem.NewNetwork(mem.Config{})
+		require.NoError(b, err)
+		l, err := network.Listen("switch")
+		require.NoError(b, err)
+		sctx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- sw.Serve(sctx, l) }()
+		defer func() { stop(); <-served }()
+		open = func(name string) (*sion.Session, error) {
+			return sion.Dial(ctx, network, "switch", sion.SessionConfig{Name: name})
+		}
+	}
 	var got atomic.Int64
 	var h latencies
 	for j := range subs {
-		s, err := sw.Open(ctx, sion.SessionConfig{Name: fmt.Sprint("sub", j)})
+		s, err := open(fmt.Sprint("sub", j))
 		require.NoError(b, err)
+		defer s.Close()
 		_, err = s.Subscribe(ctx, fmt.Sprintf(`{type ⊑ Reading; n >= %d}`, threshold(j)),
 			sion.WithQueue(1024), sion.WithOverflow(sion.Block), sion.WithHandler(func(d sion.Delivery) {
 				t, _ := d.Event.Value("t")
@@ -136,8 +156,9 @@ func benchSion(b *testing.B, subs int) {
 			}))
 		require.NoError(b, err)
 	}
-	pub, err := sw.Open(ctx, sion.SessionConfig{Name: "pub"})
+	pub, err := open("pub")
 	require.NoError(b, err)
+	defer pub.Close()
 	b.ReportAllocs()
 	start := time.Now()
 	i := 0
