@@ -2,6 +2,7 @@ package sion_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/mem"
 )
 
 func TestMain(m *testing.M) {
@@ -155,4 +157,33 @@ func ExampleEventPlace_NewJSONReader() {
 	// Output:
 	// BGM [{price 25.0} {title "Snow"}]
 	// element 1 of "items": sion: unknown event type "jingle" (read at "kind")
+}
+
+// A remote session: the switch serves sessions on a transport (here the
+// in-process mem network; TCP crosses machines), and Dial returns a
+// Session with the same API as a local one.
+func ExampleDial() {
+	sw, _ := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: musicPlace()})
+	defer sw.Close()
+	ctx := context.Background()
+	network, _ := mem.NewNetwork(mem.Config{})
+	l, _ := network.Listen("sw1")
+	go sw.Serve(ctx, l) // Close stops it
+
+	remote, err := sion.Dial(ctx, network, "sw1", sion.SessionConfig{Name: "far listener"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sub, _ := remote.Subscribe(ctx, `{type ⊑ music; price < 30}`)
+	shop, _ := sw.Open(ctx, sion.SessionConfig{Name: "shop"})
+	shop.Publish(ctx, &sion.Event{Type: "BGM", Attrs: price(25)})
+	d, _ := sub.Next(ctx) // it arrives over the link
+	fmt.Println(d.Event.Type, d.Event.Attrs[0].Value, d.Event.Control.Origin)
+
+	err = remote.Publish(ctx, &sion.Event{Type: "jingle"})
+	fmt.Println(errors.Is(err, sion.ErrUnknownEventType))
+	remote.Close()
+	// Output:
+	// BGM 25.0 sw1
+	// true
 }
