@@ -63,7 +63,7 @@ func variants(t *testing.T, cfg sion.PlaceConfig, body func(t *testing.T, w *wor
 
 // serveMem serves sw's remote sessions on a mem network at address
 // "switch" until the test ends.
-func serveMem(t *testing.T, sw *sion.Switch) *mem.Network {
+func serveMem(t testing.TB, sw *sion.Switch) *mem.Network {
 	t.Helper()
 	network, err := mem.NewNetwork(mem.Config{})
 	require.NoError(t, err)
