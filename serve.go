@@ -288,7 +288,7 @@ func (lk *link) subscribe(ctx context.Context, m *wire.Subscribe) error {
 // frame for its push subscriptions, the spool for its look-in ones. When
 // the link's queue is full, the event is dropped for the session's push
 // subscriptions (counted) unless one of them blocks the publisher.
-func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub) error {
+func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
 	var lookIn, push []*Subscription
 	block := false
 	for _, h := range hits {
@@ -308,7 +308,14 @@ func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub)
 	if len(push) == 0 {
 		return nil
 	}
-	f, err := wire.EncodeLimits(nil, &wire.Deliver{Event: toWireEvent(d.Event), Matched: toWireMatches(d.Matched)}, lk.lim)
+	sd, err := shared.get(d.Event)
+	var f []byte
+	if err == nil {
+		f, err = sd.Frame(toWireMatches(d.Matched))
+	}
+	if err == nil && len(f) > lk.lim.MaxFrameBytes {
+		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), lk.lim.MaxFrameBytes)
+	}
 	if err != nil {
 		err = fmt.Errorf("sion: event %s does not fit a frame to session %q: %w", d.Event.ID, s.name, err)
 		lk.drop(push)
@@ -345,4 +352,19 @@ func (lk *link) drop(subs []*Subscription) {
 			sub.reportSlow()
 		}
 	}
+}
+
+// lazyDeliver encodes an event for Deliver frames once, when the first
+// remote session it goes to needs it, and shares the bytes with the others.
+type lazyDeliver struct {
+	sd  *wire.SharedDeliver
+	err error
+}
+
+func (l *lazyDeliver) get(e *Event) (*wire.SharedDeliver, error) {
+	if l.sd == nil && l.err == nil {
+		w := toWireEvent(e)
+		l.sd, l.err = wire.NewSharedDeliver(&w, wire.Limits{})
+	}
+	return l.sd, l.err
 }

@@ -253,13 +253,14 @@ func (sw *Switch) deliver(ctx context.Context, e *Event) error {
 		return cmp.Compare(a.id, b.id)
 	})
 	var errs []error
+	var shared lazyDeliver
 	for len(hits) > 0 {
 		s := hits[0].sub.sess
 		k := 1
 		for k < len(hits) && hits[k].sub.sess == s {
 			k++
 		}
-		if err := sw.fire(ctx, s, e, hits[:k]); err != nil {
+		if err := sw.fire(ctx, s, e, hits[:k], &shared); err != nil {
 			errs = append(errs, err)
 		}
 		hits = hits[k:]
@@ -268,7 +269,7 @@ func (sw *Switch) deliver(ctx context.Context, e *Event) error {
 }
 
 // fire delivers e to session s, whose subscriptions hits matched.
-func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub) error {
+func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
 	if e.Condition != nil {
 		if ok, _ := e.Condition.MatchProfile(*s.profile.Load()); !ok {
 			return nil
@@ -280,7 +281,7 @@ func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub)
 		d.Matched[i] = Match{Subscription: h.sub.publicID(), Score: h.score}
 	}
 	if s.link != nil {
-		return s.link.fire(ctx, s, d, hits)
+		return s.link.fire(ctx, s, d, hits, shared)
 	}
 	var lookIn []*Subscription
 	var errs []error

@@ -682,3 +682,20 @@ func BenchmarkEncodeDecodePublish(b *testing.B) {
 		}
 	}
 }
+
+func TestSharedDeliverMatchesEncode(t *testing.T) {
+	ev := Event{Type: "Reading", Attrs: []ontology.Attr{{Name: "n", Value: ontology.Int(-1 << 63)}}, Data: []byte("{}"), Origin: "sw"}
+	sd, err := NewSharedDeliver(&ev, Limits{})
+	require.NoError(t, err)
+	for _, ms := range [][]Match{nil, {{Sub: 1}}, {{Sub: 1 << 62, Score: math.Copysign(0, -1)}, {Sub: 7, Score: 2.5}}} {
+		want, err := Encode(nil, &Deliver{Event: ev, Matched: ms})
+		require.NoError(t, err)
+		got, err := sd.Frame(ms)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	small, err := NewSharedDeliver(&ev, Limits{MaxMatches: 1})
+	require.NoError(t, err)
+	_, err = small.Frame([]Match{{Sub: 1}, {Sub: 2}})
+	require.ErrorIs(t, err, ErrTooLarge)
+}
