@@ -129,7 +129,7 @@ func TestLookIn(t *testing.T) {
 		b := subscribe(t, s, `{type ⊑ Reading; n >= 2}`, sion.WithLookIn())
 		assert.Nil(t, a.C())
 		_, err := a.Next(ctx)
-		require.ErrorIs(t, err, sion.ErrNotLookIn)
+		require.ErrorIs(t, err, sion.ErrNoQueue)
 		pub := open(t, sw, "pub")
 		for n := 1; n <= 3; n++ {
 			publish(t, pub, reading(n))

@@ -39,7 +39,8 @@ var (
 	// is closed, nothing else is harmed.
 	ErrProtocol = errors.New("sion: protocol error")
 
-	// ErrNotLookIn is returned by Subscription.Next for a subscription
-	// delivered to a handler: its events go to the handler.
-	ErrNotLookIn = errors.New("sion: subscription has a handler")
+	// ErrNoQueue is returned by Subscription.Next for a subscription
+	// whose events go elsewhere: to its handler (WithHandler) or to its
+	// session's spool (WithLookIn, read with Session.Pull).
+	ErrNoQueue = errors.New("sion: subscription has no queue to read")
 )

@@ -222,11 +222,11 @@ func (sub *Subscription) C() <-chan Delivery {
 // Next returns the next event of the subscription's queue, waiting until
 // one arrives, ctx ends (its error is returned) or the subscription is
 // cancelled (ErrClosed; events still queued are returned first). It
-// returns ErrNotLookIn for a subscription with a handler, and for a
+// returns ErrNoQueue for a subscription with a handler, and for a
 // look-in subscription (use Session.Pull).
 func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
 	if sub.cfg.handler != nil || sub.cfg.lookIn {
-		return Delivery{}, fmt.Errorf("%w: subscription %d", ErrNotLookIn, sub.id)
+		return Delivery{}, fmt.Errorf("%w: subscription %d", ErrNoQueue, sub.id)
 	}
 	select {
 	case d, ok := <-sub.ch:
