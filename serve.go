@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sion-go/sion/filter"
@@ -15,6 +16,7 @@ import (
 // Link limits on the switch's side.
 const (
 	linkQueue        = 4096             // frames waiting to be sent to one remote session
+	linkQueueBytes   = 64 << 20         // and their bytes: a slow link holds at most this much
 	handshakeTimeout = 10 * time.Second // for the Hello frame
 )
 
@@ -74,13 +76,14 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 
 // link is the switch's side of one remote session.
 type link struct {
-	sw    *Switch
-	conn  transport.Conn
-	lim   wire.Limits
-	sess  *Session
-	out   chan []byte   // frames for the writer
-	flush chan struct{} // closed when the reader ends: the writer sends what is queued, then returns
-	done  chan struct{} // closed when the link ends
+	sw     *Switch
+	conn   transport.Conn
+	lim    wire.Limits
+	sess   *Session
+	out    chan []byte   // frames for the writer
+	queued atomic.Int64  // bytes of the Deliver frames in out
+	flush  chan struct{} // closed when the reader ends: the writer sends what is queued, then returns
+	done   chan struct{} // closed when the link ends
 
 	mu   sync.Mutex
 	subs map[uint64]*Subscription // mu; by the remote session's subscription ID
@@ -146,6 +149,7 @@ func (lk *link) write(ctx context.Context) {
 	for {
 		select {
 		case f := <-lk.out:
+			lk.sent(f)
 			if err := lk.conn.Send(ctx, f); err != nil {
 				lk.conn.Close() // the reader sees it and ends the link
 				return
@@ -154,6 +158,7 @@ func (lk *link) write(ctx context.Context) {
 			for {
 				select {
 				case f := <-lk.out:
+					lk.sent(f)
 					sctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 					err := lk.conn.Send(sctx, f)
 					cancel()
@@ -321,11 +326,13 @@ func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub,
 		lk.drop(push)
 		return err
 	}
-	select {
-	case lk.out <- f:
-		lk.sw.deliveries.Add(1)
-		return nil
-	default:
+	if lk.queued.Add(int64(len(f))) <= linkQueueBytes {
+		select {
+		case lk.out <- f:
+			lk.sw.deliveries.Add(1)
+			return nil
+		default:
+		}
 	}
 	if block {
 		select {
@@ -333,14 +340,25 @@ func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub,
 			lk.sw.deliveries.Add(1)
 			return nil
 		case <-lk.done:
+			lk.queued.Add(-int64(len(f)))
 			return nil
 		case <-ctx.Done():
+			lk.queued.Add(-int64(len(f)))
 			lk.drop(push)
 			return fmt.Errorf("sion: the link to session %q stayed full until the publisher's context ended: %w", s.name, ctx.Err())
 		}
 	}
+	lk.queued.Add(-int64(len(f)))
 	lk.drop(push)
 	return nil
+}
+
+// sent accounts for a frame leaving the queue: Deliver frames count
+// against linkQueueBytes.
+func (lk *link) sent(f []byte) {
+	if len(f) > 1 && wire.Kind(f[1]) == wire.KindDeliver {
+		lk.queued.Add(-int64(len(f)))
+	}
 }
 
 // drop counts a delivery lost for subs.
