@@ -170,9 +170,11 @@ func (p *EventPlace) admit(ev *Event) (*Event, error) {
 		out.Data = slices.Clone(ev.Data)
 	}
 	if ev.Condition != nil {
-		if _, err := ev.Condition.MatchProfile(nil); err != nil {
-			return nil, fmt.Errorf("%w: patronage condition: %w", ErrInvalidEvent, err)
+		c, err := canonicalCondition(o, ev.Condition)
+		if err != nil {
+			return nil, fmt.Errorf("%w: patronage condition %s: %w", ErrInvalidEvent, ev.Condition, err)
 		}
+		out.Condition = c
 	}
 	out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
 	for _, a := range ev.Attrs {
@@ -204,6 +206,30 @@ func (p *EventPlace) admit(ev *Event) (*Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// canonicalCondition checks a patronage condition and returns it with its
+// attribute names canonical, as profiles store them (synonyms resolve at
+// the edge). Profile attributes are the entity's own and need not be in
+// any event type's vocabulary.
+func canonicalCondition(o *ontology.Ontology, c *filter.Filter) (*filter.Filter, error) {
+	if _, err := c.MatchProfile(nil); err != nil {
+		return nil, err
+	}
+	spec := c.Spec()
+	changed := false
+	for i := range spec.Predicates {
+		op := &spec.Predicates[i].Operand
+		if op.Source == filter.SourceAttr {
+			if n := o.CanonicalAttribute(op.Name); n != op.Name {
+				op.Name, changed = n, true
+			}
+		}
+	}
+	if !changed {
+		return c, nil
+	}
+	return filter.Build(spec)
 }
 
 // convertKind returns v as a value of kind k when it is one, or an int

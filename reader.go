@@ -68,6 +68,9 @@ func (p *EventPlace) NewJSONReader(fields JSONFields) (*JSONReader, error) {
 			return nil, fmt.Errorf("%w: JSONFields.Type %q: %w", ErrInvalidConfig, fields.Type, ErrUnknownEventType)
 		}
 	}
+	if err := distinctAttrs(o, fields.Attrs, "JSONFields"); err != nil {
+		return nil, err
+	}
 	for i, a := range fields.Attrs {
 		switch {
 		case a.Name == "" || a.Path == "":
@@ -87,6 +90,9 @@ func (p *EventPlace) NewJSONReader(fields JSONFields) (*JSONReader, error) {
 // does not fit its attribute's kind. doc is copied when it becomes the
 // payload.
 func (r *JSONReader) Read(doc []byte) (*Event, error) {
+	if err := filter.CheckPayload("application/json", doc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
 	o := r.place.cfg.Ontology
 	name := r.fields.Type
 	if name == "" {
@@ -148,6 +154,20 @@ func (r *JSONReader) ReadList(doc []byte, list string) ([]*Event, error) {
 	return events, errors.Join(errs...)
 }
 
+// distinctAttrs refuses two paths for one attribute (names and synonyms
+// count as one).
+func distinctAttrs(o *ontology.Ontology, attrs []AttrPath, what string) error {
+	seen := map[string]int{}
+	for i, a := range attrs {
+		c := o.CanonicalAttribute(a.Name)
+		if j, dup := seen[c]; dup {
+			return fmt.Errorf("%w: %s.Attrs[%d] and [%d] both read attribute %q", ErrInvalidConfig, what, j, i, c)
+		}
+		seen[c] = i
+	}
+	return nil
+}
+
 // asKind converts a JSON value to attribute kind k.
 func asKind(v ontology.Value, k ontology.Kind, unit time.Duration) (ontology.Value, error) {
 	if cv, ok := convertKind(v, k); ok {
@@ -159,6 +179,9 @@ func asKind(v ontology.Value, k ontology.Kind, unit time.Duration) (ontology.Val
 			t, err := time.Parse(time.RFC3339Nano, v.Str())
 			if err != nil {
 				return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", v.Str())
+			}
+			if !ontology.TimeInRange(t) {
+				return ontology.Value{}, fmt.Errorf("time %q is outside the years 1678-2262 that a time value holds", v.Str())
 			}
 			return ontology.Time(t), nil
 		case ontology.KindInt:
@@ -214,6 +237,9 @@ func (p *EventPlace) NewXMLReader(fields XMLFields) (*XMLReader, error) {
 	o := p.cfg.Ontology
 	if (fields.TypePath == "") == (fields.Type == "") {
 		return nil, fmt.Errorf("%w: XMLFields needs exactly one of TypePath and Type", ErrInvalidConfig)
+	}
+	if err := distinctAttrs(o, fields.Attrs, "XMLFields"); err != nil {
+		return nil, err
 	}
 	r := &XMLReader{place: p, fields: fields}
 	if fields.Type != "" {
@@ -289,6 +315,7 @@ func (r *XMLReader) read(e filter.XMLElement) (*Event, error) {
 	name := r.fields.Type
 	if r.typePath != nil {
 		s, ok := e.Value(r.typePath)
+		s = strings.TrimSpace(s)
 		if !ok || s == "" {
 			return nil, fmt.Errorf("%w: no event type name at %q", ErrInvalidEvent, r.fields.TypePath)
 		}
@@ -348,6 +375,9 @@ func parseKind(s string, k ontology.Kind) (ontology.Value, error) {
 		tm, err := time.Parse(time.RFC3339Nano, t)
 		if err != nil {
 			return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", s)
+		}
+		if !ontology.TimeInRange(tm) {
+			return ontology.Value{}, fmt.Errorf("time %q is outside the years 1678-2262 that a time value holds", s)
 		}
 		return ontology.Time(tm), nil
 	}

@@ -91,3 +91,12 @@ func TestXMLReader(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, attrs("seq", ontology.Int(-1<<63)), ev.Attrs)
 }
+
+func timePlace(t *testing.T) *sion.EventPlace {
+	t.Helper()
+	o, err := ontology.New([]ontology.TypeDef{{Name: "Tick", Attributes: []ontology.Attribute{{Name: "at", Kind: ontology.KindTime}}}})
+	require.NoError(t, err)
+	p, err := sion.NewEventPlace(sion.PlaceConfig{Name: "t", Ontology: o})
+	require.NoError(t, err)
+	return p
+}

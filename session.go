@@ -114,6 +114,9 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 	}
 	cfg := subConfig{queue: DefaultQueue}
 	for _, o := range opts {
+		if o == nil {
+			continue
+		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
@@ -136,10 +139,17 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 		s.wg.Go(sub.runHandler)
 	}
 	s.mu.Unlock()
-	if err := s.be.register(ctx, sub); err != nil {
+	err := s.be.register(ctx, sub)
+	if err == nil {
+		s.mu.Lock()
+		if s.subs[sub.id] != sub { // Close ran meanwhile and may have missed the registration
+			err = fmt.Errorf("%w: session %q", ErrClosed, s.name)
+		}
+		s.mu.Unlock()
+	}
+	if err != nil {
 		s.forget(sub)
 		sub.cancel()
-		s.wg.Wait()
 		return nil, err
 	}
 	return sub, nil
@@ -158,12 +168,21 @@ func (s *Session) Sync(ctx context.Context) error {
 	return s.be.sync(ctx)
 }
 
-// Unsubscribe cancels sub; see Subscription.Cancel.
-func (s *Session) Unsubscribe(sub *Subscription) error { return sub.Cancel() }
+// Unsubscribe cancels sub, one of the session's subscriptions; see
+// Subscription.Cancel. A subscription of another session is refused with
+// ErrInvalidConfig.
+func (s *Session) Unsubscribe(sub *Subscription) error {
+	if sub == nil || sub.sess != s {
+		return fmt.Errorf("%w: not a subscription of session %q", ErrInvalidConfig, s.name)
+	}
+	return sub.Cancel()
+}
 
 // SetProfile replaces the session's profile (attribute names canonical or
-// synonyms). Events published after it returns are matched against the
-// new profile. It refuses NaN and ±Inf with ErrInvalidEvent.
+// synonyms, resolved here). Events published after it returns are matched
+// against the new profile. It refuses a value that is missing, NaN or
+// ±Inf, and a name given twice (synonyms count as one), with an error
+// wrapping ErrInvalidConfig.
 func (s *Session) SetProfile(profile []ontology.Attr) error {
 	return s.be.setProfile(context.Background(), s, profile)
 }
@@ -264,12 +283,17 @@ func (s *Session) Close() error {
 	s.subs = map[uint64]*Subscription{}
 	close(s.done)
 	s.mu.Unlock()
-	s.be.closeSession(s)
+	if s.link == nil && s.sw == nil { // remote: end the link first, no more deliveries
+		s.be.closeSession(s)
+	}
 	for _, sub := range subs {
 		s.be.unregister(sub)
 		sub.cancel()
 	}
 	s.wg.Wait()
+	if s.sw != nil {
+		s.be.closeSession(s) // only now: Switch.Close waits for sessions it still lists
+	}
 	return nil
 }
 

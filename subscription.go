@@ -46,8 +46,13 @@ func (o Overflow) String() string {
 	return fmt.Sprintf("Overflow(%d)", int(o))
 }
 
-// DefaultQueue is the default queue length of a subscription, in events.
-const DefaultQueue = 256
+// DefaultQueue is the default queue length of a subscription, in events,
+// and MaxQueue the longest WithQueue accepts. A queue is allocated when the
+// subscription is made: about 48 bytes per event of its length.
+const (
+	DefaultQueue = 256
+	MaxQueue     = 1 << 20
+)
 
 // Delivery is one event as a session receives it: the session fired once
 // for the event (S1), and Matched lists the session's subscriptions whose
@@ -92,8 +97,8 @@ type subConfig struct {
 // DefaultQueue); n must be at least 1.
 func WithQueue(n int) SubscribeOption {
 	return func(c *subConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: queue length %d, below 1", ErrInvalidConfig, n)
+		if n < 1 || n > MaxQueue {
+			return fmt.Errorf("%w: queue length %d, want 1 to %d", ErrInvalidConfig, n, MaxQueue)
 		}
 		c.queue = n
 		return nil

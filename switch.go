@@ -127,11 +127,17 @@ func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error)
 // attribute names.
 func (sw *Switch) canonicalProfile(p []ontology.Attr) ([]ontology.Attr, error) {
 	out := make([]ontology.Attr, len(p))
+	seen := map[string]bool{}
 	for i, a := range p {
 		if v := a.Value; !v.IsValid() || v.IsNaN() || v.Kind() == ontology.KindFloat && math.IsInf(v.Float(), 0) {
 			return nil, fmt.Errorf("%w: profile attribute %q has no usable value (%v)", ErrInvalidConfig, a.Name, a.Value)
 		}
-		out[i] = ontology.Attr{Name: sw.place.Ontology().CanonicalAttribute(a.Name), Value: a.Value}
+		name := sw.place.Ontology().CanonicalAttribute(a.Name)
+		if seen[name] {
+			return nil, fmt.Errorf("%w: profile attribute %q appears twice (names and synonyms count as one)", ErrInvalidConfig, name)
+		}
+		seen[name] = true
+		out[i] = ontology.Attr{Name: name, Value: a.Value}
 	}
 	return out, nil
 }
@@ -157,16 +163,23 @@ func (sw *Switch) register(_ context.Context, sub *Subscription) error {
 		sw.mu.Unlock()
 		return fmt.Errorf("%w: %w", ErrInvalidFilter, err)
 	}
+	sw.mu.RLock()
+	still := sw.subs[sub.id] == sub
+	sw.mu.RUnlock()
+	if !still { // unregistered while it was being added: take it out again
+		sw.index.Remove(sub.id)
+		return fmt.Errorf("%w: subscription %d was cancelled while it was made", ErrClosed, sub.id)
+	}
 	return nil
 }
 
 // unregister takes sub's filter out of the index; no Match that starts
 // afterwards reaches it. Idempotent.
 func (sw *Switch) unregister(sub *Subscription) {
-	sw.index.Remove(sub.id)
 	sw.mu.Lock()
-	delete(sw.subs, sub.id)
+	delete(sw.subs, sub.id) // first: a register in progress checks it after its Add
 	sw.mu.Unlock()
+	sw.index.Remove(sub.id)
 }
 
 // The rest of the backend of local sessions.
@@ -306,7 +319,9 @@ func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub,
 
 // Stats is a snapshot of a switch's counters.
 type Stats struct {
-	Sessions, Subscriptions int
+	// Sessions and Subscriptions open now; Filters in the switch's
+	// filter.Index (equal to Subscriptions when no call is in progress).
+	Sessions, Subscriptions, Filters int
 	// EventsIn counts the events published; Fires the sessions fired
 	// (one per session and event); Deliveries the events handed to
 	// subscription queues and look-in spools.
@@ -327,6 +342,7 @@ func (sw *Switch) Stats() Stats {
 		sessions = append(sessions, s)
 	}
 	sw.mu.RUnlock()
+	st.Filters = sw.index.Len()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
 	for _, s := range sessions {
 		ss := s.Stats()

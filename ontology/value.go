@@ -85,7 +85,20 @@ func Bool(b bool) Value {
 }
 
 // Time returns a time Value holding t as nanoseconds since the Unix epoch.
+// t must be within the int64 nanosecond range (years 1678 to 2262; see
+// TimeInRange): outside it the value is undefined, as for t.UnixNano.
 func Time(t time.Time) Value { return Value{kind: KindTime, n: uint64(t.UnixNano())} }
+
+// Bounds of the times a time Value holds: int64 nanoseconds since the Unix
+// epoch.
+var (
+	MinTime = time.Unix(0, math.MinInt64).UTC() // 1677-09-21T00:12:43.145224192Z
+	MaxTime = time.Unix(0, math.MaxInt64).UTC() // 2262-04-11T23:47:16.854775807Z
+)
+
+// TimeInRange reports whether t is within [MinTime, MaxTime], so that
+// Time(t) holds it exactly.
+func TimeInRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
 
 // TimeNanos returns a time Value from nanoseconds since the Unix epoch.
 func TimeNanos(ns int64) Value { return Value{kind: KindTime, n: uint64(ns)} }
