@@ -30,7 +30,10 @@ const byeTimeout = time.Second
 // subscription keeps its queue, overflow policy and handler on this side;
 // the switch sends one frame per event for all of the session's
 // subscriptions that matched, in order. The look-in spool stays on the
-// switch, so events wait there while the entity pulls; Stats reports its
+// switch, so events wait there while the entity pulls (events the Spill
+// policy moves out of a full queue wait on this side, and Pull returns
+// them first, so an event both spilled and looked-in can come twice
+// through Pull on a remote session, once per side); Stats reports its
 // size as 0 here, and the spool has the switch's default size and
 // retention (the hello frame does not carry SpoolSize and SpoolRetention
 // yet). Publish returns once the switch has delivered the
@@ -277,13 +280,19 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 		return
 	}
 	d := Delivery{Event: ev, Matched: fromWireMatches(m.Matched)}
+	var spilled []*Subscription
 	for _, mt := range d.Matched {
 		rc.mu.Lock()
 		sub := rc.subs[mt.Subscription]
 		rc.mu.Unlock()
 		if sub != nil && !sub.cfg.lookIn {
-			sub.enqueue(rc.ctx, d)
+			if spill, _ := sub.enqueue(rc.ctx, d); spill {
+				spilled = append(spilled, sub)
+			}
 		}
+	}
+	if len(spilled) > 0 { // Spill policy: this side's spool, which Pull reads first
+		rc.sess.spool.put(d, spilled...)
 	}
 }
 
@@ -358,9 +367,9 @@ func (rc *remoteClient) setProfile(ctx context.Context, s *Session, profile []on
 	return nil
 }
 
-// pull asks the switch for spooled events. A reply that arrives after the
-// caller gave up is kept for the next Pull, so that no pulled event is
-// lost.
+// pull returns what the Spill policy put in this side's spool, else asks
+// the switch for its spooled events. A reply that arrives after the caller
+// gave up is kept for the next Pull, so that no pulled event is lost.
 func (rc *remoteClient) pull(ctx context.Context, s *Session, limit int) ([]Delivery, error) {
 	rc.pullMu.Lock()
 	defer rc.pullMu.Unlock()
@@ -372,6 +381,9 @@ func (rc *remoteClient) pull(ctx context.Context, s *Session, limit int) ([]Deli
 		out := slices.Clone(rc.late[:n])
 		rc.late = slices.Delete(rc.late, 0, n)
 		return out
+	}
+	if ds := s.spool.take(limit); len(ds) > 0 {
+		return ds, nil
 	}
 	if len(rc.late) > 0 {
 		return take(), nil

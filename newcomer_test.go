@@ -105,3 +105,25 @@ func TestSubscribeOptionLimits(t *testing.T) {
 	require.ErrorIs(t, other.Unsubscribe(sub), sion.ErrInvalidConfig, "not other's subscription")
 	require.NoError(t, s.Unsubscribe(sub))
 }
+
+func TestSpillAndLookInShareOneSpoolEntry(t *testing.T) {
+	sw := newSwitch(t, sion.PlaceConfig{})
+	s := open(t, sw, "s")
+	a := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1), sion.WithOverflow(sion.Spill))
+	b := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1), sion.WithOverflow(sion.Spill))
+	l := subscribe(t, s, `{type ⊑ Reading}`, sion.WithLookIn())
+	publish(t, s, reading(1)) // a and b queue it; l spools it
+	publish(t, s, reading(2)) // a and b spill it; l spools it: one entry
+	got, err := s.Pull(context.Background(), 0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2}, ns(got), "each event once")
+	ids := func(d sion.Delivery) (out []uint64) {
+		for _, m := range d.Matched {
+			out = append(out, m.Subscription)
+		}
+		return out
+	}
+	assert.Equal(t, []uint64{a.ID(), b.ID(), l.ID()}, ids(got[1]))
+	assert.Equal(t, uint64(1), a.Stats().Spilled)
+	assert.Equal(t, []int64{1}, ns(queued(a)))
+}

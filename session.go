@@ -431,6 +431,27 @@ func (sp *spool) pull(ctx context.Context, max int, done <-chan struct{}) ([]Del
 	}
 }
 
+// take returns up to limit entries (all for limit ≤ 0) without waiting.
+func (sp *spool) take(limit int) []Delivery {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.expire(time.Now())
+	n := len(sp.items)
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Delivery, n)
+	for i := range out {
+		out[i] = sp.items[i].d
+	}
+	clear(sp.items[:n])
+	sp.items = sp.items[n:]
+	return out
+}
+
 func (sp *spool) stats() (int, uint64) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()

@@ -312,30 +312,32 @@ func (sub *Subscription) runHandler() {
 }
 
 // enqueue offers d to the subscription's queue under its overflow policy.
-// It returns an error only when a Block policy's wait ended with ctx. The
+// It reports spill when the Spill policy wants d in the session's spool
+// (the caller puts it there, once for all such subscriptions), and
+// returns an error only when a Block policy's wait ended with ctx. The
 // slow-consumer report runs after mu is released, so that its callback may
 // cancel the subscription.
-func (sub *Subscription) enqueue(ctx context.Context, d Delivery) error {
+func (sub *Subscription) enqueue(ctx context.Context, d Delivery) (spill bool, err error) {
 	sub.matched.Add(1)
 	sub.mu.RLock()
-	slow, err := sub.offer(ctx, d)
+	slow, spill, err := sub.offer(ctx, d)
 	sub.mu.RUnlock()
 	if slow {
 		sub.reportSlow()
 	}
-	return err
+	return spill, err
 }
 
 // offer is enqueue's part under mu; slow reports that the subscription has
 // just become a slow consumer.
-func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow bool, err error) {
+func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow, spill bool, err error) {
 	if sub.closed {
-		return false, nil
+		return false, false, nil
 	}
 	if sub.cfg.overflow == DropNewest && sub.slow.Load() {
 		if len(sub.ch) > 0 {
 			sub.dropped.Add(1) // the episode goes on: keep the prefix gap-free
-			return false, nil
+			return false, false, nil
 		}
 		sub.slow.Store(false)
 	}
@@ -345,7 +347,7 @@ func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow bool, err 
 		if sub.slow.Load() && len(sub.ch) < cap(sub.ch)/2 {
 			sub.slow.Store(false)
 		}
-		return false, nil
+		return false, false, nil
 	default:
 	}
 	slow = !sub.slow.Swap(true)
@@ -361,14 +363,13 @@ func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow bool, err 
 			select {
 			case sub.ch <- d:
 				sub.delivered.Add(1)
-				return slow, nil
+				return slow, false, nil
 			default:
 			}
 		}
 	case Spill:
 		sub.spilled.Add(1)
-		sub.sess.spool.put(d, sub)
-		return slow, nil
+		return slow, true, nil
 	case Block:
 		if slow {
 			sub.mu.RUnlock() // report before waiting; nothing below needs mu until the wait
@@ -376,22 +377,22 @@ func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow bool, err 
 			sub.mu.RLock()
 			slow = false
 			if sub.closed {
-				return false, nil
+				return false, false, nil
 			}
 		}
 		select {
 		case sub.ch <- d:
 			sub.delivered.Add(1)
-			return false, nil
+			return false, false, nil
 		case <-sub.done:
-			return false, nil
+			return false, false, nil
 		case <-ctx.Done():
 			sub.dropped.Add(1)
-			return false, fmt.Errorf("sion: subscription %d stayed full until the publisher's context ended: %w", sub.id, ctx.Err())
+			return false, false, fmt.Errorf("sion: subscription %d stayed full until the publisher's context ended: %w", sub.id, ctx.Err())
 		}
 	}
 	sub.dropped.Add(1)
-	return slow, nil
+	return slow, false, nil
 }
 
 // reportSlow logs that the subscription became a slow consumer and calls

@@ -296,23 +296,27 @@ func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub,
 	if s.link != nil {
 		return s.link.fire(ctx, s, d, hits, shared)
 	}
-	var lookIn []*Subscription
+	var spool []*Subscription // look-in, and spilled: one spool entry for all
 	var errs []error
 	for _, h := range hits {
 		if h.sub.cfg.lookIn {
 			h.sub.matched.Add(1)
 			h.sub.delivered.Add(1)
-			lookIn = append(lookIn, h.sub)
+			spool = append(spool, h.sub)
 			continue
 		}
 		sw.deliveries.Add(1)
-		if err := h.sub.enqueue(ctx, d); err != nil {
+		spill, err := h.sub.enqueue(ctx, d)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		if spill {
+			spool = append(spool, h.sub)
+		}
 	}
-	if len(lookIn) > 0 {
+	if len(spool) > 0 {
 		sw.deliveries.Add(1)
-		s.spool.put(d, lookIn...)
+		s.spool.put(d, spool...)
 	}
 	return errors.Join(errs...)
 }

@@ -244,7 +244,7 @@ func xpathLiteral(v ontology.Value) (string, error) {
 		}
 		return "false()", nil
 	}
-	return "", fmt.Errorf("a %s value cannot be compared in XPath 1.0", v.Kind())
+	return "", fmt.Errorf("a value of kind %s cannot be compared in XPath 1.0", v.Kind())
 }
 
 // evalCtx caches the parsed payload of one event for Eval.

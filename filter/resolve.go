@@ -74,7 +74,7 @@ func fits(v ontology.Value, k ontology.Kind) bool {
 
 func checkKinds(p *Predicate, a ontology.Attribute) error {
 	bad := func(v ontology.Value) error {
-		return fmt.Errorf("attribute %q is %s; %v is a %s", a.Name, a.Kind, v, v.Kind())
+		return fmt.Errorf("attribute %q is %s; %v is of kind %s", a.Name, a.Kind, v, v.Kind())
 	}
 	switch p.Op {
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
