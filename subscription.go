@@ -119,7 +119,10 @@ func WithOverflow(o Overflow) SubscribeOption {
 // WithHandler delivers the subscription's events to fn, called from one
 // goroutine the subscription owns, in order, one call at a time. fn must
 // not call Close or Drain of its own session or switch (they wait for fn
-// to return); it may call Cancel and Publish.
+// to return); it may call Cancel and Publish, but a Publish that reaches a
+// full WithOverflow(Block) subscription of the same session waits for fn
+// itself, until the publish context ends. A panic in fn is not recovered:
+// like a panic in any goroutine, it ends the program.
 func WithHandler(fn func(Delivery)) SubscribeOption {
 	return func(c *subConfig) error {
 		if fn == nil {
