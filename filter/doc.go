@@ -109,6 +109,10 @@
 //     exactly the few filters they leave unmarked. Removal is lazy (purged
 //     when dead filters outnumber live ones).
 //
+// An XPath evaluation is bounded by XPathStepBudget navigation steps; past
+// it, the predicate is false (counted by XPathOverBudget), so that one
+// filter cannot stall every publisher with a quadratic expression.
+//
 // Each distinct payload path is extracted once per event, and only when
 // some filter reached needs it. Match never blocks on Add and Remove (two
 // copies, left-right), and allocates nothing in steady state except for

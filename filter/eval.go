@@ -285,7 +285,8 @@ func (c *evalCtx) xpathTrue(f *Filter, i int) bool {
 	if c.xml == nil {
 		return false
 	}
-	b, _ := f.xexprs[i].Evaluate(xmlquery.CreateXPathNavigator(c.xml)).(bool)
+	r, _ := evalXPath(f.xexprs[i], c.xml)
+	b, _ := r.(bool)
 	return b
 }
 

@@ -142,7 +142,8 @@ func (s *scratch) xpathTrue(ki *keyInfo) bool {
 	if s.xml == nil {
 		return false
 	}
-	b, _ := ki.x.Evaluate(xmlquery.CreateXPathNavigator(s.xml)).(bool)
+	r, _ := evalXPath(ki.x, s.xml)
+	b, _ := r.(bool)
 	return b
 }
 
