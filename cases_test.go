@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -309,6 +310,9 @@ func TestPublishValidation(t *testing.T) {
 		{"bad JSON", jsonEvent("Reading", `{"a": `), sion.ErrInvalidEvent, "JSON"},
 		{"bad XML", &sion.Event{Type: "Reading", ContentType: "text/xml", Data: []byte(`<a><b></a>`)}, sion.ErrInvalidEvent, "XML"},
 		{"payload too large", &sion.Event{Type: "Reading", Data: make([]byte, 65)}, sion.ErrInvalidEvent, "65 bytes"},
+		{"two XML roots", &sion.Event{Type: "Reading", ContentType: "application/xml", Data: []byte(`<a/><b/>`)}, sion.ErrInvalidEvent, "2 root elements"},
+		{"attribute strings too large", &sion.Event{Type: "Notice", Attrs: attrs("zone", strings.Repeat("z", 61))}, sion.ErrInvalidEvent, "65 bytes"},
+		{"reserved type", &sion.Event{Type: "sion.LinkRequest"}, sion.ErrInvalidEvent, "reserved"},
 		{"nil", nil, sion.ErrInvalidEvent, "nil"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

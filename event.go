@@ -153,6 +153,8 @@ func (p *EventPlace) admit(ev *Event) (*Event, error) {
 	}
 	t, known := o.Lookup(ev.Type)
 	switch {
+	case known && ontology.IsReserved(t.Name):
+		return nil, fmt.Errorf("%w: event type %q is reserved for sion's control traffic", ErrInvalidEvent, t.Name)
 	case known:
 		out.Type = t.Name
 	case ev.Type == "" || ev.Type == filter.AnyType:
@@ -175,6 +177,13 @@ func (p *EventPlace) admit(ev *Event) (*Event, error) {
 			return nil, fmt.Errorf("%w: patronage condition %s: %w", ErrInvalidEvent, ev.Condition, err)
 		}
 		out.Condition = c
+	}
+	size := 0
+	for _, a := range ev.Attrs {
+		size += len(a.Name) + len(a.Value.Str())
+	}
+	if size > p.cfg.MaxPayloadBytes {
+		return nil, fmt.Errorf("%w: attribute names and strings of %d bytes exceed the place's limit of %d", ErrInvalidEvent, size, p.cfg.MaxPayloadBytes)
 	}
 	out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
 	for _, a := range ev.Attrs {

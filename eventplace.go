@@ -57,7 +57,8 @@ type PlaceConfig struct {
 	// AcceptUnknownTypes lets Publish take events whose type the ontology
 	// does not know; they match only filters on the wildcard type "*".
 	AcceptUnknownTypes bool
-	// MaxPayloadBytes caps an event's payload; 0 means
+	// MaxPayloadBytes caps an event's payload, and separately the bytes
+	// of its attribute names and string values; 0 means
 	// DefaultMaxPayloadBytes.
 	MaxPayloadBytes int
 	// Admit, when set, is asked before a session opens; a non-nil error

@@ -110,8 +110,18 @@ func CheckPayload(contentType string, data []byte) error {
 			return fmt.Errorf("%w: not valid JSON (content type %q, %d bytes)", ErrPayload, contentType, len(data))
 		}
 	case payloadXML:
-		if _, err := xmlquery.Parse(bytes.NewReader(data)); err != nil {
+		doc, err := xmlquery.Parse(bytes.NewReader(data))
+		if err != nil {
 			return fmt.Errorf("%w: not well-formed XML (content type %q): %v", ErrPayload, contentType, err)
+		}
+		roots := 0
+		for n := doc.FirstChild; n != nil; n = n.NextSibling {
+			if n.Type == xmlquery.ElementNode {
+				roots++
+			}
+		}
+		if roots != 1 {
+			return fmt.Errorf("%w: not well-formed XML (content type %q): %d root elements, want 1", ErrPayload, contentType, roots)
 		}
 	}
 	return nil
