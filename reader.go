@@ -314,7 +314,10 @@ func (r *XMLReader) read(e filter.XMLElement) (*Event, error) {
 	o := r.place.cfg.Ontology
 	name := r.fields.Type
 	if r.typePath != nil {
-		s, ok := e.Value(r.typePath)
+		s, ok, err := e.Value(r.typePath)
+		if err != nil {
+			return nil, fmt.Errorf("%w: event type at %q: %w", ErrInvalidEvent, r.fields.TypePath, err)
+		}
 		s = strings.TrimSpace(s)
 		if !ok || s == "" {
 			return nil, fmt.Errorf("%w: no event type name at %q", ErrInvalidEvent, r.fields.TypePath)
@@ -327,7 +330,10 @@ func (r *XMLReader) read(e filter.XMLElement) (*Event, error) {
 	}
 	ev := &Event{Type: t.Name}
 	for i, a := range r.fields.Attrs {
-		s, ok := e.Value(r.attrs[i])
+		s, ok, err := e.Value(r.attrs[i])
+		if err != nil {
+			return nil, fmt.Errorf("%w: attribute %q (at %q): %w", ErrInvalidEvent, a.Name, a.Path, err)
+		}
 		if !ok {
 			continue
 		}

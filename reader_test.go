@@ -100,3 +100,16 @@ func timePlace(t *testing.T) *sion.EventPlace {
 	require.NoError(t, err)
 	return p
 }
+
+func TestXMLReaderXPathBudget(t *testing.T) {
+	p := testPlace(t)
+	r, err := p.NewXMLReader(sion.XMLFields{Type: "Notice", Attrs: []sion.AttrPath{{Name: "zone", Path: "string(count(//a[. = //a[last()]]))"}}})
+	require.NoError(t, err)
+	_, err = r.Read([]byte("<r>" + strings.Repeat("<a>1</a>", 4000) + "</r>"))
+	require.ErrorIs(t, err, sion.ErrInvalidEvent)
+	require.ErrorIs(t, err, filter.ErrPayload)
+	assert.Contains(t, err.Error(), "XPathStepBudget")
+	ev, err := r.Read([]byte("<r>" + strings.Repeat("<a>1</a>", 20) + "</r>"))
+	require.NoError(t, err)
+	assert.Equal(t, attrs("zone", "20"), ev.Attrs)
+}

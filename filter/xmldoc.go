@@ -50,36 +50,47 @@ func XMLElements(doc []byte, sel *XMLPath) ([]XMLElement, error) {
 		return nil, fmt.Errorf("%w: not well-formed XML: %v", ErrPayload, err)
 	}
 	var out []XMLElement
-	it := sel.expr.Select(xmlquery.CreateXPathNavigator(root))
+	left := int64(XPathStepBudget)
+	it := sel.expr.Select(&budgetNav{nav: xmlquery.CreateXPathNavigator(root), left: &left})
 	for it.MoveNext() {
-		if n := it.Current().(*xmlquery.NodeNavigator).Current(); n.Type == xmlquery.ElementNode {
+		if n := it.Current().(*budgetNav).nav.Current(); n.Type == xmlquery.ElementNode {
 			out = append(out, XMLElement{node: n})
 		}
+	}
+	if left <= 0 {
+		xpathOverBudget.Add(1)
+		return nil, fmt.Errorf("%w: selecting %q took more than XPathStepBudget steps", ErrPayload, sel.src)
 	}
 	return out, nil
 }
 
 // Value returns the XPath 1.0 string value of x evaluated with the
 // element as context node (string(x)); ok is false when x selects
-// nothing.
-func (e XMLElement) Value(x *XMLPath) (s string, ok bool) {
-	switch v := x.expr.Evaluate(xmlquery.CreateXPathNavigator(e.node)).(type) {
+// nothing. An evaluation that passes XPathStepBudget returns an error
+// wrapping ErrPayload (and is counted by XPathOverBudget).
+func (e XMLElement) Value(x *XMLPath) (s string, ok bool, err error) {
+	left := int64(XPathStepBudget)
+	r := x.expr.Evaluate(&budgetNav{nav: xmlquery.CreateXPathNavigator(e.node), left: &left})
+	switch v := r.(type) {
 	case *xpath.NodeIterator:
-		if !v.MoveNext() {
-			return "", false
+		if v.MoveNext() {
+			s, ok = v.Current().Value(), true
 		}
-		return v.Current().Value(), true
 	case string:
-		return v, true
+		s, ok = v, true
 	case float64:
-		return fmt.Sprint(v), true
+		s, ok = fmt.Sprint(v), true
 	case bool:
+		s, ok = "false", true
 		if v {
-			return "true", true
+			s = "true"
 		}
-		return "false", true
 	}
-	return "", false
+	if left <= 0 {
+		xpathOverBudget.Add(1)
+		return "", false, fmt.Errorf("%w: evaluating %q took more than XPathStepBudget steps", ErrPayload, x.src)
+	}
+	return s, ok, nil
 }
 
 // OuterXML returns the element and its content as a document of its own:
