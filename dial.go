@@ -286,7 +286,7 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 		sub := rc.subs[mt.Subscription]
 		rc.mu.Unlock()
 		if sub != nil && !sub.cfg.lookIn {
-			if spill, _ := sub.enqueue(rc.ctx, d); spill {
+			if spill, _ := sub.enqueue(rc.ctx, nil, d); spill {
 				spilled = append(spilled, sub)
 			}
 		}
@@ -298,7 +298,7 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 
 // The backend of remote sessions.
 
-func (rc *remoteClient) publish(ctx context.Context, ev *Event) error {
+func (rc *remoteClient) publish(ctx context.Context, _ *Session, ev *Event) error {
 	if ev == nil {
 		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}

@@ -127,3 +127,24 @@ func TestSpillAndLookInShareOneSpoolEntry(t *testing.T) {
 	assert.Equal(t, uint64(1), a.Stats().Spilled)
 	assert.Equal(t, []int64{1}, ns(queued(a)))
 }
+
+func TestBlockedPublisherWokenByItsOwnClose(t *testing.T) {
+	variants(t, sion.PlaceConfig{}, func(t *testing.T, w *world) {
+		s := w.session(t, "subscriber")
+		sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1), sion.WithOverflow(sion.Block))
+		pub := w.session(t, "publisher")
+		publish(t, pub, reading(1))
+		settle(t, s)
+		if w.remote {
+			// Remote: the subscriber's reader blocks on its full queue, so the
+			// link holds the rest; the publisher is not blocked. Nothing to wake.
+			return
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- pub.Publish(context.Background(), reading(2)) }()
+		require.Eventually(t, func() bool { return sub.Stats().Matched == 2 }, 2*time.Second, time.Millisecond)
+		require.NoError(t, pub.Close())
+		require.ErrorIs(t, <-errc, sion.ErrClosed)
+		assert.Equal(t, uint64(1), sub.Stats().Dropped, "the event it could not deliver is counted")
+	})
+}

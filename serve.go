@@ -293,7 +293,7 @@ func (lk *link) subscribe(ctx context.Context, m *wire.Subscribe) error {
 // frame for its push subscriptions, the spool for its look-in ones. When
 // the link's queue is full, the event is dropped for the session's push
 // subscriptions (counted) unless one of them blocks the publisher.
-func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
+func (lk *link) fire(ctx context.Context, stop <-chan struct{}, s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
 	var lookIn, push []*Subscription
 	block := false
 	for _, h := range hits {
@@ -342,6 +342,10 @@ func (lk *link) fire(ctx context.Context, s *Session, d Delivery, hits []hitSub,
 		case <-lk.done:
 			lk.queued.Add(-int64(len(f)))
 			return nil
+		case <-stop:
+			lk.queued.Add(-int64(len(f)))
+			lk.drop(push)
+			return fmt.Errorf("%w: the publishing session closed while the link to session %q was full", ErrClosed, s.name)
 		case <-ctx.Done():
 			lk.queued.Add(-int64(len(f)))
 			lk.drop(push)

@@ -65,7 +65,7 @@ func (s *Session) Switch() *Switch { return s.sw }
 // backend is what a session stands on: its switch (local), or the client
 // side of a link to a switch (remote, see Dial).
 type backend interface {
-	publish(ctx context.Context, ev *Event) error
+	publish(ctx context.Context, s *Session, ev *Event) error
 	nextSubID() uint64
 	register(ctx context.Context, sub *Subscription) error
 	unregister(sub *Subscription)
@@ -89,7 +89,7 @@ func (s *Session) Publish(ctx context.Context, ev *Event) error {
 	if s.isClosed() {
 		return fmt.Errorf("%w: session %q", ErrClosed, s.name)
 	}
-	return s.be.publish(ctx, ev)
+	return s.be.publish(ctx, s, ev)
 }
 
 // Subscribe compiles src (filter syntax, see filter.Compile) and

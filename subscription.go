@@ -320,10 +320,10 @@ func (sub *Subscription) runHandler() {
 // returns an error only when a Block policy's wait ended with ctx. The
 // slow-consumer report runs after mu is released, so that its callback may
 // cancel the subscription.
-func (sub *Subscription) enqueue(ctx context.Context, d Delivery) (spill bool, err error) {
+func (sub *Subscription) enqueue(ctx context.Context, stop <-chan struct{}, d Delivery) (spill bool, err error) {
 	sub.matched.Add(1)
 	sub.mu.RLock()
-	slow, spill, err := sub.offer(ctx, d)
+	slow, spill, err := sub.offer(ctx, stop, d)
 	sub.mu.RUnlock()
 	if slow {
 		sub.reportSlow()
@@ -333,7 +333,7 @@ func (sub *Subscription) enqueue(ctx context.Context, d Delivery) (spill bool, e
 
 // offer is enqueue's part under mu; slow reports that the subscription has
 // just become a slow consumer.
-func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow, spill bool, err error) {
+func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Delivery) (slow, spill bool, err error) {
 	if sub.closed {
 		return false, false, nil
 	}
@@ -388,7 +388,11 @@ func (sub *Subscription) offer(ctx context.Context, d Delivery) (slow, spill boo
 			sub.delivered.Add(1)
 			return false, false, nil
 		case <-sub.done:
+			sub.dropped.Add(1)
 			return false, false, nil
+		case <-stop:
+			sub.dropped.Add(1)
+			return false, false, fmt.Errorf("%w: the publishing session closed while subscription %d was full", ErrClosed, sub.id)
 		case <-ctx.Done():
 			sub.dropped.Add(1)
 			return false, false, fmt.Errorf("sion: subscription %d stayed full until the publisher's context ended: %w", sub.id, ctx.Err())

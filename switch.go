@@ -184,14 +184,14 @@ func (sw *Switch) unregister(sub *Subscription) {
 
 // The rest of the backend of local sessions.
 
-func (sw *Switch) publish(ctx context.Context, ev *Event) error {
+func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
 	e, err := sw.place.admit(ev)
 	if err != nil {
 		return err
 	}
 	e.ID = newEventID()
 	e.Control.Origin = sw.cfg.Name
-	return sw.deliver(ctx, e)
+	return sw.deliver(ctx, s.done, e)
 }
 
 func (sw *Switch) nextSubID() uint64 { return sw.nextSub.Add(1) }
@@ -234,7 +234,8 @@ type hitSub struct {
 // deliver matches e and hands it to every matching subscription, grouped
 // by session: a session fires once (S1), after its profile passes e's
 // patronage condition.
-func (sw *Switch) deliver(ctx context.Context, e *Event) error {
+// stop closes when the publishing session does: it ends a Block wait.
+func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, e *Event) error {
 	sw.eventsIn.Add(1)
 	ps := sw.pool.Get().(*publishScratch)
 	defer func() {
@@ -273,7 +274,7 @@ func (sw *Switch) deliver(ctx context.Context, e *Event) error {
 		for k < len(hits) && hits[k].sub.sess == s {
 			k++
 		}
-		if err := sw.fire(ctx, s, e, hits[:k], &shared); err != nil {
+		if err := sw.fire(ctx, stop, s, e, hits[:k], &shared); err != nil {
 			errs = append(errs, err)
 		}
 		hits = hits[k:]
@@ -282,7 +283,7 @@ func (sw *Switch) deliver(ctx context.Context, e *Event) error {
 }
 
 // fire delivers e to session s, whose subscriptions hits matched.
-func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
+func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
 	if e.Condition != nil {
 		if ok, _ := e.Condition.MatchProfile(*s.profile.Load()); !ok {
 			return nil
@@ -294,7 +295,7 @@ func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub,
 		d.Matched[i] = Match{Subscription: h.sub.publicID(), Score: h.score}
 	}
 	if s.link != nil {
-		return s.link.fire(ctx, s, d, hits, shared)
+		return s.link.fire(ctx, stop, s, d, hits, shared)
 	}
 	var spool []*Subscription // look-in, and spilled: one spool entry for all
 	var errs []error
@@ -306,7 +307,7 @@ func (sw *Switch) fire(ctx context.Context, s *Session, e *Event, hits []hitSub,
 			continue
 		}
 		sw.deliveries.Add(1)
-		spill, err := h.sub.enqueue(ctx, d)
+		spill, err := h.sub.enqueue(ctx, stop, d)
 		if err != nil {
 			errs = append(errs, err)
 		}
