@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,29 +45,31 @@ func TestCaseB01JSONPathEscapes(t *testing.T) {
 	assert.Equal(t, 0, count(escaped))
 }
 
-func TestCaseB02LargeIntegersLocal(t *testing.T) {
-	sw := newSwitch(t, sion.PlaceConfig{})
-	s := open(t, sw, "app")
-	subs := []*sion.Subscription{
-		subscribe(t, s, `{type ⊑ Notice; json(orderId) == 9007199254740993}`),
-		subscribe(t, s, `{type ⊑ Notice; json(orderId) > 9007199254740992}`),
-		subscribe(t, s, `{type ⊑ Notice; seq == 9007199254740993}`),
-	}
-	payload := `{"orderId": 9007199254740993}`
-	e1 := jsonEvent("Notice", payload)
-	e1.Attrs = attrs("seq", int64(9007199254740993))
-	publish(t, s, e1)
-	e2 := jsonEvent("Notice", `{"orderId": 9007199254740992}`)
-	e2.Attrs = attrs("seq", int64(9007199254740992))
-	publish(t, s, e2)
-	for i, sub := range subs {
-		got := queued(sub)
-		require.Len(t, got, 1, "S%d receives E1 once and never E2", i+1)
-		seq, ok := got[0].Event.Value("seq")
-		require.True(t, ok)
-		assert.Equal(t, int64(9007199254740993), seq.Int(), "seq is exact")
-		assert.Equal(t, payload, string(got[0].Event.Data), "payload byte-identical")
-	}
+// TestCaseB02LargeIntegers runs locally and over a link (mem-remote):
+// the wire codec must keep 2^53+1 exact too.
+func TestCaseB02LargeIntegers(t *testing.T) {
+	variants(t, sion.PlaceConfig{}, func(t *testing.T, w *world) {
+		s, pub := w.session(t, "sub"), w.session(t, "pub")
+		subs := []*sion.Subscription{
+			subscribe(t, s, `{type ⊑ Notice; json(orderId) == 9007199254740993}`),
+			subscribe(t, s, `{type ⊑ Notice; json(orderId) > 9007199254740992}`),
+			subscribe(t, s, `{type ⊑ Notice; seq == 9007199254740993}`),
+		}
+		payload := `{"orderId": 9007199254740993}`
+		e1 := jsonEvent("Notice", payload)
+		e1.Attrs = attrs("seq", int64(9007199254740993))
+		publish(t, pub, e1)
+		e2 := jsonEvent("Notice", `{"orderId": 9007199254740992}`)
+		e2.Attrs = attrs("seq", int64(9007199254740992))
+		publish(t, pub, e2)
+		settle(t, s)
+		for i, sub := range subs {
+			got := queued(sub)
+			require.Len(t, got, 1, "S%d receives E1 once and never E2", i+1)
+			assert.Equal(t, int64(9007199254740993), must(got[0].Event.Value("seq")).Int(), "seq is exact")
+			assert.Equal(t, payload, string(got[0].Event.Data), "payload byte-identical")
+		}
+	})
 }
 
 func TestCaseB03IntVsFraction(t *testing.T) {
@@ -157,47 +160,52 @@ func TestCaseB06XPathNamespaces(t *testing.T) {
 }
 
 func TestCaseB08OverlappingSubscriptions(t *testing.T) {
-	sw := newSwitch(t, sion.PlaceConfig{})
-	p, q, pub := open(t, sw, "P"), open(t, sw, "Q"), open(t, sw, "publisher")
-	h1 := subscribe(t, p, `{type ⊑ Changed}`)
-	h2 := subscribe(t, p, `{type ⊑ Created}`)
-	h3 := subscribe(t, p, `{type ⊑ *; entity == "role"}`)
-	h4 := subscribe(t, q, `{type ⊑ Created}`)
-	events := []*sion.Event{
-		{Type: "Created", Attrs: attrs("entity", "role")},
-		{Type: "Changed", Attrs: attrs("entity", "role")},
-		{Type: "Created", Attrs: attrs("entity", "user")},
-	}
-	for _, e := range events {
-		publish(t, pub, e)
-	}
-	got := func(sub *sion.Subscription) (out []string) {
-		for _, d := range queued(sub) {
-			out = append(out, fmt.Sprintf("%s/%s", d.Event.Type, must(d.Event.Value("entity")).Str()))
+	variants(t, sion.PlaceConfig{}, func(t *testing.T, w *world) {
+		p, q, pub := w.session(t, "P"), w.session(t, "Q"), w.session(t, "publisher")
+		h1 := subscribe(t, p, `{type ⊑ Changed}`)
+		h2 := subscribe(t, p, `{type ⊑ Created}`)
+		h3 := subscribe(t, p, `{type ⊑ *; entity == "role"}`)
+		h4 := subscribe(t, q, `{type ⊑ Created}`)
+		events := []*sion.Event{
+			{Type: "Created", Attrs: attrs("entity", "role")},
+			{Type: "Changed", Attrs: attrs("entity", "role")},
+			{Type: "Created", Attrs: attrs("entity", "user")},
 		}
-		return out
-	}
-	e1, e2, e3 := "Created/role", "Changed/role", "Created/user"
-	assert.Equal(t, []string{e1, e2, e3}, got(h1))
-	assert.Equal(t, []string{e1, e3}, got(h2))
-	assert.Equal(t, []string{e1, e2}, got(h3))
-	assert.Equal(t, []string{e1, e3}, got(h4))
+		for _, e := range events {
+			publish(t, pub, e)
+		}
+		settle(t, p, q)
+		got := func(sub *sion.Subscription) (out []string) {
+			for _, d := range queued(sub) {
+				out = append(out, fmt.Sprintf("%s/%s", d.Event.Type, must(d.Event.Value("entity")).Str()))
+			}
+			return out
+		}
+		e1, e2, e3 := "Created/role", "Changed/role", "Created/user"
+		assert.Equal(t, []string{e1, e2, e3}, got(h1))
+		assert.Equal(t, []string{e1, e3}, got(h2))
+		assert.Equal(t, []string{e1, e2}, got(h3))
+		assert.Equal(t, []string{e1, e3}, got(h4))
 
-	// Session P fired once per event: E1 matched all three of its
-	// subscriptions, and each received the same delivery.
-	publish(t, pub, events[0])
-	d1, d2, d3 := queued(h1), queued(h2), queued(h3)
-	require.Len(t, d1, 1)
-	require.Len(t, d2, 1)
-	require.Len(t, d3, 1)
-	// Scores count the predicates that hold: the type clause is not one.
-	assert.Equal(t, []sion.Match{{Subscription: h1.ID(), Score: 0}, {Subscription: h2.ID(), Score: 0}, {Subscription: h3.ID(), Score: 1}}, d1[0].Matched)
-	assert.Same(t, d1[0].Event, d2[0].Event)
-	assert.Equal(t, []sion.Match{{Subscription: h4.ID()}}, queued(h4)[0].Matched)
-	st := sw.Stats()
-	assert.Equal(t, uint64(4), st.EventsIn)
-	assert.Equal(t, uint64(2+1+2+2), st.Fires, "P and Q fire once per event they match")
-	assert.Equal(t, uint64(4+2+3+4), st.Deliveries, "one per subscription matched")
+		// Session P fired once per event: E1 matched all three of its
+		// subscriptions, and each received the same delivery.
+		publish(t, pub, events[0])
+		settle(t, p, q)
+		d1, d2, d3 := queued(h1), queued(h2), queued(h3)
+		require.Len(t, d1, 1)
+		require.Len(t, d2, 1)
+		require.Len(t, d3, 1)
+		// Scores count the predicates that hold: the type clause is not one.
+		assert.Equal(t, []sion.Match{{Subscription: h1.ID(), Score: 0}, {Subscription: h2.ID(), Score: 0}, {Subscription: h3.ID(), Score: 1}}, d1[0].Matched)
+		assert.Same(t, d1[0].Event, d2[0].Event)
+		assert.False(t, d1[0].Event.ID.IsZero())
+		assert.Equal(t, "sw1", d1[0].Event.Control.Origin)
+		assert.Equal(t, []sion.Match{{Subscription: h4.ID()}}, queued(h4)[0].Matched)
+		st := w.sw.Stats()
+		assert.Equal(t, uint64(4), st.EventsIn)
+		assert.Equal(t, uint64(2+1+2+2), st.Fires, "P and Q fire once per event they match")
+		assert.Equal(t, uint64(4+2+3+4), st.Deliveries, "one per subscription matched")
+	})
 }
 
 func must(v ontology.Value, ok bool) ontology.Value {
@@ -210,30 +218,33 @@ func must(v ontology.Value, ok bool) ontology.Value {
 func TestCaseB09StaleStateAfterUnsubscribe(t *testing.T) {
 	for _, cycles := range []int{0, 1000} {
 		t.Run(fmt.Sprintf("cycles=%d", cycles), func(t *testing.T) {
-			sw := newSwitch(t, sion.PlaceConfig{})
-			s := open(t, sw, "app")
-			s1 := subscribe(t, s, `{type ⊑ Notice; zone == "Hall.North.3"}`)
-			require.NoError(t, s1.Cancel())
-			r := rand.New(rand.NewPCG(9, 9))
-			for range cycles {
-				sub := subscribe(t, s, fmt.Sprintf(`{type ⊑ Notice; zone == "Hall.%x.%d"}`, r.Uint32(), r.IntN(9)))
-				require.NoError(t, s.Unsubscribe(sub))
-			}
-			s2 := subscribe(t, s, `{type ⊑ Notice; zone == "hall"}`)
-			s3 := subscribe(t, s, `{type ⊑ Notice; zone prefix "hall."}`)
-			zone := func(sub *sion.Subscription) (out []string) {
-				for _, d := range queued(sub) {
-					out = append(out, must(d.Event.Value("zone")).Str())
+			variants(t, sion.PlaceConfig{}, func(t *testing.T, w *world) {
+				s := w.session(t, "app")
+				s1 := subscribe(t, s, `{type ⊑ Notice; zone == "Hall.North.3"}`)
+				require.NoError(t, s1.Cancel())
+				r := rand.New(rand.NewPCG(9, 9))
+				for range cycles {
+					sub := subscribe(t, s, fmt.Sprintf(`{type ⊑ Notice; zone == "Hall.%x.%d"}`, r.Uint32(), r.IntN(9)))
+					require.NoError(t, s.Unsubscribe(sub))
 				}
-				return out
-			}
-			for _, z := range []string{"hall.north", "hall", "Hall.North.3", "Hall"} {
-				publish(t, s, &sion.Event{Type: "Notice", Attrs: attrs("zone", z)})
-			}
-			assert.Equal(t, []string{"hall"}, zone(s2))
-			assert.Equal(t, []string{"hall.north"}, zone(s3))
-			assert.Empty(t, queued(s1), "S1 receives nothing")
-			assert.Equal(t, 2, sw.Stats().Subscriptions)
+				s2 := subscribe(t, s, `{type ⊑ Notice; zone == "hall"}`)
+				s3 := subscribe(t, s, `{type ⊑ Notice; zone prefix "hall."}`)
+				zone := func(sub *sion.Subscription) (out []string) {
+					for _, d := range queued(sub) {
+						out = append(out, must(d.Event.Value("zone")).Str())
+					}
+					return out
+				}
+				for _, z := range []string{"hall.north", "hall", "Hall.North.3", "Hall"} {
+					publish(t, s, &sion.Event{Type: "Notice", Attrs: attrs("zone", z)})
+				}
+				settle(t, s)
+				assert.Equal(t, []string{"hall"}, zone(s2))
+				assert.Equal(t, []string{"hall.north"}, zone(s3))
+				assert.Empty(t, queued(s1), "S1 receives nothing")
+				require.Eventually(t, func() bool { return w.sw.Stats().Filters == 2 }, 2*time.Second, time.Millisecond,
+					"the cancelled filters left the index (a remote Unsubscribe is not waited for)")
+			})
 		})
 	}
 }

@@ -236,7 +236,7 @@ func (rc *remoteClient) end(err error) {
 	rc.mu.Lock()
 	if !rc.closed {
 		rc.closed = true
-		if err != nil && !isClosing(rc.sess) {
+		if err != nil && !rc.sess.isClosed() {
 			rc.err = err
 			rc.log.Warn("sion: remote session's link ended", "session", rc.sess.name, "switch", rc.switchName, "err", err)
 		}
@@ -251,15 +251,6 @@ func (rc *remoteClient) end(err error) {
 	rc.conn.Close()
 	for _, sub := range subs {
 		sub.cancel()
-	}
-}
-
-func isClosing(s *Session) bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -176,14 +176,7 @@ func asKind(v ontology.Value, k ontology.Kind, unit time.Duration) (ontology.Val
 	if k == ontology.KindTime {
 		switch v.Kind() {
 		case ontology.KindString:
-			t, err := time.Parse(time.RFC3339Nano, v.Str())
-			if err != nil {
-				return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", v.Str())
-			}
-			if !ontology.TimeInRange(t) {
-				return ontology.Value{}, fmt.Errorf("time %q is outside the years 1678-2262 that a time value holds", v.Str())
-			}
-			return ontology.Time(t), nil
+			return parseTime(v.Str())
 		case ontology.KindInt:
 			if unit == 0 {
 				unit = time.Millisecond
@@ -353,6 +346,18 @@ func (r *XMLReader) read(e filter.XMLElement) (*Event, error) {
 	return ev, nil
 }
 
+// parseTime parses an RFC 3339 time that a time value can hold.
+func parseTime(s string) (ontology.Value, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", s)
+	}
+	if !ontology.TimeInRange(t) {
+		return ontology.Value{}, fmt.Errorf("time %q is outside the years 1678-2262 that a time value holds", s)
+	}
+	return ontology.Time(t), nil
+}
+
 // parseKind parses the text s as a value of kind k.
 func parseKind(s string, k ontology.Kind) (ontology.Value, error) {
 	t := strings.TrimSpace(s)
@@ -378,14 +383,7 @@ func parseKind(s string, k ontology.Kind) (ontology.Value, error) {
 		}
 		return ontology.Bool(b), nil
 	case ontology.KindTime:
-		tm, err := time.Parse(time.RFC3339Nano, t)
-		if err != nil {
-			return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", s)
-		}
-		if !ontology.TimeInRange(tm) {
-			return ontology.Value{}, fmt.Errorf("time %q is outside the years 1678-2262 that a time value holds", s)
-		}
-		return ontology.Time(tm), nil
+		return parseTime(t)
 	}
 	return ontology.Value{}, fmt.Errorf("no text form for kind %s", k)
 }

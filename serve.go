@@ -329,7 +329,7 @@ func (lk *link) fire(ctx context.Context, stop <-chan struct{}, s *Session, d De
 	if lk.queued.Add(int64(len(f))) <= linkQueueBytes {
 		select {
 		case lk.out <- f:
-			lk.sw.deliveries.Add(1)
+			lk.sw.deliveries.Add(uint64(len(push)))
 			return nil
 		default:
 		}
@@ -337,7 +337,7 @@ func (lk *link) fire(ctx context.Context, stop <-chan struct{}, s *Session, d De
 	if block {
 		select {
 		case lk.out <- f:
-			lk.sw.deliveries.Add(1)
+			lk.sw.deliveries.Add(uint64(len(push)))
 			return nil
 		case <-lk.done:
 			lk.queued.Add(-int64(len(f)))

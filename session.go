@@ -394,39 +394,18 @@ func (sp *spool) evict(n int) {
 
 func (sp *spool) pull(ctx context.Context, max int, done <-chan struct{}) ([]Delivery, error) {
 	for {
-		sp.mu.Lock()
-		sp.expire(time.Now())
-		if n := len(sp.items); n > 0 {
-			if max <= 0 || max > n {
-				max = n
-			}
-			out := make([]Delivery, max)
-			for i := range out {
-				out[i] = sp.items[i].d
-			}
-			clear(sp.items[:max])
-			sp.items = sp.items[max:]
-			if len(sp.items) > 0 {
-				select {
-				case sp.notify <- struct{}{}:
-				default:
-				}
-			}
-			sp.mu.Unlock()
+		if out := sp.take(max); len(out) > 0 {
 			return out, nil
 		}
-		sp.mu.Unlock()
 		select {
 		case <-sp.notify:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-done:
-			sp.mu.Lock()
-			empty := len(sp.items) == 0
-			sp.mu.Unlock()
-			if empty {
-				return nil, fmt.Errorf("%w: session closed", ErrClosed)
+			if out := sp.take(max); len(out) > 0 {
+				return out, nil
 			}
+			return nil, fmt.Errorf("%w: session closed", ErrClosed)
 		}
 	}
 }
@@ -449,6 +428,12 @@ func (sp *spool) take(limit int) []Delivery {
 	}
 	clear(sp.items[:n])
 	sp.items = sp.items[n:]
+	if len(sp.items) > 0 { // another Pull waiting may take the rest
+		select {
+		case sp.notify <- struct{}{}:
+		default:
+		}
+	}
 	return out
 }
 
