@@ -307,7 +307,7 @@ func (rc *remoteClient) register(ctx context.Context, sub *Subscription) error {
 	rc.mu.Lock()
 	rc.subs[sub.id] = sub // before the request: a delivery may precede the ack
 	rc.mu.Unlock()
-	m := &wire.Subscribe{Sub: sub.id, Filter: sub.f.String(), Queue: uint32(min(sub.cfg.queue, 1<<32-1)), Overflow: uint8(sub.cfg.overflow), LookIn: sub.cfg.lookIn}
+	m := &wire.Subscribe{Sub: sub.id, Filter: sub.f.String(), Queue: uint32(min(sub.cfg.queue, 1<<32-1)), Overflow: uint8(sub.cfg.overflow), LookIn: sub.cfg.lookIn, TTL: int32(sub.ttl)}
 	r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
 	if err == nil {
 		err = ack(r)

@@ -39,6 +39,18 @@ var (
 	// is closed, nothing else is harmed.
 	ErrProtocol = errors.New("sion: protocol error")
 
+	// ErrLinkRefused is returned by Switch.Link when the switch has a
+	// parent link already or the peer refuses the request (S1 tree rule,
+	// another place); the message says which.
+	ErrLinkRefused = errors.New("sion: shared link refused")
+
+	// ErrNotGranted is returned by Subscribe on a switch with shared
+	// links when the subscription contract (S2) is not granted: a switch
+	// within the filter's TTL did not acknowledge the filter within the
+	// place's ContractTimeout, refused it, or ctx ended. Whatever was
+	// installed is rolled back.
+	ErrNotGranted = errors.New("sion: subscription not granted")
+
 	// ErrNoQueue is returned by Subscription.Next for a subscription
 	// whose events go elsewhere: to its handler (WithHandler) or to its
 	// session's spool (WithLookIn, read with Session.Pull).

@@ -3,13 +3,14 @@ package sion
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sion-go/sion/ontology"
 )
 
-// RoutingMode says how routers propagate filters between switches of a
-// place (S1 routing modes). One switch alone does not route; the mode is
-// kept for the network (later issue) and validated now.
+// RoutingMode says how routers propagate filters between the switches of
+// a place (S1 routing modes; see Switch.Link): every switch of a place
+// must use the same mode.
 type RoutingMode int
 
 const (
@@ -40,6 +41,7 @@ func (m RoutingMode) String() string {
 const (
 	DefaultTTL             = 16      // hops an event or filter may travel inside a place
 	DefaultMaxPayloadBytes = 1 << 20 // bytes
+	DefaultContractTimeout = 10 * time.Second
 )
 
 // PlaceConfig configures an EventPlace. The zero value of every field but
@@ -50,10 +52,16 @@ type PlaceConfig struct {
 	// Ontology holds the place's event types; required.
 	Ontology *ontology.Ontology
 	// TTL is the hop limit events and filters get inside the place when
-	// their publisher sets none; 0 means DefaultTTL.
+	// their publisher (Control.TTL) or subscriber (WithTTL) sets none or
+	// more; 0 means DefaultTTL.
 	TTL int
-	// Routing is the routing mode of the place's links.
+	// Routing is the routing mode of the place's shared links.
 	Routing RoutingMode
+	// ContractTimeout bounds how long Subscribe waits for the switches
+	// within the filter's TTL to acknowledge it (S2 subscription
+	// contract) before refusing it with ErrNotGranted; 0 means
+	// DefaultContractTimeout.
+	ContractTimeout time.Duration
 	// AcceptUnknownTypes lets Publish take events whose type the ontology
 	// does not know; they match only filters on the wildcard type "*".
 	AcceptUnknownTypes bool
@@ -72,7 +80,12 @@ type PlaceConfig struct {
 type AdmissionRequest struct {
 	Place   string // the place's name
 	Switch  string // the switch the session opens on
-	Session string // the session's name, as its SessionConfig gives it
+	Session string // the session's name, as its SessionConfig gives it; for a link, the requesting switch's name
+	// Link reports a shared-link establishment request (Switch.Link).
+	// A router opens a session like any entity and then asks for the
+	// link, so the hook is asked twice for a link: once for its session
+	// (Link false) and once for the link.
+	Link bool
 }
 
 // EventPlace is a scope in which events spread, with one ontology (S1
@@ -96,11 +109,16 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, below 0", ErrInvalidConfig, cfg.TTL)
 	case cfg.MaxPayloadBytes < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.MaxPayloadBytes is %d, below 0", ErrInvalidConfig, cfg.MaxPayloadBytes)
+	case cfg.ContractTimeout < 0:
+		return nil, fmt.Errorf("%w: PlaceConfig.ContractTimeout is %v, below 0", ErrInvalidConfig, cfg.ContractTimeout)
 	case cfg.Routing < RouteByFilter || cfg.Routing > RouteUnconditional:
 		return nil, fmt.Errorf("%w: PlaceConfig.Routing is %v", ErrInvalidConfig, cfg.Routing)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL
+	}
+	if cfg.ContractTimeout == 0 {
+		cfg.ContractTimeout = DefaultContractTimeout
 	}
 	if cfg.MaxPayloadBytes == 0 {
 		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes

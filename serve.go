@@ -65,17 +65,17 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 			conn.Close()
 			return nil
 		}
-		sw.links.Add(1)
+		sw.conns.Add(1)
 		sw.mu.Unlock()
 		go func() {
-			defer sw.links.Done()
+			defer sw.conns.Done()
 			sw.serveConn(ctx, conn)
 		}()
 	}
 }
 
-// link is the switch's side of one remote session.
-type link struct {
+// sessionLink is the switch's side of one remote session.
+type sessionLink struct {
 	sw     *Switch
 	conn   transport.Conn
 	lim    wire.Limits
@@ -123,14 +123,28 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 		sendNow(&wire.Error{Code: errorCode(err), Message: err.Error()})
 		return
 	}
-	lk := &link{sw: sw, conn: conn, lim: lim, sess: sess, out: make(chan []byte, linkQueue), flush: make(chan struct{}), done: make(chan struct{}), subs: map[uint64]*Subscription{}}
-	sess.link = lk
 	sendNow(&wire.Welcome{Version: protocolVersion, Switch: sw.cfg.Name, Place: sw.place.Name()})
+
+	// The first request tells a remote session from a router asking for
+	// a shared link.
+	frame, err = conn.Recv(ctx)
+	if err != nil {
+		sess.Close()
+		return
+	}
+	first, err := wire.Decode(frame, lim)
+	if fw, ok := first.(*wire.Forward); ok && err == nil && fw.Event.Type == typeLinkRequest {
+		sw.acceptLink(ctx, conn, sess, &fw.Event)
+		sess.Close()
+		return
+	}
+	lk := &sessionLink{sw: sw, conn: conn, lim: lim, sess: sess, out: make(chan []byte, linkQueue), flush: make(chan struct{}), done: make(chan struct{}), subs: map[uint64]*Subscription{}}
+	sess.link = lk
 
 	lctx, stop := context.WithCancel(ctx)
 	var wg, writer sync.WaitGroup
 	writer.Go(func() { lk.write(lctx) })
-	err = lk.read(lctx, &wg)
+	err = lk.read(lctx, &wg, first, err)
 	if err != nil && lctx.Err() == nil {
 		sw.log.Warn("sion: link closed", "switch", sw.cfg.Name, "session", sess.name, "remote", conn.RemoteAddr(), "err", err)
 	}
@@ -145,7 +159,7 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 
 // write sends the link's frames in order until the reader ends, and then
 // what is still queued, each within handshakeTimeout.
-func (lk *link) write(ctx context.Context) {
+func (lk *sessionLink) write(ctx context.Context) {
 	for {
 		select {
 		case f := <-lk.out:
@@ -174,7 +188,7 @@ func (lk *link) write(ctx context.Context) {
 }
 
 // send queues m for the writer, waiting while the queue is full.
-func (lk *link) send(m wire.Message) {
+func (lk *sessionLink) send(m wire.Message) {
 	f, err := wire.EncodeLimits(nil, m, lk.lim)
 	if err != nil {
 		f, _ = wire.Encode(nil, &wire.Error{Code: codeInternal, Message: "sion: reply does not fit a frame: " + err.Error()})
@@ -185,7 +199,7 @@ func (lk *link) send(m wire.Message) {
 	}
 }
 
-func (lk *link) replyErr(seq uint64, err error) {
+func (lk *sessionLink) replyErr(seq uint64, err error) {
 	if err == nil {
 		lk.send(&wire.Ack{Seq: seq})
 		return
@@ -193,15 +207,18 @@ func (lk *link) replyErr(seq uint64, err error) {
 	lk.send(&wire.Error{Seq: seq, Code: errorCode(err), Message: err.Error()})
 }
 
-// read serves the remote session's requests until the connection ends.
-func (lk *link) read(ctx context.Context, wg *sync.WaitGroup) error {
+// read serves the remote session's requests until the connection ends,
+// starting with first, the first frame decoded (or its decoding error).
+func (lk *sessionLink) read(ctx context.Context, wg *sync.WaitGroup, first wire.Message, err error) error {
 	s := lk.sess
-	for {
-		frame, err := lk.conn.Recv(ctx)
-		if err != nil {
-			return err
+	for m := first; ; m = nil {
+		if m == nil && err == nil {
+			var frame []byte
+			if frame, err = lk.conn.Recv(ctx); err != nil {
+				return err
+			}
+			m, err = wire.Decode(frame, lk.lim)
 		}
-		m, err := wire.Decode(frame, lk.lim)
 		if err != nil {
 			lk.send(&wire.Error{Code: codeProtocol, Message: fmt.Sprintf("%v: %v", ErrProtocol, err)})
 			return fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -213,8 +230,8 @@ func (lk *link) read(ctx context.Context, wg *sync.WaitGroup) error {
 				err = s.Publish(ctx, ev)
 			}
 			lk.replyErr(m.Seq, err)
-		case *wire.Subscribe:
-			lk.replyErr(m.Seq, lk.subscribe(ctx, m))
+		case *wire.Subscribe: // it may wait for the subscription contract (S2)
+			wg.Go(func() { lk.replyErr(m.Seq, lk.subscribe(ctx, m)) })
 		case *wire.Unsubscribe:
 			lk.mu.Lock()
 			sub := lk.subs[m.Sub]
@@ -255,7 +272,7 @@ func (lk *link) read(ctx context.Context, wg *sync.WaitGroup) error {
 // subscribe registers a remote session's subscription on the switch: a
 // subscription without a queue, whose events go into the link's Deliver
 // frames (or, for look-in, the session's spool).
-func (lk *link) subscribe(ctx context.Context, m *wire.Subscribe) error {
+func (lk *sessionLink) subscribe(ctx context.Context, m *wire.Subscribe) error {
 	if m.Sub == 0 {
 		return fmt.Errorf("%w: subscription ID 0", ErrProtocol)
 	}
@@ -268,7 +285,7 @@ func (lk *link) subscribe(ctx context.Context, m *wire.Subscribe) error {
 		return fmt.Errorf("%w: overflow policy %v", ErrInvalidConfig, o)
 	}
 	s := lk.sess
-	sub := &Subscription{id: lk.sw.nextSubID(), sess: s, f: f, cfg: subConfig{queue: int(m.Queue), overflow: o, lookIn: m.LookIn}, done: make(chan struct{}), remote: m.Sub}
+	sub := &Subscription{id: lk.sw.nextSubID(), sess: s, f: f, cfg: subConfig{queue: int(m.Queue), overflow: o, lookIn: m.LookIn}, done: make(chan struct{}), remote: m.Sub, ttl: min(65535, max(-1, int(m.TTL)))}
 	lk.mu.Lock()
 	if _, dup := lk.subs[m.Sub]; dup {
 		lk.mu.Unlock()
@@ -293,7 +310,7 @@ func (lk *link) subscribe(ctx context.Context, m *wire.Subscribe) error {
 // frame for its push subscriptions, the spool for its look-in ones. When
 // the link's queue is full, the event is dropped for the session's push
 // subscriptions (counted) unless one of them blocks the publisher.
-func (lk *link) fire(ctx context.Context, stop <-chan struct{}, s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
+func (lk *sessionLink) fire(ctx context.Context, stop <-chan struct{}, s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
 	var lookIn, push []*Subscription
 	block := false
 	for _, h := range hits {
@@ -359,14 +376,14 @@ func (lk *link) fire(ctx context.Context, stop <-chan struct{}, s *Session, d De
 
 // sent accounts for a frame leaving the queue: Deliver frames count
 // against linkQueueBytes.
-func (lk *link) sent(f []byte) {
+func (lk *sessionLink) sent(f []byte) {
 	if len(f) > 1 && wire.Kind(f[1]) == wire.KindDeliver {
 		lk.queued.Add(-int64(len(f)))
 	}
 }
 
 // drop counts a delivery lost for subs.
-func (lk *link) drop(subs []*Subscription) {
+func (lk *sessionLink) drop(subs []*Subscription) {
 	for _, sub := range subs {
 		sub.delivered.Add(^uint64(0))
 		sub.dropped.Add(1)
@@ -381,6 +398,25 @@ func (lk *link) drop(subs []*Subscription) {
 type lazyDeliver struct {
 	sd  *wire.SharedDeliver
 	err error
+
+	fwd     []byte // the Forward frame for shared links
+	fwdErr  error
+	fwdDone bool
+}
+
+// forward returns e's Forward frame for the next switch, TTL lowered and
+// Hops raised, encoded on the first call; that call also records e's ID
+// as seen.
+func (l *lazyDeliver) forward(sw *Switch, e *Event) ([]byte, error) {
+	if !l.fwdDone {
+		l.fwdDone = true
+		sw.seen.add(e.ID)
+		w := toWireEvent(e)
+		w.TTL--
+		w.Hops++
+		l.fwd, l.fwdErr = wire.EncodeLimits(nil, &wire.Forward{Event: w}, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
+	}
+	return l.fwd, l.fwdErr
 }
 
 func (l *lazyDeliver) get(e *Event) (*wire.SharedDeliver, error) {

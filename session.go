@@ -40,9 +40,10 @@ type SessionConfig struct {
 // use; events published from one goroutine reach each subscription in the
 // order they were published.
 type Session struct {
-	sw      *Switch // the switch of a local session; nil for a remote one
-	be      backend // the switch, or the client of a remote session
-	link    *link   // for the switch's side of a remote session: where its deliveries go
+	sw      *Switch      // the switch of a local session; nil for a remote one
+	be      backend      // the switch, or the client of a remote session
+	link    *sessionLink // for the switch's side of a remote session: where its deliveries go
+	end     *router      // for a router's session: the shared link its events go over
 	id      uint64
 	name    string
 	profile atomic.Pointer[[]ontology.Attr]
@@ -112,7 +113,7 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 	if f == nil {
 		return nil, fmt.Errorf("%w: nil filter", ErrInvalidFilter)
 	}
-	cfg := subConfig{queue: DefaultQueue}
+	cfg := subConfig{queue: DefaultQueue, ttl: -1}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -124,7 +125,7 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 	if cfg.lookIn && (cfg.handler != nil || cfg.overflow != DropNewest) {
 		return nil, fmt.Errorf("%w: a look-in subscription has no handler and no overflow policy (the spool's limit applies)", ErrInvalidConfig)
 	}
-	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{})}
+	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{}), ttl: cfg.ttl}
 	if !cfg.lookIn {
 		sub.ch = make(chan Delivery, cfg.queue)
 	}
@@ -295,6 +296,12 @@ func (s *Session) Close() error {
 		s.be.closeSession(s) // only now: Switch.Close waits for sessions it still lists
 	}
 	return nil
+}
+
+func (s *Session) numSubs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
 }
 
 func (s *Session) isClosed() bool {

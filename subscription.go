@@ -91,6 +91,7 @@ type subConfig struct {
 	handler  func(Delivery)
 	lookIn   bool
 	onSlow   func(SubscriptionStats)
+	ttl      int // -1: the place's
 }
 
 // WithQueue sets the subscription's queue length in events (default
@@ -140,6 +141,20 @@ func WithHandler(fn func(Delivery)) SubscribeOption {
 func WithLookIn() SubscribeOption {
 	return func(c *subConfig) error {
 		c.lookIn = true
+		return nil
+	}
+}
+
+// WithTTL limits how far the subscription's filter spreads over shared
+// links (S1 event-path propagation): to the switches at most n links away
+// from its own; 0 keeps it on its own switch. The default is the place's
+// TTL. n must be 0 to 65535.
+func WithTTL(n int) SubscribeOption {
+	return func(c *subConfig) error {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("%w: TTL %d, want 0 to 65535", ErrInvalidConfig, n)
+		}
+		c.ttl = n
 		return nil
 	}
 }
@@ -196,6 +211,10 @@ type Subscription struct {
 
 	matched, delivered, dropped, spilled atomic.Uint64
 	slow                                 atomic.Bool
+
+	// ttl is how many shared links the filter spreads over (S1 TTL of
+	// event-path propagation); -1 until register sets the place's.
+	ttl int
 
 	// remote is, on a switch, the ID a remote session gave this
 	// subscription (see Dial), or 0 for a local subscription.

@@ -47,7 +47,18 @@ type Switch struct {
 	subs     map[uint64]*Subscription // mu; the subscriptions in the index
 	closed   bool                     // mu
 	serving  []context.CancelFunc     // mu; of Serve calls
-	links    sync.WaitGroup           // connections Serve accepted
+	conns    sync.WaitGroup           // connections Serve accepted
+	parent   *SharedLink              // mu; the link this switch requested (S1 tree rule: at most one)
+	children map[string]*childLink    // mu; links other switches requested, by their name
+	linkers  sync.WaitGroup           // supervisors of parent links
+
+	// routeMu orders the propagation of filters over shared links: a
+	// subscription's routeAdd/routeRemove and a new router's initial
+	// registers. Lock order: routeMu, then mu, then a router's mu.
+	routeMu sync.Mutex
+	routed  map[uint64]*Subscription // routeMu; subscriptions propagated
+	routers []*router                // routeMu; shared links connected
+	seen    seenIDs                  // events that crossed a link
 
 	eventsIn, fires, deliveries, refused atomic.Uint64
 
@@ -74,6 +85,8 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		index:    filter.NewIndex(cfg.Place.Ontology()),
 		sessions: map[uint64]*Session{},
 		subs:     map[uint64]*Subscription{},
+		children: map[string]*childLink{},
+		routed:   map[uint64]*Subscription{},
 	}
 	sw.pool.New = func() any { return new(publishScratch) }
 	return sw, nil
@@ -142,44 +155,37 @@ func (sw *Switch) canonicalProfile(p []ontology.Attr) ([]ontology.Attr, error) {
 	return out, nil
 }
 
-// register puts sub's filter into the index; sub is reachable by Match
-// from then on.
-func (sw *Switch) register(_ context.Context, sub *Subscription) error {
-	if t := sub.f.Type(); t != filter.AnyType {
-		if _, ok := sw.place.Ontology().Lookup(t); !ok {
-			return fmt.Errorf("%w %q in filter %s", ErrUnknownEventType, t, sub.f)
-		}
+// register puts sub's filter into the index — sub is reachable by Match
+// from then on — and propagates it over the switch's shared links; it
+// returns once every switch within the filter's TTL has it active (S2
+// subscription contract), or refuses it and takes it out again.
+func (sw *Switch) register(ctx context.Context, sub *Subscription) error {
+	if sub.ttl < 0 {
+		sub.ttl = sw.place.cfg.TTL
 	}
-	sw.mu.Lock()
-	if sw.closed {
-		sw.mu.Unlock()
-		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	routes, err := sw.install(sub)
+	if err != nil {
+		return err
 	}
-	sw.subs[sub.id] = sub
-	sw.mu.Unlock()
-	if err := sw.index.Add(sub.id, sub.f); err != nil {
-		sw.mu.Lock()
-		delete(sw.subs, sub.id)
-		sw.mu.Unlock()
-		return fmt.Errorf("%w: %w", ErrInvalidFilter, err)
+	if len(routes) == 0 {
+		return nil
 	}
-	sw.mu.RLock()
-	still := sw.subs[sub.id] == sub
-	sw.mu.RUnlock()
-	if !still { // unregistered while it was being added: take it out again
-		sw.index.Remove(sub.id)
-		return fmt.Errorf("%w: subscription %d was cancelled while it was made", ErrClosed, sub.id)
+	if err := sw.awaitContract(ctx, sub, routes); err != nil {
+		sw.unregister(sub)
+		return err
 	}
 	return nil
 }
 
-// unregister takes sub's filter out of the index; no Match that starts
-// afterwards reaches it. Idempotent.
+// unregister takes sub's filter out of the index — no Match that starts
+// afterwards reaches it — and then releases what it propagated over
+// shared links. Idempotent.
 func (sw *Switch) unregister(sub *Subscription) {
 	sw.mu.Lock()
 	delete(sw.subs, sub.id) // first: a register in progress checks it after its Add
 	sw.mu.Unlock()
 	sw.index.Remove(sub.id)
+	sw.routeRemove(sub)
 }
 
 // The rest of the backend of local sessions.
@@ -191,7 +197,7 @@ func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
 	}
 	e.ID = newEventID()
 	e.Control.Origin = sw.cfg.Name
-	return sw.deliver(ctx, s.done, e)
+	return sw.deliver(ctx, s.done, nil, e)
 }
 
 func (sw *Switch) nextSubID() uint64 { return sw.nextSub.Add(1) }
@@ -235,7 +241,9 @@ type hitSub struct {
 // by session: a session fires once (S1), after its profile passes e's
 // patronage condition.
 // stop closes when the publishing session does: it ends a Block wait.
-func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, e *Event) error {
+// from is the router session of the link e arrived on (nil for an event
+// published here): it does not fire, so e never goes back.
+func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Session, e *Event) error {
 	sw.eventsIn.Add(1)
 	ps := sw.pool.Get().(*publishScratch)
 	defer func() {
@@ -252,7 +260,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, e *Event) e
 	sw.mu.RLock()
 	n := 0
 	for _, h := range ps.hits {
-		if sub := sw.subs[h.id]; sub != nil {
+		if sub := sw.subs[h.id]; sub != nil && sub.sess != from {
 			h.sub = sub
 			ps.hits[n] = h
 			n++
@@ -284,6 +292,11 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, e *Event) e
 
 // fire delivers e to session s, whose subscriptions hits matched.
 func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
+	if s.end != nil { // a router: the patronage condition is for the entities beyond it
+		sw.fires.Add(1)
+		s.end.forward(e, shared)
+		return nil
+	}
 	if e.Condition != nil {
 		if ok, _ := e.Condition.MatchProfile(*s.profile.Load()); !ok {
 			return nil
@@ -381,11 +394,16 @@ func (sw *Switch) Close() error {
 	sw.closed = true
 	serving := sw.serving
 	sw.serving = nil
+	parent := sw.parent
 	sw.mu.Unlock()
+	if parent != nil {
+		parent.Close()
+	}
+	sw.linkers.Wait()
 	for _, stop := range serving {
 		stop()
 	}
-	sw.links.Wait()
+	sw.conns.Wait()
 	for _, s := range sw.sessionList() {
 		s.Close()
 	}

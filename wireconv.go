@@ -25,6 +25,8 @@ const (
 	codeProtocol
 	codeDeadline
 	codeCanceled
+	codeLinkRefused
+	codeNotGranted
 )
 
 var codeSentinels = map[uint16]error{
@@ -37,11 +39,13 @@ var codeSentinels = map[uint16]error{
 	codeProtocol:         ErrProtocol,
 	codeDeadline:         context.DeadlineExceeded,
 	codeCanceled:         context.Canceled,
+	codeLinkRefused:      ErrLinkRefused,
+	codeNotGranted:       ErrNotGranted,
 }
 
 // errorCode returns the code of the sentinel err wraps.
 func errorCode(err error) uint16 {
-	for _, c := range []uint16{codeUnknownEventType, codeInvalidEvent, codeInvalidFilter, codeNotAdmitted, codeClosed, codeInvalidConfig, codeProtocol, codeDeadline, codeCanceled} {
+	for _, c := range []uint16{codeUnknownEventType, codeInvalidEvent, codeInvalidFilter, codeNotAdmitted, codeClosed, codeInvalidConfig, codeProtocol, codeNotGranted, codeLinkRefused, codeDeadline, codeCanceled} {
 		if errors.Is(err, codeSentinels[c]) {
 			return c
 		}

@@ -373,6 +373,7 @@ func (m *Subscribe) decode(d *decoder) {
 	m.Queue = uint32(d.uint("queue", math.MaxUint32))
 	m.Overflow = d.byte("overflow")
 	m.LookIn = d.bool("look-in")
+	m.TTL = d.int32("ttl")
 }
 
 func (m *Unsubscribe) decode(d *decoder) {
@@ -421,3 +422,7 @@ func (m *Error) decode(d *decoder) {
 }
 
 func (*Bye) decode(*decoder) {}
+
+func (m *Forward) decode(d *decoder) {
+	d.event(&m.Event)
+}

@@ -1,10 +1,14 @@
-// Package wire is the binary codec of sion's session traffic: the frames
-// a remote session (sion.Dial over a transport.Conn) and its switch
-// exchange. Encode appends one message as one frame; Decode turns one
+// Package wire is the binary codec of sion's session and link traffic:
+// the frames a remote session (sion.Dial over a transport.Conn) and its
+// switch exchange, and those of shared links between switches. Encode appends one message as one frame; Decode turns one
 // frame back into a message. A transport.Conn carries each frame whole, so
 // frames have no outer length prefix. See DESIGN.md "Network", Transports
 // (S1): the codec is versioned, bounded and fuzzed, and a malformed frame
 // closes that link with an error and harms nothing else.
+//
+// A shared link between two switches (sion.Switch.Link) speaks the same
+// codec: Hello and Welcome open it, then each side sends Forward frames,
+// whose events are data or control events of reserved "sion." types.
 //
 // The package knows only its own plain structs (Hello, Publish, Deliver,
 // …, Event); the root package converts between them and its types. It
@@ -19,14 +23,14 @@
 // kind in the order below, and nothing after them:
 //
 //	frame       = version kind body .
-//	version     = byte .                    (FrameVersion, 1)
-//	kind        = byte .                    (Kind: 1 Hello … 12 Bye)
+//	version     = byte .                    (FrameVersion, 2)
+//	kind        = byte .                    (Kind: 1 Hello … 13 Forward)
 //
 //	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token) .
 //	Welcome     = uvarint(Version ≤ 65535) text(Switch) text(Place) .
 //	Publish     = uvarint(Seq) event .
 //	Subscribe   = uvarint(Seq) uvarint(Sub) text(Filter) uvarint(Queue ≤ 2³²−1)
-//	              byte(Overflow) bool(LookIn) .
+//	              byte(Overflow) bool(LookIn) sint32(TTL) .
 //	Unsubscribe = uvarint(Seq) uvarint(Sub) .
 //	SetProfile  = uvarint(Seq) attrs(Profile) .
 //	Pull        = uvarint(Seq) uvarint(Max ≤ 2³²−1) .
@@ -35,6 +39,7 @@
 //	Ack         = uvarint(Seq) .
 //	Error       = uvarint(Seq) uvarint(Code ≤ 65535) string(Message) .
 //	Bye         = .
+//	Forward     = event .
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)

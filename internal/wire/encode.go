@@ -12,7 +12,7 @@ import (
 // FrameVersion is the version byte that starts every frame this package
 // writes, and the only one Decode accepts. It changes on any incompatible
 // change of the format.
-const FrameVersion = 1
+const FrameVersion = 2
 
 // Wire numbers of value kinds; part of the format, independent of the
 // numbering of ontology.Kind.
@@ -276,6 +276,7 @@ func (m *Subscribe) encode(e *encoder) {
 	e.uvarint(uint64(m.Queue))
 	e.buf = append(e.buf, m.Overflow)
 	e.bool(m.LookIn)
+	e.varint(int64(m.TTL))
 }
 
 func (m *Unsubscribe) encode(e *encoder) {
@@ -342,4 +343,11 @@ func (m *Error) encode(e *encoder) {
 
 func (m *Bye) encode(e *encoder) {
 	e.nilMessage(m == nil)
+}
+
+func (m *Forward) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.event(&m.Event)
 }

@@ -25,6 +25,7 @@ const (
 	KindAck         Kind = 10 // switch → client, a request succeeded
 	KindError       Kind = 11 // switch → client, a request failed
 	KindBye         Kind = 12 // either way, the last frame of a session
+	KindForward     Kind = 13 // either way on a shared link: an event crossing it
 )
 
 var kindNames = [...]string{
@@ -40,6 +41,7 @@ var kindNames = [...]string{
 	KindAck:         "Ack",
 	KindError:       "Error",
 	KindBye:         "Bye",
+	KindForward:     "Forward",
 }
 
 // String returns the message type's name ("Publish"), or "Kind(n)" for a
@@ -116,6 +118,9 @@ type Subscribe struct {
 	// LookIn asks for look-in delivery (events spool until Pull) instead
 	// of push delivery (Deliver frames).
 	LookIn bool
+	// TTL is how many shared links the filter may spread over; negative
+	// means the place's default.
+	TTL int32
 }
 
 // Unsubscribe asks the switch to cancel the subscription Sub. The switch
@@ -205,6 +210,17 @@ type Error struct {
 // Bye ends a session in good order; it has no fields.
 type Bye struct{}
 
+// Forward carries one event across a shared link between two switches
+// (S1 shared link): a data event, or a control event of a reserved
+// "sion." type (link request, filter register and release, marker) that
+// the router at the other end consumes. Its control information is the
+// event's as it arrives: TTL already lowered and Hops raised for the hop.
+// It is not answered.
+type Forward struct {
+	// Event is the event, ID and control information included.
+	Event Event
+}
+
 // Event is an event as it travels (S1: control information, semantic
 // information, data). The root package converts between it and its own
 // Event.
@@ -268,6 +284,9 @@ func (*Error) Kind() Kind { return KindError }
 // Kind returns KindBye.
 func (*Bye) Kind() Kind { return KindBye }
 
+// Kind returns KindForward.
+func (*Forward) Kind() Kind { return KindForward }
+
 // newMessage returns a zero message of kind k, or nil for an unknown k.
 func newMessage(k Kind) Message {
 	switch k {
@@ -295,6 +314,8 @@ func newMessage(k Kind) Message {
 		return new(Error)
 	case KindBye:
 		return new(Bye)
+	case KindForward:
+		return new(Forward)
 	}
 	return nil
 }

@@ -113,8 +113,8 @@ func samples() []sample {
 		{"Publish/extreme", &Publish{Seq: math.MaxUint64, Event: extremeEvent()}},
 		{"Publish/zero", &Publish{}},
 		{"Publish/empty slices", &Publish{Event: Event{Attrs: []ontology.Attr{}, Data: []byte{}}}},
-		{"Subscribe/realistic", &Subscribe{Seq: 43, Sub: 1, Filter: `music.BGM && tempo >= 120`, Queue: 256, Overflow: 1}},
-		{"Subscribe/extreme", &Subscribe{Seq: math.MaxUint64, Sub: math.MaxUint64, Filter: strings.Repeat("a", 4096), Queue: math.MaxUint32, Overflow: 255, LookIn: true}},
+		{"Subscribe/realistic", &Subscribe{Seq: 43, Sub: 1, Filter: `music.BGM && tempo >= 120`, Queue: 256, Overflow: 1, TTL: 3}},
+		{"Subscribe/extreme", &Subscribe{Seq: math.MaxUint64, Sub: math.MaxUint64, Filter: strings.Repeat("a", 4096), Queue: math.MaxUint32, Overflow: 255, LookIn: true, TTL: math.MinInt32}},
 		{"Subscribe/zero", &Subscribe{}},
 		{"Unsubscribe/realistic", &Unsubscribe{Seq: 44, Sub: 1}},
 		{"Unsubscribe/extreme", &Unsubscribe{Seq: math.MaxUint64, Sub: math.MaxUint64}},
@@ -141,6 +141,9 @@ func samples() []sample {
 		{"Error/extreme", &Error{Seq: math.MaxUint64, Code: math.MaxUint16, Message: "bad \xff bytes"}},
 		{"Error/zero", &Error{}},
 		{"Bye", &Bye{}},
+		{"Forward/realistic", &Forward{Event: realisticEvent()}},
+		{"Forward/extreme", &Forward{Event: extremeEvent()}},
+		{"Forward/empty", &Forward{}},
 	}
 }
 
@@ -325,7 +328,7 @@ func TestGoldenPublish(t *testing.T) {
 		Origin: "sw1",
 	}}
 	want := []byte{
-		0x01, 0x03, // version 1, KindPublish
+		0x02, 0x03, // version 2, KindPublish
 		0x01,                                                                                           // Seq 1
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, // ID
 		0x04, 'n', 'e', 'w', 's', // Type
@@ -390,11 +393,12 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty frame", nil, ErrMalformed, "wire: malformed frame: version: truncated at offset 0"},
 		{"no kind", []byte{FrameVersion}, ErrMalformed, "kind: truncated at offset 1"},
-		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 1 at offset 0"},
-		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 1"},
+		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 2 at offset 0"},
+		{"version 1", []byte{1, byte(KindBye)}, ErrVersion, "version 1, want 2"},
+		{"version 3", []byte{3, byte(KindBye)}, ErrVersion, "version 3, want 2"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
-		{"kind 13", newFrame(13), ErrMalformed, "unknown kind 13"},
+		{"kind 14", newFrame(14), ErrMalformed, "unknown kind 14"},
 		{"kind 255", newFrame(255).u(1), ErrMalformed, "unknown kind 255"},
 		{"trailing byte after Bye", newFrame(KindBye).raw(0), ErrMalformed, "wire: malformed Bye frame: end: 1 trailing bytes at offset 2"},
 		{"trailing byte after Ack", newFrame(KindAck).u(7).raw(0), ErrMalformed, "1 trailing bytes at offset 3"},
@@ -583,7 +587,7 @@ func TestShortFrameAllocatesLittle(t *testing.T) {
 }
 
 func TestKind(t *testing.T) {
-	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye"}
+	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -593,7 +597,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 13, 255} {
+	for _, k := range []Kind{0, 14, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))

@@ -1,0 +1,498 @@
+package sion
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+)
+
+// LinkConfig configures a shared link that a switch requests (Switch.Link).
+// The zero value means the defaults.
+type LinkConfig struct {
+	// RetryMin and RetryMax bound the wait between attempts to re-establish
+	// the link after it fails; it doubles from RetryMin up to RetryMax.
+	// Defaults 50 ms and 2 s.
+	RetryMin, RetryMax time.Duration
+}
+
+// LinkState is the state of a shared link.
+type LinkState int
+
+const (
+	// LinkConnecting: the link is being established, or its initial
+	// filters are being exchanged.
+	LinkConnecting LinkState = iota
+	// LinkUp: both switches have installed each other's filters.
+	LinkUp
+	// LinkDown: the link failed or closed; a link the switch requested is
+	// being re-established.
+	LinkDown
+)
+
+// String returns the state's name.
+func (s LinkState) String() string {
+	switch s {
+	case LinkConnecting:
+		return "connecting"
+	case LinkUp:
+		return "up"
+	case LinkDown:
+		return "down"
+	}
+	return fmt.Sprintf("LinkState(%d)", int(s))
+}
+
+// SharedLink is the link a switch requested to its parent (S1 shared
+// link; see Switch.Link). It re-establishes itself when it fails, until
+// Close. A SharedLink is safe for concurrent use.
+type SharedLink struct {
+	sw     *Switch
+	tr     transport.Transport
+	addr   string
+	cfg    LinkConfig
+	id     int64 // the same for every re-establishment: the peer replaces a stale link
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the supervisor returns
+
+	mu  sync.Mutex
+	cur *router // mu; nil while down
+	ups int     // mu; establishments
+	err error   // mu; the last failure
+}
+
+// Link makes this switch's shared-link establishment request (S1) to the
+// switch serving at addr over tr (see Switch.Serve), and returns once the
+// link is up: each side has installed the other's proxy filters, so an
+// event published afterwards on either side reaches the matching
+// subscribers of the other. The peer becomes this switch's parent.
+//
+// Tree rule (S1): a switch makes at most one establishment request and
+// accepts any number, so the links of a place form a tree. A second Link
+// while the first is open returns an error wrapping ErrLinkRefused, as
+// does a peer that refuses (another place, the same name, a link that
+// would close a loop of two, a second request from one switch). An
+// admission refusal wraps ErrNotAdmitted.
+//
+// When the link fails later (the connection ends, the peer dies), the
+// switch re-establishes it in the background, waiting between attempts as
+// cfg says; both sides then re-send their filters, so nothing subscribed
+// or cancelled meanwhile is lost or left stale. Events published while it
+// is down do not cross it. Close ends it; Switch.Close does too.
+func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string, cfg LinkConfig) (*SharedLink, error) {
+	if cfg.RetryMin < 0 || cfg.RetryMax < 0 {
+		return nil, fmt.Errorf("%w: LinkConfig.RetryMin %v and RetryMax %v must not be negative", ErrInvalidConfig, cfg.RetryMin, cfg.RetryMax)
+	}
+	if cfg.RetryMin == 0 {
+		cfg.RetryMin = 50 * time.Millisecond
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = 2 * time.Second
+	}
+	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryMin)
+	var idb [4]byte
+	rand.Read(idb[:])
+	sl := &SharedLink{sw: sw, tr: tr, addr: addr, cfg: cfg, id: int64(binary.BigEndian.Uint32(idb[:]) >> 1), done: make(chan struct{})}
+	sl.ctx, sl.cancel = context.WithCancel(context.Background())
+	sw.mu.Lock()
+	switch {
+	case sw.closed:
+		sw.mu.Unlock()
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	case sw.parent != nil:
+		sw.mu.Unlock()
+		return nil, fmt.Errorf("%w: switch %q already has a parent link to %s; a switch makes at most one establishment request (S1 tree rule)", ErrLinkRefused, sw.cfg.Name, sw.parent.addr)
+	}
+	sw.parent = sl
+	sw.mu.Unlock()
+	r, err := sl.connect(ctx)
+	if err != nil {
+		sw.mu.Lock()
+		sw.parent = nil
+		sw.mu.Unlock()
+		sl.cancel()
+		return nil, err
+	}
+	sw.linkers.Add(1)
+	go func() {
+		defer sw.linkers.Done()
+		sl.supervise(r)
+	}()
+	return sl, nil
+}
+
+// connect establishes the link once: hello, link request, accept, then
+// the exchange of filters.
+func (sl *SharedLink) connect(ctx context.Context) (*router, error) {
+	sw := sl.sw
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	stop := context.AfterFunc(sl.ctx, cancel)
+	defer stop()
+	conn, err := sl.tr.Dial(ctx, sl.addr)
+	if err != nil {
+		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, sl.addr, err)
+	}
+	lim := wire.DefaultLimits()
+	lim.MaxFrameBytes = conn.MaxFrameBytes()
+	exchange := func(m wire.Message) (wire.Message, error) {
+		f, err := wire.EncodeLimits(nil, m, lim)
+		if err == nil {
+			err = conn.Send(ctx, f)
+		}
+		if err == nil {
+			f, err = conn.Recv(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		reply, err := wire.Decode(f, lim)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		if e, ok := reply.(*wire.Error); ok {
+			return nil, fromWireError(e)
+		}
+		return reply, nil
+	}
+	fail := func(err error) (*router, error) {
+		conn.Close()
+		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, sl.addr, err)
+	}
+	reply, err := exchange(&wire.Hello{Version: protocolVersion, Session: sw.cfg.Name})
+	if err != nil {
+		return fail(err)
+	}
+	if _, ok := reply.(*wire.Welcome); !ok {
+		return fail(fmt.Errorf("%w: the switch answered hello with a %v frame", ErrProtocol, reply.Kind()))
+	}
+	reply, err = exchange(&wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
+		{Name: "link", Value: ontology.Int(sl.id)},
+		{Name: "place", Value: ontology.String(sw.place.Name())},
+		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
+	}}})
+	if err != nil {
+		return fail(err)
+	}
+	fw, ok := reply.(*wire.Forward)
+	if !ok || fw.Event.Type != typeLinkAccept {
+		return fail(fmt.Errorf("%w: the switch answered the link request with a %v frame", ErrProtocol, reply.Kind()))
+	}
+	peer, err := controlAttrs(fw.Event.Attrs).str("switch")
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+	}
+	// The router's session on this switch: the peer's proxy filters.
+	sess, err := sw.openRouterSession(peer)
+	if err != nil {
+		return fail(err)
+	}
+	r := sw.newRouter(sl.ctx, conn, peer, true, sess)
+	r.start()
+	if err := r.awaitUp(ctx); err != nil {
+		r.close()
+		<-r.finished
+		return nil, fmt.Errorf("sion: link from %q to %q: %w", sw.cfg.Name, peer, err)
+	}
+	sl.mu.Lock()
+	sl.cur = r
+	sl.ups++
+	sl.mu.Unlock()
+	sw.log.Info("sion: shared link up", "switch", sw.cfg.Name, "parent", peer, "addr", sl.addr)
+	return r, nil
+}
+
+// supervise re-establishes the link whenever it fails, until Close.
+func (sl *SharedLink) supervise(r *router) {
+	defer close(sl.done)
+	for {
+		select {
+		case <-r.finished:
+		case <-sl.ctx.Done():
+			r.close()
+			<-r.finished
+			return
+		}
+		err := r.linkErr()
+		sl.mu.Lock()
+		sl.cur, sl.err = nil, err
+		sl.mu.Unlock()
+		if sl.ctx.Err() != nil {
+			return
+		}
+		sl.sw.log.Warn("sion: shared link down, re-establishing", "switch", sl.sw.cfg.Name, "parent", r.peer, "err", err)
+		wait := sl.cfg.RetryMin
+		for {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-sl.ctx.Done():
+				t.Stop()
+				return
+			}
+			var err error
+			if r, err = sl.connect(sl.ctx); err == nil {
+				break
+			}
+			sl.mu.Lock()
+			sl.err = err
+			sl.mu.Unlock()
+			wait = min(2*wait, sl.cfg.RetryMax)
+		}
+	}
+}
+
+// Close ends the link and stops re-establishing it; the switch may then
+// make another establishment request. It waits for the link's goroutines
+// and is idempotent.
+func (sl *SharedLink) Close() error {
+	sl.cancel()
+	<-sl.done
+	sl.sw.mu.Lock()
+	if sl.sw.parent == sl {
+		sl.sw.parent = nil
+	}
+	sl.sw.mu.Unlock()
+	return nil
+}
+
+// State returns the link's state now, and the error of its last failure
+// (nil if it never failed).
+func (sl *SharedLink) State() (LinkState, error) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.cur != nil {
+		return *sl.cur.state.Load(), sl.err
+	}
+	return LinkDown, sl.err
+}
+
+// Establishments returns how many times the link has come up: 1 after
+// Link, one more for each re-establishment.
+func (sl *SharedLink) Establishments() int {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.ups
+}
+
+// openRouterSession opens the session a router holds on this switch.
+func (sw *Switch) openRouterSession(peer string) (*Session, error) {
+	s := &Session{sw: sw, be: sw, id: sw.nextSession.Add(1), name: "router:" + peer, spool: newSpool(1, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
+	s.profile.Store(&[]ontology.Attr{})
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.closed {
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.sessions[s.id] = s
+	return s, nil
+}
+
+// acceptLink serves a shared-link establishment request that arrived on a
+// connection Serve accepted, as the first request of session sess: it
+// checks the request, answers, and runs the link until it ends.
+func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Session, req *wire.Event) {
+	c := controlAttrs(req.Attrs)
+	refuse := func(code uint16, err error) {
+		sw.refused.Add(1)
+		sw.log.Warn("sion: shared link refused", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
+		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
+			sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			conn.Send(sctx, f)
+			cancel()
+		}
+	}
+	peer, err1 := c.str("switch")
+	place, err2 := c.str("place")
+	id, err3 := c.int("link")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		refuse(codeProtocol, fmt.Errorf("%w: link request: %w", ErrProtocol, err))
+		return
+	}
+	switch {
+	case place != sw.place.Name():
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is in place %q, the request came from place %q", ErrLinkRefused, sw.cfg.Name, sw.place.Name(), place))
+		return
+	case peer == sw.cfg.Name:
+		refuse(codeLinkRefused, fmt.Errorf("%w: the requesting switch has this switch's name %q", ErrLinkRefused, peer))
+		return
+	}
+	if admit := sw.place.cfg.Admit; admit != nil {
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: peer, Link: true}
+		if err := admit(ctx, req); err != nil {
+			refuse(codeNotAdmitted, fmt.Errorf("%w: shared link from switch %q in place %q: %w", ErrNotAdmitted, peer, place, err))
+			return
+		}
+	}
+	// Tree rule: one request per switch; a request of the same link
+	// (re-established after a failure this side has not noticed yet)
+	// replaces the stale one.
+	sw.mu.Lock()
+	if sw.parent != nil && sw.parent.peer() == peer {
+		sw.mu.Unlock()
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is the parent of %q; linking back would close a loop (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name))
+		return
+	}
+	stale := sw.children[peer]
+	if stale != nil && stale.id != id {
+		sw.mu.Unlock()
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q has a shared link to %q already; a switch makes at most one establishment request (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name))
+		return
+	}
+	sw.mu.Unlock()
+	if stale != nil {
+		stale.r.close()
+		<-stale.r.finished
+	}
+	sess.mu.Lock()
+	noSubs := len(sess.subs) == 0
+	sess.mu.Unlock()
+	if !noSubs {
+		refuse(codeProtocol, fmt.Errorf("%w: a link request must be the session's first request", ErrProtocol))
+		return
+	}
+	r := sw.newRouter(ctx, conn, peer, false, sess)
+	r.sendControl(typeLinkAccept,
+		ontology.Attr{Name: "place", Value: ontology.String(sw.place.Name())},
+		ontology.Attr{Name: "switch", Value: ontology.String(sw.cfg.Name)})
+	child := &childLink{id: id, r: r}
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
+		r.close()
+		return
+	}
+	sw.children[peer] = child
+	sw.mu.Unlock()
+	r.start()
+	sw.log.Info("sion: shared link accepted", "switch", sw.cfg.Name, "child", peer, "remote", conn.RemoteAddr())
+	<-r.finished
+	sw.mu.Lock()
+	if sw.children[peer] == child {
+		delete(sw.children, peer)
+	}
+	sw.mu.Unlock()
+}
+
+// childLink is a link another switch requested to this one.
+type childLink struct {
+	id int64
+	r  *router
+}
+
+// peer returns the name of the parent switch, or "" while down. mu of its
+// switch may be held.
+func (sl *SharedLink) peer() string {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.cur == nil {
+		return ""
+	}
+	return sl.cur.peer
+}
+
+// LinkInfo describes one shared link of a switch (see Switch.Links).
+type LinkInfo struct {
+	// Peer is the other switch's name; Parent reports whether it is this
+	// switch's parent (this switch requested the link).
+	Peer   string
+	Parent bool
+	State  LinkState
+	// Since is when the link came up (zero while it is not up).
+	Since time.Time
+	// EventsSent and EventsReceived count the data events that crossed
+	// the link; ControlSent and ControlReceived the control events (filter
+	// registers and releases, markers, acknowledgements, the handshake's
+	// request and accept).
+	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
+	// Dropped counts events not forwarded because the link's queue was
+	// full or the event did not fit a frame; Expired those not forwarded
+	// because their TTL was spent; Duplicates the events received that
+	// the switch had seen already; Refused those received that the place
+	// refused (logged).
+	Dropped, Expired, Duplicates, Refused uint64
+	// Routes is the number of keys this switch has registered at the
+	// peer; Proxies the number of the peer's keys installed here.
+	Routes, Proxies int
+}
+
+// Links returns the switch's shared links that are connected or
+// connecting, and its requested link while it is down, sorted by peer.
+// Safe for concurrent use.
+func (sw *Switch) Links() []LinkInfo {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	var out []LinkInfo
+	parentUp := false
+	for _, r := range routers {
+		r.mu.Lock()
+		li := LinkInfo{
+			Peer: r.peer, Parent: r.parent, State: *r.state.Load(), Since: r.upAt,
+			EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
+			ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
+			Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
+			Routes: len(r.routes), Proxies: r.sess.numSubs(),
+		}
+		r.mu.Unlock()
+		parentUp = parentUp || r.parent
+		out = append(out, li)
+	}
+	sw.mu.RLock()
+	parent := sw.parent
+	sw.mu.RUnlock()
+	if parent != nil && !parentUp {
+		out = append(out, LinkInfo{Peer: parent.addr, Parent: true, State: LinkDown})
+	}
+	slices.SortFunc(out, func(a, b LinkInfo) int { return cmp.Compare(a.Peer, b.Peer) })
+	return out
+}
+
+// RouteInfo is one key a switch has propagated over a shared link (see
+// Switch.Routes).
+type RouteInfo struct {
+	// Peer is the switch the key is registered at.
+	Peer string
+	// Filter is the proxy filter's text: a subscription's filter (routing
+	// by filter), its event type's filter (by event type), or {} (flood).
+	Filter string
+	// TTL is how many links further the peer propagates it.
+	TTL int
+	// Refs is the number of this switch's subscriptions (its own and the
+	// proxies of its other links) that need it.
+	Refs int
+	// Acknowledged reports whether the peer has acknowledged it (S2).
+	Acknowledged bool
+}
+
+// Routes returns the keys the switch has propagated over its shared links
+// with their reference counts, sorted by peer and filter. Safe for
+// concurrent use.
+func (sw *Switch) Routes() []RouteInfo {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	var out []RouteInfo
+	for _, r := range routers {
+		r.mu.Lock()
+		for k, rt := range r.routes {
+			_, pending := r.pending[rt.id]
+			out = append(out, RouteInfo{Peer: r.peer, Filter: k.filter, TTL: k.ttl, Refs: rt.refs, Acknowledged: !pending})
+		}
+		r.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b RouteInfo) int {
+		return cmp.Or(cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.Filter, b.Filter), cmp.Compare(a.TTL, b.TTL))
+	})
+	return out
+}

@@ -1,0 +1,854 @@
+package sion
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+)
+
+// Control traffic of shared links travels as events of reserved types (DESIGN.md
+// "One mechanism"), in Forward frames, in order with the data events. These are
+// consumed by the router at the other end of the link.
+const (
+	typeLinkRequest  = "sion.link.Request"  // switch, place, link: a shared-link establishment request (S1)
+	typeLinkAccept   = "sion.link.Accept"   // switch, place: the request is accepted
+	typeLinkRegister = "sion.link.Register" // key, filter, ttl: install a proxy filter; answered by Ack
+	typeLinkRelease  = "sion.link.Release"  // key: remove the proxy filter key
+	typeLinkMarker   = "sion.link.Marker"   // key, ttl: a barrier (Switch.Flush); answered by Ack
+	typeLinkAck      = "sion.link.Ack"      // key, error: a Register or Marker is done downstream (S2)
+	typeLinkSynced   = "sion.link.Synced"   // the sender's initial registers precede it
+)
+
+// Bounds of a router's outgoing queue for data events; control events are
+// never dropped (their number is bounded by the filters).
+const (
+	routerQueue      = 4096     // data frames
+	routerQueueBytes = 64 << 20 // and their bytes
+)
+
+// router is this switch's end of one shared link (S1 SI-R): it holds a
+// session on the switch whose subscriptions are the peer's proxy filters —
+// what fires there is forwarded to the peer — and it registers at the
+// peer, through control events, proxy filters for what this switch needs,
+// with a reference count per propagated key.
+type router struct {
+	sw     *Switch
+	conn   transport.Conn
+	lim    wire.Limits
+	peer   string // the peer switch's name
+	parent bool   // the peer is this switch's parent: this switch requested the link
+	sess   *Session
+	mode   RoutingMode
+	ctx    context.Context // ends when the link does
+	cancel context.CancelFunc
+
+	up       chan struct{} // closed when both sides' initial filters are installed
+	synced   chan struct{} // closed when the peer's Synced arrives
+	finished chan struct{} // closed when the router has shut down
+	wg       sync.WaitGroup
+
+	qmu      sync.Mutex
+	queue    [][]byte // qmu; frames for the writer, in order
+	qData    int      // qmu; data frames in queue
+	qBytes   int      // qmu; their bytes
+	wake     chan struct{}
+	dropping atomic.Bool // a drop episode is going on (logged once)
+
+	mu      sync.Mutex
+	closed  bool                      // mu
+	routes  map[routeKey]*route       // mu; propagated to the peer, by key
+	pending map[uint64]*route         // mu; registered, not yet acknowledged
+	flushes map[uint64]chan error     // mu; markers sent, not yet acknowledged
+	nextKey uint64                    // mu
+	proxies map[uint64]*Subscription  // reader only; the peer's keys installed here
+	err     error                     // mu; why the link ended
+	upAt    time.Time                 // mu
+	state   atomic.Pointer[LinkState] // for Links
+
+	eventsSent, eventsRecv, ctlSent, ctlRecv atomic.Uint64
+	dropped, duplicates, expired, refused    atomic.Uint64
+}
+
+// routeKey is what a router propagates: a filter's canonical text (or its
+// event type's, by mode) and the hops it may travel beyond the peer.
+type routeKey struct {
+	filter string
+	ttl    int
+}
+
+// route is one key propagated to the peer, with the number of
+// subscriptions of this switch (local or proxies of other links) that need
+// it.
+type route struct {
+	id    uint64
+	key   routeKey
+	refs  int
+	acked chan struct{} // closed when the peer acknowledges, or the link ends
+	err   error         // set before acked closes: the peer could not install it
+	peer  string
+}
+
+func (sw *Switch) newRouter(ctx context.Context, conn transport.Conn, peer string, parent bool, sess *Session) *router {
+	r := &router{
+		sw: sw, conn: conn, peer: peer, parent: parent, sess: sess, mode: sw.place.cfg.Routing,
+		up: make(chan struct{}), synced: make(chan struct{}), finished: make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+		routes: map[routeKey]*route{}, pending: map[uint64]*route{}, flushes: map[uint64]chan error{},
+		proxies: map[uint64]*Subscription{},
+	}
+	r.lim = wire.DefaultLimits()
+	r.lim.MaxFrameBytes = conn.MaxFrameBytes()
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	st := LinkConnecting
+	r.state.Store(&st)
+	sess.end = r
+	return r
+}
+
+// start puts the router into the switch's table, queues its initial
+// registers, and starts its goroutines: the writer, the reader (which
+// shuts the router down when the connection ends) and a watcher that
+// closes up once the initial exchange is acknowledged.
+func (r *router) start() {
+	initial := r.sw.addRouter(r)
+	r.wg.Go(r.write)
+	r.wg.Go(func() {
+		for _, rt := range initial {
+			select {
+			case <-rt.acked:
+			case <-r.ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-r.synced:
+		case <-r.ctx.Done():
+			return
+		}
+		st := LinkUp
+		r.mu.Lock()
+		r.upAt = time.Now()
+		r.mu.Unlock()
+		r.state.Store(&st)
+		close(r.up)
+	})
+	go func() {
+		err := r.read()
+		r.shutdown(err)
+	}()
+}
+
+// awaitUp waits until the link is up, the router shuts down (its error),
+// or ctx ends.
+func (r *router) awaitUp(ctx context.Context) error {
+	select {
+	case <-r.up:
+		return nil
+	case <-r.finished:
+		return r.linkErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *router) linkErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		return fmt.Errorf("%w: link to %q closed", ErrClosed, r.peer)
+	}
+	return r.err
+}
+
+// close ends the link; the reader shuts the router down.
+func (r *router) close() {
+	r.cancel()
+	r.conn.Close()
+}
+
+// shutdown takes the router out of the switch, releases everything that
+// waits on it, removes the peer's proxy filters (which releases what
+// they propagated over other links) and waits for its goroutines.
+func (r *router) shutdown(err error) {
+	r.sw.removeRouter(r)
+	r.cancel()
+	r.conn.Close()
+	r.mu.Lock()
+	r.closed = true
+	if r.err == nil {
+		if err == nil || errors.Is(err, context.Canceled) {
+			err = transport.ErrClosed
+		}
+		r.err = fmt.Errorf("%w: link to %q: %w", ErrClosed, r.peer, err)
+	}
+	for id, rt := range r.pending {
+		close(rt.acked) // the part of the network behind the link is gone
+		delete(r.pending, id)
+	}
+	for id, ch := range r.flushes {
+		close(ch)
+		delete(r.flushes, id)
+	}
+	r.mu.Unlock()
+	st := LinkDown
+	r.state.Store(&st)
+	r.sess.Close()
+	r.wg.Wait()
+	close(r.finished)
+}
+
+// write sends the queued frames in order until the link ends.
+func (r *router) write() {
+	for {
+		select {
+		case <-r.wake:
+		case <-r.ctx.Done():
+			return
+		}
+		r.qmu.Lock()
+		batch := r.queue
+		r.queue, r.qData, r.qBytes = nil, 0, 0
+		r.qmu.Unlock()
+		for _, f := range batch {
+			if err := r.conn.Send(r.ctx, f); err != nil {
+				r.conn.Close() // the reader sees it and shuts the router down
+				return
+			}
+		}
+	}
+}
+
+// enqueue queues frame f for the writer. A data frame is dropped (and
+// false returned) when the queue is over its bounds; control frames are
+// always queued.
+func (r *router) enqueue(f []byte, data bool) bool {
+	r.qmu.Lock()
+	if data {
+		if r.qData >= routerQueue || r.qBytes+len(f) > routerQueueBytes {
+			r.qmu.Unlock()
+			return false
+		}
+		r.qData++
+		r.qBytes += len(f)
+	}
+	r.queue = append(r.queue, f)
+	r.qmu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// sendControl queues a control event of type typ with attrs.
+func (r *router) sendControl(typ string, attrs ...ontology.Attr) {
+	f, err := wire.EncodeLimits(nil, &wire.Forward{Event: wire.Event{Type: typ, Attrs: attrs}}, r.lim)
+	if err != nil { // a filter too long for the link's frames: the peer never installs it
+		r.sw.log.Warn("sion: control event does not fit the link", "switch", r.sw.cfg.Name, "peer", r.peer, "type", typ, "err", err)
+		r.close()
+		return
+	}
+	r.ctlSent.Add(1)
+	r.enqueue(f, false)
+}
+
+// forward sends event e, which the router's session fired for, to the
+// peer: one Forward frame with TTL lowered and Hops raised, encoded once
+// per event for all routers of the switch.
+func (r *router) forward(e *Event, shared *lazyDeliver) {
+	if e.Control.TTL <= 0 {
+		r.expired.Add(1)
+		return
+	}
+	f, err := shared.forward(r.sw, e)
+	if err == nil && len(f) > r.lim.MaxFrameBytes {
+		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), r.lim.MaxFrameBytes)
+	}
+	if err != nil {
+		r.dropped.Add(1)
+		r.sw.log.Warn("sion: event not forwarded", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
+		return
+	}
+	if !r.enqueue(f, true) {
+		r.dropped.Add(1)
+		if !r.dropping.Swap(true) {
+			r.sw.log.Warn("sion: shared link is full, dropping events", "switch", r.sw.cfg.Name, "peer", r.peer)
+		}
+		return
+	}
+	r.dropping.Store(false)
+	r.eventsSent.Add(1)
+}
+
+// read handles the peer's frames until the connection ends.
+func (r *router) read() error {
+	for {
+		f, err := r.conn.Recv(r.ctx)
+		if err != nil {
+			return err
+		}
+		m, err := wire.Decode(f, r.lim)
+		if err != nil {
+			return r.protocolError(err)
+		}
+		switch m := m.(type) {
+		case *wire.Forward:
+			if ontology.IsReserved(m.Event.Type) {
+				r.ctlRecv.Add(1)
+				if err := r.control(&m.Event); err != nil {
+					return r.protocolError(err)
+				}
+				continue
+			}
+			r.eventsRecv.Add(1)
+			r.receive(&m.Event)
+		case *wire.Bye:
+			return nil
+		case *wire.Error:
+			return fromWireError(m)
+		default:
+			return r.protocolError(fmt.Errorf("a shared link does not carry %v frames", m.Kind()))
+		}
+	}
+}
+
+// protocolError tells the peer why the link closes and returns the error.
+func (r *router) protocolError(err error) error {
+	err = fmt.Errorf("%w: link from %q: %w", ErrProtocol, r.peer, err)
+	if f, e := wire.Encode(nil, &wire.Error{Code: codeProtocol, Message: err.Error()}); e == nil {
+		ctx, cancel := context.WithTimeout(r.ctx, time.Second)
+		r.conn.Send(ctx, f)
+		cancel()
+	}
+	return err
+}
+
+// receive delivers a data event from the peer on this switch: to local
+// subscriptions and to the other links whose proxy filters match, never
+// back to the peer. An event seen before is dropped.
+func (r *router) receive(w *wire.Event) {
+	e, err := r.sw.readmit(w)
+	if err != nil {
+		r.refused.Add(1)
+		r.sw.log.Warn("sion: event from shared link refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
+		return
+	}
+	if r.sw.seen.add(e.ID) {
+		r.duplicates.Add(1)
+		return
+	}
+	if err := r.sw.deliver(r.ctx, r.ctx.Done(), r.sess, e); err != nil && r.ctx.Err() == nil {
+		r.sw.log.Warn("sion: event from shared link not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
+	}
+}
+
+// control handles one control event from the peer.
+func (r *router) control(w *wire.Event) error {
+	c := controlAttrs(w.Attrs)
+	switch w.Type {
+	case typeLinkRegister:
+		return r.install(c)
+	case typeLinkRelease:
+		key, err := c.uint("key")
+		if err != nil {
+			return err
+		}
+		sub, ok := r.proxies[key]
+		if !ok {
+			return fmt.Errorf("release of key %d, which is not registered", key)
+		}
+		delete(r.proxies, key)
+		if sub != nil { // nil: it could not be installed here
+			r.sess.forget(sub)
+			sub.cancel()
+		}
+	case typeLinkAck:
+		key, err := c.uint("key")
+		if err != nil {
+			return err
+		}
+		msg, _ := c.str("error")
+		r.acked(key, msg)
+	case typeLinkMarker:
+		key, err := c.uint("key")
+		if err != nil {
+			return err
+		}
+		ttl, err := c.int("ttl")
+		if err != nil {
+			return err
+		}
+		// Everything the peer sent before the marker has been delivered
+		// here and queued on the other links: pass the marker on and
+		// acknowledge once they have.
+		var waits []chan error
+		if ttl > 0 {
+			waits = r.sw.sendMarkers(r, int(ttl)-1)
+		}
+		r.wg.Go(func() {
+			msg := ""
+			for _, ch := range waits {
+				select {
+				case err := <-ch:
+					if err != nil && msg == "" {
+						msg = err.Error()
+					}
+				case <-r.ctx.Done():
+					return
+				}
+			}
+			r.sendControl(typeLinkAck, ontology.Attr{Name: "key", Value: ontology.Int(int64(key))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
+		})
+	case typeLinkSynced:
+		select {
+		case <-r.synced:
+			return errors.New("a second Synced")
+		default:
+			close(r.synced)
+		}
+	default:
+		return fmt.Errorf("unexpected control event %q", w.Type)
+	}
+	return nil
+}
+
+// install registers the peer's proxy filter on this switch, propagates it
+// further, and acknowledges it once every link it went on has (S2).
+func (r *router) install(c controlAttrs) error {
+	key, err := c.uint("key")
+	if err != nil {
+		return err
+	}
+	src, err := c.str("filter")
+	if err != nil {
+		return err
+	}
+	ttl, err := c.int("ttl")
+	if err != nil {
+		return err
+	}
+	if _, dup := r.proxies[key]; dup {
+		return fmt.Errorf("key %d registered twice", key)
+	}
+	ack := func(err error) {
+		msg := ""
+		if err != nil {
+			msg = fmt.Sprintf("switch %q: %v", r.sw.cfg.Name, err)
+		}
+		r.sendControl(typeLinkAck, ontology.Attr{Name: "key", Value: ontology.Int(int64(key))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
+	}
+	f, err := filter.Compile(src)
+	if err != nil {
+		r.proxies[key] = nil
+		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
+		return nil
+	}
+	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: int(ttl)}
+	r.sess.mu.Lock()
+	r.sess.subs[sub.id] = sub
+	r.sess.mu.Unlock()
+	waits, err := r.sw.install(sub)
+	if err != nil {
+		r.sess.forget(sub)
+		r.proxies[key] = nil
+		ack(err) // the subscriber's contract fails with this error
+		return nil
+	}
+	r.proxies[key] = sub
+	if len(waits) == 0 {
+		ack(nil)
+		return nil
+	}
+	r.wg.Go(func() {
+		for _, rt := range waits {
+			select {
+			case <-rt.acked:
+				if rt.err != nil {
+					ack(rt.err)
+					return
+				}
+			case <-r.ctx.Done():
+				return
+			}
+		}
+		ack(nil)
+	})
+	return nil
+}
+
+// acked handles the peer's Ack of a Register or a Marker.
+func (r *router) acked(key uint64, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var err error
+	if msg != "" {
+		err = errors.New(msg)
+	}
+	if rt := r.pending[key]; rt != nil {
+		delete(r.pending, key)
+		rt.err = err
+		close(rt.acked)
+		return
+	}
+	if ch := r.flushes[key]; ch != nil {
+		delete(r.flushes, key)
+		ch <- err
+		close(ch)
+	}
+}
+
+// addRoute counts one more subscription needing k at the peer and
+// registers k there on 0→1. It returns the route (whose acked channel the
+// subscription's contract waits on), or nil when the link has ended.
+func (r *router) addRoute(k routeKey) *route {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	rt := r.routes[k]
+	if rt == nil {
+		r.nextKey++
+		rt = &route{id: r.nextKey, key: k, acked: make(chan struct{}), peer: r.peer}
+		r.routes[k] = rt
+		r.pending[rt.id] = rt
+		// Under mu: registers and releases of one key leave in the order
+		// of their reference-count changes.
+		r.sendControl(typeLinkRegister,
+			ontology.Attr{Name: "filter", Value: ontology.String(k.filter)},
+			ontology.Attr{Name: "key", Value: ontology.Int(int64(rt.id))},
+			ontology.Attr{Name: "ttl", Value: ontology.Int(int64(k.ttl))})
+	}
+	rt.refs++
+	return rt
+}
+
+// removeRoute counts one subscription fewer needing k and releases k at
+// the peer on 1→0.
+func (r *router) removeRoute(k routeKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.routes[k]
+	if rt == nil || r.closed {
+		return
+	}
+	rt.refs--
+	if rt.refs > 0 {
+		return
+	}
+	delete(r.routes, k)
+	r.sendControl(typeLinkRelease, ontology.Attr{Name: "key", Value: ontology.Int(int64(rt.id))})
+}
+
+// marker sends a marker with ttl and returns where its acknowledgement
+// arrives (nil error), or a closed channel when the link has ended.
+func (r *router) marker(ttl int) chan error {
+	ch := make(chan error, 1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		close(ch)
+		return ch
+	}
+	r.nextKey++
+	r.flushes[r.nextKey] = ch
+	r.sendControl(typeLinkMarker, ontology.Attr{Name: "key", Value: ontology.Int(int64(r.nextKey))}, ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
+	return ch
+}
+
+// controlAttrs reads a control event's attributes.
+type controlAttrs []ontology.Attr
+
+func (c controlAttrs) get(name string, kind ontology.Kind) (ontology.Value, error) {
+	for _, a := range c {
+		if a.Name == name {
+			if a.Value.Kind() != kind {
+				return ontology.Value{}, fmt.Errorf("control attribute %q is %s, want %s", name, a.Value.Kind(), kind)
+			}
+			return a.Value, nil
+		}
+	}
+	return ontology.Value{}, fmt.Errorf("control attribute %q is missing", name)
+}
+
+func (c controlAttrs) int(name string) (int64, error) {
+	v, err := c.get(name, ontology.KindInt)
+	if err != nil {
+		return 0, err
+	}
+	if v.Int() < 0 || v.Int() > math.MaxInt32 {
+		return 0, fmt.Errorf("control attribute %q is %d, out of range", name, v.Int())
+	}
+	return v.Int(), nil
+}
+
+func (c controlAttrs) uint(name string) (uint64, error) {
+	n, err := c.int(name)
+	return uint64(n), err
+}
+
+func (c controlAttrs) str(name string) (string, error) {
+	v, err := c.get(name, ontology.KindString)
+	return v.Str(), err
+}
+
+// The switch's side of routing.
+
+// routeKeyOf returns the key sub propagates under the place's routing
+// mode, and false when it does not propagate (TTL spent, or the mode
+// floods).
+func (sw *Switch) routeKeyOf(sub *Subscription) (routeKey, bool) {
+	if sub.ttl < 1 {
+		return routeKey{}, false
+	}
+	switch sw.place.cfg.Routing {
+	case RouteByFilter:
+		return routeKey{filter: sub.f.String(), ttl: sub.ttl - 1}, true
+	case RouteByEventType:
+		return routeKey{filter: typeFilter(sub.f.Type()), ttl: sub.ttl - 1}, true
+	}
+	return routeKey{}, false
+}
+
+// typeFilter returns the text of the filter on event type t alone.
+func typeFilter(t string) string {
+	return filter.MustCompile("{type ⊑ " + t + "}").String()
+}
+
+// floodKey is what a router registers at its peer when the place routes
+// unconditionally: every event, no further.
+var floodKey = routeKey{filter: filter.MustCompile("{}").String()}
+
+// install puts sub's filter into the index and propagates it over the
+// switch's links; it returns the routes whose acknowledgements make the
+// subscription contract (S2).
+func (sw *Switch) install(sub *Subscription) ([]*route, error) {
+	if t := sub.f.Type(); t != filter.AnyType {
+		if _, ok := sw.place.Ontology().Lookup(t); !ok {
+			return nil, fmt.Errorf("%w %q in filter %s", ErrUnknownEventType, t, sub.f)
+		}
+	}
+	sw.mu.Lock()
+	if sw.closed && sub.sess.end == nil {
+		sw.mu.Unlock()
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.subs[sub.id] = sub
+	sw.mu.Unlock()
+	if err := sw.index.Add(sub.id, sub.f); err != nil {
+		sw.mu.Lock()
+		delete(sw.subs, sub.id)
+		sw.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrInvalidFilter, err)
+	}
+	sw.mu.RLock()
+	still := sw.subs[sub.id] == sub
+	sw.mu.RUnlock()
+	if !still { // unregistered while it was being added: take it out again
+		sw.index.Remove(sub.id)
+		return nil, fmt.Errorf("%w: subscription %d was cancelled while it was made", ErrClosed, sub.id)
+	}
+	return sw.routeAdd(sub), nil
+}
+
+// routeAdd propagates sub over every link but its own.
+func (sw *Switch) routeAdd(sub *Subscription) []*route {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.mu.RLock()
+	live := sw.subs[sub.id] == sub
+	sw.mu.RUnlock()
+	if !live {
+		return nil
+	}
+	k, ok := sw.routeKeyOf(sub)
+	if !ok {
+		return nil
+	}
+	sw.routed[sub.id] = sub
+	var out []*route
+	for _, r := range sw.routers {
+		if r.sess == sub.sess {
+			continue
+		}
+		if rt := r.addRoute(k); rt != nil {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// routeRemove withdraws what routeAdd propagated for sub.
+func (sw *Switch) routeRemove(sub *Subscription) {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	if _, ok := sw.routed[sub.id]; !ok {
+		return
+	}
+	delete(sw.routed, sub.id)
+	k, _ := sw.routeKeyOf(sub)
+	for _, r := range sw.routers {
+		if r.sess != sub.sess {
+			r.removeRoute(k)
+		}
+	}
+}
+
+// addRouter puts r into the switch's table and queues, in order, its
+// initial registers — the filters of every subscription the switch has
+// propagated, so that whatever was subscribed or cancelled while the link
+// was down is right — and a Synced. It returns the initial routes.
+func (sw *Switch) addRouter(r *router) []*route {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.routers = append(sw.routers, r)
+	var out []*route
+	if sw.place.cfg.Routing == RouteUnconditional {
+		if rt := r.addRoute(floodKey); rt != nil {
+			out = append(out, rt)
+		}
+	} else {
+		subs := make([]*Subscription, 0, len(sw.routed))
+		for _, sub := range sw.routed {
+			subs = append(subs, sub)
+		}
+		slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
+		for _, sub := range subs {
+			if sub.sess == r.sess {
+				continue
+			}
+			k, _ := sw.routeKeyOf(sub)
+			if rt := r.addRoute(k); rt != nil {
+				out = append(out, rt)
+			}
+		}
+	}
+	r.sendControl(typeLinkSynced)
+	return out
+}
+
+// removeRouter takes r out of the switch's table.
+func (sw *Switch) removeRouter(r *router) {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.routers = slices.DeleteFunc(sw.routers, func(x *router) bool { return x == r })
+}
+
+// sendMarkers sends a marker on every link but except's and returns where
+// their acknowledgements arrive.
+func (sw *Switch) sendMarkers(except *router, ttl int) []chan error {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	var out []chan error
+	for _, r := range routers {
+		if r != except {
+			out = append(out, r.marker(ttl))
+		}
+	}
+	return out
+}
+
+// Flush returns once every event this switch forwarded over its shared
+// links before the call has been handed to the subscriptions of every
+// switch it reached (within the place's TTL): a marker follows the events
+// along every link, and each switch acknowledges it after passing it on
+// and hearing back (S2 markers). Links that end meanwhile count as done.
+// It returns ctx's error if ctx ends first. Cost: two control events per
+// link in the place. Safe for concurrent use.
+func (sw *Switch) Flush(ctx context.Context) error {
+	for _, ch := range sw.sendMarkers(nil, sw.place.cfg.TTL) {
+		select {
+		case err := <-ch:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// awaitContract waits until every route of a new subscription is
+// acknowledged (S2 subscription contract), the place's ContractTimeout
+// passes, or ctx ends.
+func (sw *Switch) awaitContract(ctx context.Context, sub *Subscription, routes []*route) error {
+	t := time.NewTimer(sw.place.cfg.ContractTimeout)
+	defer t.Stop()
+	for _, rt := range routes {
+		select {
+		case <-rt.acked:
+			if rt.err != nil {
+				return fmt.Errorf("%w: filter %s: %w", ErrNotGranted, sub.f, rt.err)
+			}
+		case <-t.C:
+			return fmt.Errorf("%w: filter %s is not active everywhere within %v: the link to %q has not acknowledged it", ErrNotGranted, sub.f, sw.place.cfg.ContractTimeout, rt.peer)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: filter %s: %w", ErrNotGranted, sub.f, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// readmit validates an event that arrived over a shared link as Publish
+// would, keeping its ID and control information (TTL at most the place's).
+func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
+	in, err := fromWireEvent(w)
+	if err != nil {
+		return nil, err
+	}
+	if in.ID.IsZero() {
+		return nil, fmt.Errorf("%w: event without an ID", ErrInvalidEvent)
+	}
+	c := in.Control
+	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
+		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
+	}
+	e, err := sw.place.admit(in)
+	if err != nil {
+		return nil, err
+	}
+	e.ID = in.ID
+	c.TTL = min(c.TTL, sw.place.cfg.TTL)
+	e.Control = c
+	return e, nil
+}
+
+// seenIDs remembers the IDs of recent events that crossed the switch's
+// links, in two generations of seenGeneration IDs, so that an event
+// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
+type seenIDs struct {
+	mu       sync.Mutex
+	cur, old map[EventID]struct{}
+}
+
+const seenGeneration = 1 << 16
+
+// add records id and reports whether it was there already.
+func (s *seenIDs) add(id EventID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cur[id]; ok {
+		return true
+	}
+	if _, ok := s.old[id]; ok {
+		return true
+	}
+	if s.cur == nil || len(s.cur) >= seenGeneration {
+		s.old, s.cur = s.cur, make(map[EventID]struct{}, 1024)
+	}
+	s.cur[id] = struct{}{}
+	return false
+}
