@@ -344,12 +344,11 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		return
 	}
 	stale := sw.children[peer]
-	if stale != nil && stale.id != id {
-		sw.mu.Unlock()
+	sw.mu.Unlock()
+	if stale != nil && stale.id != id && stale.alive(ctx) {
 		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q has a shared link to %q already; a switch makes at most one establishment request (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name))
 		return
 	}
-	sw.mu.Unlock()
 	if stale != nil {
 		stale.r.close()
 		<-stale.r.finished
@@ -388,6 +387,24 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 type childLink struct {
 	id int64
 	r  *router
+}
+
+// probeTimeout bounds the wait for a link to answer a probe marker.
+const probeTimeout = 2 * time.Second
+
+// alive reports whether the link still answers: a second request from
+// its switch is then refused (tree rule); a link that has ended or stays
+// silent for probeTimeout is stale — its switch restarted — and the new
+// request replaces it.
+func (c *childLink) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	select {
+	case _, acked := <-c.r.marker(0):
+		return acked
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // peer returns the name of the parent switch, or "" while down. mu of its
