@@ -57,31 +57,12 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, cfg SessionC
 	rc := &remoteClient{conn: conn, log: log, pending: map[uint64]chan wire.Message{}, subs: map[uint64]*Subscription{}, done: make(chan struct{})}
 	rc.lim = wire.DefaultLimits()
 	rc.lim.MaxFrameBytes = conn.MaxFrameBytes()
-	hello, err := rc.encode(&wire.Hello{Version: protocolVersion, Session: cfg.Name, Profile: cfg.Profile})
-	if err == nil {
-		err = conn.Send(ctx, hello)
-	}
-	var reply wire.Message
-	if err == nil {
-		var f []byte
-		if f, err = conn.Recv(ctx); err == nil {
-			reply, err = wire.Decode(f, rc.lim)
-		}
-	}
+	welcome, err := clientHandshake(ctx, conn, rc.lim, &wire.Hello{Version: protocolVersion, Session: cfg.Name, Profile: cfg.Profile}, cfg.SharedKey)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sion: dial %s: %w", addr, err)
 	}
-	switch m := reply.(type) {
-	case *wire.Welcome:
-		rc.switchName = m.Switch
-	case *wire.Error:
-		conn.Close()
-		return nil, fromWireError(m)
-	default:
-		conn.Close()
-		return nil, fmt.Errorf("%w: dial %s: the switch answered with a %v frame", ErrProtocol, addr, reply.Kind())
-	}
+	rc.switchName = welcome.Switch
 	s := &Session{be: rc, name: cfg.Name, spool: newSpool(0, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
 	profile := slices.Clone(cfg.Profile)
 	s.profile.Store(&profile)

@@ -1,10 +1,11 @@
 // Package sion is semantic publish/subscribe: entities publish events
 // described by their meaning — an event type from an ontology, typed
 // attributes, a JSON or XML payload — and subscribe with filters over that
-// meaning (see the filter package). This package holds what has a session:
-// event places, switches, sessions, subscriptions and delivery (S1, the
-// SION semantic information network; DESIGN.md "One mechanism" and
-// "Delivery").
+// meaning (see the filter package). This package holds what has a session
+// or a link: event places, switches, sessions, subscriptions, delivery,
+// and the shared links and routers that make a place of many switches
+// (S1, the SION semantic information network; S2 subscription contracts;
+// DESIGN.md "One mechanism", "Delivery" and "Network").
 //
 // # Terms
 //
@@ -33,6 +34,31 @@
 //     switch that serves it (Switch.Serve), with the same API as a local
 //     one. Frames use the versioned, bounded wire codec; a session fires
 //     once per event, one Deliver frame for all its subscriptions.
+//   - Shared link: a link between two switches of a place (S1), made by
+//     one switch's establishment request (Switch.Link) to a switch that
+//     serves (Switch.Serve). The requester's peer is its parent; a switch
+//     makes at most one request and accepts any number, so the links of a
+//     place form a tree. A link that fails is re-established, and both
+//     sides then re-send their filters.
+//   - Router: one end of a shared link (S1 SI-R). It holds a session on
+//     its switch whose filters are the proxy filters the peer registered
+//     — what fires there crosses the link, never back where it came from —
+//     and registers at the peer what its own switch needs: whole filters,
+//     their event types, or everything, by the place's routing mode, each
+//     key reference-counted (register on 0→1, release on 1→0).
+//   - TTL and hops: a filter spreads at most its TTL links from its
+//     switch (WithTTL, default the place's); an event crosses at most its
+//     TTL links (Control.TTL) and counts them (Control.Hops). An event ID
+//     seen twice is dropped.
+//   - Subscription contract (S2): on a switch with shared links,
+//     Subscribe returns once every switch within the filter's TTL has the
+//     filter active: each router acknowledges a register after installing
+//     it and hearing back from the links it propagated it on. A timeout
+//     (PlaceConfig.ContractTimeout) refuses the subscription with
+//     ErrNotGranted and releases what was installed.
+//   - Control events: link requests, registers, releases, markers and
+//     acknowledgements travel as events of reserved "sion.link." types in
+//     the same frames as data events, in order with them.
 //
 // # Delivery
 //
@@ -54,4 +80,10 @@
 // and Switch.Close stop them and wait. A remote session has one reader
 // goroutine, stopped by Session.Close; the switch's side of each link has a
 // reader and a writer, stopped when the link ends or Switch.Close runs.
+// A shared link's router has a reader, a writer, and one goroutine per
+// register or marker waiting for acknowledgements from further links; a
+// requested link has a supervisor that re-establishes it. They stop when
+// the link ends, SharedLink.Close or Switch.Close runs, which wait for
+// them. Switch.routeMu orders filter propagation: it is taken before
+// Switch.mu and a router's locks, and never while a frame is sent.
 package sion

@@ -2,6 +2,7 @@ package sion
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -62,6 +63,16 @@ type PlaceConfig struct {
 	// contract) before refusing it with ErrNotGranted; 0 means
 	// DefaultContractTimeout.
 	ContractTimeout time.Duration
+	// SharedKey, when set, admits to the place's switches only the
+	// sessions and shared links that prove they know it (S1 security
+	// assurance unit): a challenge–response with HMAC-SHA256 over fresh
+	// nonces, so the key never travels, and the switch proves it knows the
+	// key too. Remote sessions give it in SessionConfig.SharedKey; a
+	// switch's shared links use its place's. Local sessions (Switch.Open)
+	// are inside the process and are not asked. A refused entity gets an
+	// error wrapping ErrNotAdmitted, and the refusal is logged. Use at
+	// least 32 random bytes.
+	SharedKey []byte
 	// AcceptUnknownTypes lets Publish take events whose type the ontology
 	// does not know; they match only filters on the wildcard type "*".
 	AcceptUnknownTypes bool
@@ -69,9 +80,11 @@ type PlaceConfig struct {
 	// of its attribute names and string values; 0 means
 	// DefaultMaxPayloadBytes.
 	MaxPayloadBytes int
-	// Admit, when set, is asked before a session opens; a non-nil error
-	// refuses it, and Open returns an error wrapping ErrNotAdmitted and
-	// that error. It may be called from many goroutines at once.
+	// Admit, when set, is asked before a session opens and before a
+	// shared link is accepted; a non-nil error refuses it, Open (or Dial,
+	// or Link) returns an error wrapping ErrNotAdmitted and that error,
+	// and the refusal is logged at level Warn. It may be called from many
+	// goroutines at once.
 	Admit func(ctx context.Context, req AdmissionRequest) error
 }
 
@@ -81,6 +94,11 @@ type AdmissionRequest struct {
 	Place   string // the place's name
 	Switch  string // the switch the session opens on
 	Session string // the session's name, as its SessionConfig gives it; for a link, the requesting switch's name
+	// TLS is the connection's TLS state for a remote session or link over
+	// a TLS transport (transport/tcp with Config.TLS): with mutual TLS,
+	// TLS.PeerCertificates[0] is the entity's verified certificate. Nil
+	// otherwise.
+	TLS *tls.ConnectionState
 	// Link reports a shared-link establishment request (Switch.Link).
 	// A router opens a session like any entity and then asks for the
 	// link, so the hook is asked twice for a link: once for its session

@@ -145,38 +145,14 @@ func (sl *SharedLink) connect(ctx context.Context) (*router, error) {
 	}
 	lim := wire.DefaultLimits()
 	lim.MaxFrameBytes = conn.MaxFrameBytes()
-	exchange := func(m wire.Message) (wire.Message, error) {
-		f, err := wire.EncodeLimits(nil, m, lim)
-		if err == nil {
-			err = conn.Send(ctx, f)
-		}
-		if err == nil {
-			f, err = conn.Recv(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
-		reply, err := wire.Decode(f, lim)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
-		}
-		if e, ok := reply.(*wire.Error); ok {
-			return nil, fromWireError(e)
-		}
-		return reply, nil
-	}
 	fail := func(err error) (*router, error) {
 		conn.Close()
 		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, sl.addr, err)
 	}
-	reply, err := exchange(&wire.Hello{Version: protocolVersion, Session: sw.cfg.Name})
-	if err != nil {
+	if _, err := clientHandshake(ctx, conn, lim, &wire.Hello{Version: protocolVersion, Session: sw.cfg.Name}, sw.place.cfg.SharedKey); err != nil {
 		return fail(err)
 	}
-	if _, ok := reply.(*wire.Welcome); !ok {
-		return fail(fmt.Errorf("%w: the switch answered hello with a %v frame", ErrProtocol, reply.Kind()))
-	}
-	reply, err = exchange(&wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
+	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
 		{Name: "link", Value: ontology.Int(sl.id)},
 		{Name: "place", Value: ontology.String(sw.place.Name())},
 		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
@@ -328,7 +304,7 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		return
 	}
 	if admit := sw.place.cfg.Admit; admit != nil {
-		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: peer, Link: true}
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: peer, Link: true, TLS: tlsState(conn)}
 		if err := admit(ctx, req); err != nil {
 			refuse(codeNotAdmitted, fmt.Errorf("%w: shared link from switch %q in place %q: %w", ErrNotAdmitted, peer, place, err))
 			return

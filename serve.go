@@ -118,7 +118,15 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 		sendNow(&wire.Error{Code: codeProtocol, Message: fmt.Sprintf("sion: protocol error: session protocol version %d, this switch speaks %d", hello.Version, protocolVersion)})
 		return
 	}
-	sess, err := sw.Open(ctx, SessionConfig{Name: hello.Session, Profile: hello.Profile})
+	if sw.place.cfg.SharedKey != nil {
+		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
+			sw.refused.Add(1)
+			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", sw.place.Name(), "session", hello.Session, "remote", conn.RemoteAddr(), "err", err)
+			sendNow(&wire.Error{Code: codeNotAdmitted, Message: err.Error()})
+			return
+		}
+	}
+	sess, err := sw.open(ctx, SessionConfig{Name: hello.Session, Profile: hello.Profile}, tlsState(conn))
 	if err != nil {
 		sendNow(&wire.Error{Code: errorCode(err), Message: err.Error()})
 		return

@@ -30,6 +30,11 @@ type SessionConfig struct {
 	// Logger receives a remote session's log records (see Dial); nil
 	// discards them. A local session logs to its switch's logger.
 	Logger *slog.Logger
+	// SharedKey is the place's shared key, for a remote session (Dial) to
+	// a place that has one (PlaceConfig.SharedKey); when set, Dial also
+	// refuses a switch that cannot prove it knows the key. Not used by
+	// Switch.Open.
+	SharedKey []byte
 }
 
 // Session connects an entity to a switch (S1 session): it publishes

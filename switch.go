@@ -3,6 +3,7 @@ package sion
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -102,8 +103,14 @@ func (sw *Switch) Place() *EventPlace { return sw.place }
 // (if any) approves it. Errors wrap ErrNotAdmitted (with the hook's
 // error), ErrInvalidConfig (a bad profile) or ErrClosed.
 func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	return sw.open(ctx, cfg, nil)
+}
+
+// open opens a session; tls is the TLS state of a remote session's
+// connection, for the admission hook.
+func (sw *Switch) open(ctx context.Context, cfg SessionConfig, tls *tls.ConnectionState) (*Session, error) {
 	if admit := sw.place.cfg.Admit; admit != nil {
-		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name}
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name, TLS: tls}
 		if err := admit(ctx, req); err != nil {
 			sw.refused.Add(1)
 			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", req.Place, "session", cfg.Name, "err", err)

@@ -426,3 +426,12 @@ func (*Bye) decode(*decoder) {}
 func (m *Forward) decode(d *decoder) {
 	d.event(&m.Event)
 }
+
+func (m *Challenge) decode(d *decoder) {
+	m.Nonce = d.bytes("nonce", d.lim.MaxStringBytes)
+	m.Proof = d.bytes("proof", d.lim.MaxStringBytes)
+}
+
+func (m *Response) decode(d *decoder) {
+	m.Proof = d.bytes("proof", d.lim.MaxStringBytes)
+}

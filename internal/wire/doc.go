@@ -24,7 +24,7 @@
 //
 //	frame       = version kind body .
 //	version     = byte .                    (FrameVersion, 2)
-//	kind        = byte .                    (Kind: 1 Hello … 13 Forward)
+//	kind        = byte .                    (Kind: 1 Hello … 15 Response)
 //
 //	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token) .
 //	Welcome     = uvarint(Version ≤ 65535) text(Switch) text(Place) .
@@ -40,6 +40,8 @@
 //	Error       = uvarint(Seq) uvarint(Code ≤ 65535) string(Message) .
 //	Bye         = .
 //	Forward     = event .
+//	Challenge   = bytes(Nonce) bytes(Proof) .
+//	Response    = bytes(Proof) .
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)

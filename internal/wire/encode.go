@@ -351,3 +351,18 @@ func (m *Forward) encode(e *encoder) {
 	}
 	e.event(&m.Event)
 }
+
+func (m *Challenge) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.bytes("nonce", m.Nonce, e.lim.MaxStringBytes)
+	e.bytes("proof", m.Proof, e.lim.MaxStringBytes)
+}
+
+func (m *Response) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.bytes("proof", m.Proof, e.lim.MaxStringBytes)
+}

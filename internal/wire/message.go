@@ -26,6 +26,8 @@ const (
 	KindError       Kind = 11 // switch → client, a request failed
 	KindBye         Kind = 12 // either way, the last frame of a session
 	KindForward     Kind = 13 // either way on a shared link: an event crossing it
+	KindChallenge   Kind = 14 // switch → client, the answer to Hello in a place with a shared key
+	KindResponse    Kind = 15 // client → switch, the answer to Challenge
 )
 
 var kindNames = [...]string{
@@ -42,6 +44,8 @@ var kindNames = [...]string{
 	KindError:       "Error",
 	KindBye:         "Bye",
 	KindForward:     "Forward",
+	KindChallenge:   "Challenge",
+	KindResponse:    "Response",
 }
 
 // String returns the message type's name ("Publish"), or "Kind(n)" for a
@@ -221,6 +225,26 @@ type Forward struct {
 	Event Event
 }
 
+// Challenge asks a client that said Hello to prove it knows the place's
+// shared key (S1 security assurance unit), and proves the switch knows it
+// too. The key never travels: proofs are MACs over fresh nonces.
+type Challenge struct {
+	// Nonce is the switch's fresh random nonce, at most
+	// Limits.MaxStringBytes.
+	Nonce []byte
+	// Proof is the switch's MAC over the client's nonce (Hello.Token) and
+	// Nonce; the client checks it.
+	Proof []byte
+}
+
+// Response answers Challenge with the client's proof; the switch answers
+// Welcome or Error.
+type Response struct {
+	// Proof is the client's MAC over Challenge.Nonce, its own nonce and
+	// its session name, at most Limits.MaxStringBytes.
+	Proof []byte
+}
+
 // Event is an event as it travels (S1: control information, semantic
 // information, data). The root package converts between it and its own
 // Event.
@@ -287,6 +311,12 @@ func (*Bye) Kind() Kind { return KindBye }
 // Kind returns KindForward.
 func (*Forward) Kind() Kind { return KindForward }
 
+// Kind returns KindChallenge.
+func (*Challenge) Kind() Kind { return KindChallenge }
+
+// Kind returns KindResponse.
+func (*Response) Kind() Kind { return KindResponse }
+
 // newMessage returns a zero message of kind k, or nil for an unknown k.
 func newMessage(k Kind) Message {
 	switch k {
@@ -316,6 +346,10 @@ func newMessage(k Kind) Message {
 		return new(Bye)
 	case KindForward:
 		return new(Forward)
+	case KindChallenge:
+		return new(Challenge)
+	case KindResponse:
+		return new(Response)
 	}
 	return nil
 }

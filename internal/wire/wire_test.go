@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -144,6 +145,10 @@ func samples() []sample {
 		{"Forward/realistic", &Forward{Event: realisticEvent()}},
 		{"Forward/extreme", &Forward{Event: extremeEvent()}},
 		{"Forward/empty", &Forward{}},
+		{"Challenge/realistic", &Challenge{Nonce: bytes.Repeat([]byte{7}, 32), Proof: bytes.Repeat([]byte{0xfe}, 32)}},
+		{"Challenge/empty", &Challenge{}},
+		{"Response/realistic", &Response{Proof: bytes.Repeat([]byte{1}, 32)}},
+		{"Response/empty", &Response{}},
 	}
 }
 
@@ -398,7 +403,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"version 3", []byte{3, byte(KindBye)}, ErrVersion, "version 3, want 2"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
-		{"kind 14", newFrame(14), ErrMalformed, "unknown kind 14"},
+		{"kind 16", newFrame(16), ErrMalformed, "unknown kind 16"},
 		{"kind 255", newFrame(255).u(1), ErrMalformed, "unknown kind 255"},
 		{"trailing byte after Bye", newFrame(KindBye).raw(0), ErrMalformed, "wire: malformed Bye frame: end: 1 trailing bytes at offset 2"},
 		{"trailing byte after Ack", newFrame(KindAck).u(7).raw(0), ErrMalformed, "1 trailing bytes at offset 3"},
@@ -587,7 +592,7 @@ func TestShortFrameAllocatesLittle(t *testing.T) {
 }
 
 func TestKind(t *testing.T) {
-	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward"}
+	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -597,7 +602,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 14, 255} {
+	for _, k := range []Kind{0, 16, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))

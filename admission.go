@@ -1,0 +1,139 @@
+package sion
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/transport"
+)
+
+// Admission (S1 "security assurance unit"): in a place with a shared key
+// every session and shared link proves that it knows the key, and the
+// switch proves it too, by HMAC-SHA256 over fresh nonces — the key never
+// travels:
+//
+//	entity → switch  Hello{Token: nonce_e}
+//	switch → entity  Challenge{Nonce: nonce_s, Proof: MAC(key, "sion/switch", nonce_e, nonce_s)}
+//	entity → switch  Response{Proof: MAC(key, "sion/entity", nonce_s, nonce_e, name)}
+//	switch → entity  Welcome, or Error (ErrNotAdmitted)
+//
+// Then the place's Admit hook, if any, decides as for every session. With
+// mutual TLS (transport/tcp) the transport refuses entities without a
+// certificate the switch trusts, and the hook sees the certificate
+// (AdmissionRequest.TLS).
+
+const nonceBytes = 32
+
+func newNonce() []byte {
+	b := make([]byte, nonceBytes)
+	rand.Read(b)
+	return b
+}
+
+// proof is the MAC of role and parts, each length-prefixed.
+func proof(key []byte, role string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, key)
+	var n [4]byte
+	for _, p := range append([][]byte{[]byte(role)}, parts...) {
+		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// tlsState returns the TLS state of conn when its transport has one.
+func tlsState(conn transport.Conn) *tls.ConnectionState {
+	if c, ok := conn.(interface {
+		TLSConnectionState() (tls.ConnectionState, bool)
+	}); ok {
+		if st, ok := c.TLSConnectionState(); ok {
+			return &st
+		}
+	}
+	return nil
+}
+
+// clientHandshake opens a session (or a router's session) on the switch
+// at the other end of conn: hello, the shared-key challenge when the
+// place has one, welcome. key is the place's shared key as the entity
+// knows it (nil for none): an entity with a key refuses a switch that
+// cannot prove it knows the same key.
+func clientHandshake(ctx context.Context, conn transport.Conn, lim wire.Limits, hello *wire.Hello, key []byte) (*wire.Welcome, error) {
+	nonce := newNonce()
+	hello.Token = nonce
+	reply, err := exchange(ctx, conn, lim, hello)
+	if err != nil {
+		return nil, err
+	}
+	if ch, ok := reply.(*wire.Challenge); ok {
+		if key == nil {
+			return nil, fmt.Errorf("%w: the switch's place requires a shared key and none is configured", ErrNotAdmitted)
+		}
+		if !hmac.Equal(ch.Proof, proof(key, "sion/switch", nonce, ch.Nonce)) {
+			return nil, fmt.Errorf("%w: the switch could not prove it knows the place's shared key", ErrNotAdmitted)
+		}
+		reply, err = exchange(ctx, conn, lim, &wire.Response{Proof: proof(key, "sion/entity", ch.Nonce, nonce, []byte(hello.Session))})
+		if err != nil {
+			return nil, err
+		}
+	} else if key != nil {
+		if _, ok := reply.(*wire.Welcome); ok {
+			return nil, fmt.Errorf("%w: the switch did not ask for the place's shared key, so it cannot be trusted with it", ErrNotAdmitted)
+		}
+	}
+	w, ok := reply.(*wire.Welcome)
+	if !ok {
+		return nil, fmt.Errorf("%w: the switch answered hello with a %v frame", ErrProtocol, reply.Kind())
+	}
+	return w, nil
+}
+
+// exchange sends m and returns the answer; an Error frame becomes the
+// error it carries.
+func exchange(ctx context.Context, conn transport.Conn, lim wire.Limits, m wire.Message) (wire.Message, error) {
+	f, err := wire.EncodeLimits(nil, m, lim)
+	if err == nil {
+		err = conn.Send(ctx, f)
+	}
+	if err == nil {
+		f, err = conn.Recv(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	reply, err := wire.Decode(f, lim)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	if e, ok := reply.(*wire.Error); ok {
+		return nil, fromWireError(e)
+	}
+	return reply, nil
+}
+
+// challenge runs the switch's side of the shared-key challenge for hello
+// on conn; it returns an error wrapping ErrNotAdmitted when the entity's
+// proof is wrong or missing.
+func (sw *Switch) challenge(ctx context.Context, conn transport.Conn, lim wire.Limits, hello *wire.Hello) error {
+	key := sw.place.cfg.SharedKey
+	nonce := newNonce()
+	reply, err := exchange(ctx, conn, lim, &wire.Challenge{Nonce: nonce, Proof: proof(key, "sion/switch", hello.Token, nonce)})
+	if err != nil {
+		return fmt.Errorf("%w: no answer to the shared-key challenge: %w", ErrNotAdmitted, err)
+	}
+	r, ok := reply.(*wire.Response)
+	if !ok {
+		return fmt.Errorf("%w: the answer to the shared-key challenge is a %v frame", ErrNotAdmitted, reply.Kind())
+	}
+	if !hmac.Equal(r.Proof, proof(key, "sion/entity", nonce, hello.Token, []byte(hello.Session))) {
+		return fmt.Errorf("%w: session %q does not know the place's shared key", ErrNotAdmitted, hello.Session)
+	}
+	return nil
+}
