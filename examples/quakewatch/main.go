@@ -7,15 +7,14 @@
 //
 //	go run ./examples/quakewatch [-data FILE.geojson]
 //
-// The default feed is the week of 2023-04-07 bundled with the example (USGS,
-// public domain; see DATA.md). It ends with one line per subscriber:
+// The default feed is the week of 2023-04-07 bundled with the examples (USGS,
+// public domain; see ../internal/usgs/DATA.md). It ends with one line per subscriber:
 // "subscriber NAME received N events".
 package main
 
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,14 +23,9 @@ import (
 	"sync/atomic"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/examples/internal/usgs"
 	"github.com/sion-go/sion/ontology"
 )
-
-//go:embed hazards.json
-var hazards []byte
-
-//go:embed all_week_2023-04-07.geojson
-var week []byte
 
 // subscribers, in the order their lines are printed. Each is a session of
 // its own; the filters use the ontology: "anthropogenic" is the parent of
@@ -53,7 +47,7 @@ func main() {
 	data := flag.String("data", "", "USGS GeoJSON feed to read (default: the bundled week of 2023-04-07)")
 	flag.Parse()
 	log.SetFlags(0)
-	feed := week
+	feed := usgs.Week
 	if *data != "" {
 		b, err := os.ReadFile(*data)
 		if err != nil {
@@ -67,7 +61,7 @@ func main() {
 }
 
 func run(ctx context.Context, feed []byte) error {
-	ont, err := ontology.LoadJSON(bytes.NewReader(hazards), "hazards.json")
+	ont, err := ontology.LoadJSON(bytes.NewReader(usgs.Hazards), "hazards.json")
 	if err != nil {
 		return err
 	}
