@@ -57,7 +57,7 @@
 //     (PlaceConfig.ContractTimeout) refuses the subscription with
 //     ErrNotGranted and releases what was installed.
 //   - Control events: link requests, registers, releases, markers and
-//     acknowledgements travel as events of reserved "sion.link." types in
+//     acknowledgements travel as events of reserved "sion." types (ontology.RegisterType, …) in
 //     the same frames as data events, in order with them.
 //
 // # Delivery

@@ -176,8 +176,8 @@ func fakePeer(t *testing.T, n *network, addr string) <-chan *wire.Event {
 		recv() // hello
 		send(&wire.Welcome{Version: 1, Switch: "fake", Place: n.place.Name()})
 		recv() // link request
-		send(&wire.Forward{Event: wire.Event{Type: "sion.link.Accept", Attrs: []ontology.Attr{{Name: "switch", Value: ontology.String("fake")}}}})
-		send(&wire.Forward{Event: wire.Event{Type: "sion.link.Synced"}})
+		send(&wire.Forward{Event: wire.Event{Type: "sion.LinkAccept", Attrs: []ontology.Attr{{Name: "switch", Value: ontology.String("fake")}}}})
+		send(&wire.Forward{Event: wire.Event{Type: "sion.Synced"}})
 		for {
 			m := recv()
 			if m == nil {
@@ -203,15 +203,15 @@ func TestContractTimeoutRollsBack(t *testing.T) {
 			n.addrs = append(n.addrs, addr(1))
 			n.parent = append(n.parent, -1)
 			n.link(0, 1)
-			assert.Equal(t, "sion.link.Synced", (<-got).Type)
+			assert.Equal(t, "sion.Synced", (<-got).Type)
 
 			s := open(t, n.sws[0], "app")
 			_, err := s.Subscribe(context.Background(), `{type ⊑ Alarm}`)
 			require.ErrorIs(t, err, sion.ErrNotGranted)
 			assert.Contains(t, err.Error(), `"fake" has not acknowledged`)
 			reg, rel := <-got, <-got
-			assert.Equal(t, "sion.link.Register", reg.Type)
-			assert.Equal(t, "sion.link.Release", rel.Type, "rolled back")
+			assert.Equal(t, "sion.Register", reg.Type)
+			assert.Equal(t, "sion.Release", rel.Type, "rolled back")
 			assert.Empty(t, n.sws[0].Routes())
 			assert.Equal(t, 0, n.sws[0].Stats().Subscriptions)
 

@@ -21,13 +21,13 @@ import (
 // "One mechanism"), in Forward frames, in order with the data events. These are
 // consumed by the router at the other end of the link.
 const (
-	typeLinkRequest  = "sion.link.Request"  // switch, place, link: a shared-link establishment request (S1)
-	typeLinkAccept   = "sion.link.Accept"   // switch, place: the request is accepted
-	typeLinkRegister = "sion.link.Register" // key, filter, ttl: install a proxy filter; answered by Ack
-	typeLinkRelease  = "sion.link.Release"  // key: remove the proxy filter key
-	typeLinkMarker   = "sion.link.Marker"   // key, ttl: a barrier (Switch.Flush); answered by Ack
-	typeLinkAck      = "sion.link.Ack"      // key, error: a Register or Marker is done downstream (S2)
-	typeLinkSynced   = "sion.link.Synced"   // the sender's initial registers precede it
+	typeLinkRequest  = ontology.LinkRequestType // switch, place, link: a shared-link establishment request (S1)
+	typeLinkAccept   = ontology.LinkAcceptType  // switch, place: the request is accepted
+	typeLinkRegister = ontology.RegisterType    // key, filter, ttl: install a proxy filter; answered by Ack
+	typeLinkRelease  = ontology.ReleaseType     // key: remove the proxy filter key
+	typeLinkMarker   = ontology.MarkerType      // key, ttl: a barrier (Switch.Flush); answered by Ack
+	typeLinkAck      = ontology.AckType         // key, error: a Register or Marker is done downstream (S2)
+	typeLinkSynced   = ontology.SyncedType      // the sender's initial registers precede it
 )
 
 // Bounds of a router's outgoing queue for data events; control events are

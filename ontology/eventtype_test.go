@@ -126,7 +126,7 @@ func TestReserved(t *testing.T) {
 	require.Equal(t, NumReserved, o.NumTypes())
 	ctl := id(t, o, ControlType)
 	assert.Equal(t, 0, ctl)
-	for _, n := range []string{LinkRequestType, AdvertisementType, MarkerType, DiscoveryType} {
+	for _, n := range []string{LinkRequestType, AdvertisementType, MarkerType, DiscoveryType, LinkAcceptType, RegisterType, ReleaseType, AckType, SyncedType, ProbeType, ProbeReplyType, LeaveType} {
 		t.Run(n, func(t *testing.T) {
 			assert.True(t, o.IsA(id(t, o, n), ctl))
 		})

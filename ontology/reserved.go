@@ -21,6 +21,29 @@ const (
 	MarkerType = "sion.Marker"
 	// DiscoveryType is a discovery broadcast for event places (S1).
 	DiscoveryType = "sion.Discovery"
+	// LinkAcceptType accepts a shared-link request (S1).
+	LinkAcceptType = "sion.LinkAccept"
+	// RegisterType installs a proxy filter at a router's peer (S1 event
+	// path, reference counted); the peer acknowledges it (S2).
+	RegisterType = "sion.Register"
+	// ReleaseType removes a proxy filter a RegisterType installed.
+	ReleaseType = "sion.Release"
+	// AckType acknowledges a register or a marker once everything behind
+	// it is done (S2 contract).
+	AckType = "sion.Ack"
+	// SyncedType is the marker after a router's initial registers: its
+	// peer then has every filter the router's switch had.
+	SyncedType = "sion.Synced"
+	// ProbeType is an n-hop probe along shared links, restricted by a hop
+	// attribute (toward parents, toward children, all), that finds the
+	// switches a child can re-link to when its parent fails (S1).
+	ProbeType = "sion.Probe"
+	// ProbeReplyType answers a probe with the replying switch's name and
+	// addresses.
+	ProbeReplyType = "sion.ProbeReply"
+	// LeaveType tells a switch's neighbours that it leaves the place, and
+	// where its children re-link (S1 release and re-establishment).
+	LeaveType = "sion.Leave"
 )
 
 // reservedDefs are the built-in types, in ID order: ControlType is ID 0.
@@ -31,12 +54,20 @@ var reservedDefs = []TypeDef{
 	{Name: AdvertisementType, Parents: []string{ControlType}, Label: "advertisement"},
 	{Name: MarkerType, Parents: []string{ControlType}, Label: "in-band marker"},
 	{Name: DiscoveryType, Parents: []string{ControlType}, Label: "discovery"},
+	{Name: LinkAcceptType, Parents: []string{ControlType}, Label: "shared-link accept"},
+	{Name: RegisterType, Parents: []string{ControlType}, Label: "proxy filter register"},
+	{Name: ReleaseType, Parents: []string{ControlType}, Label: "proxy filter release"},
+	{Name: AckType, Parents: []string{ControlType}, Label: "acknowledgement"},
+	{Name: SyncedType, Parents: []string{MarkerType}, Label: "initial filters sent"},
+	{Name: ProbeType, Parents: []string{ControlType}, Label: "n-hop probe"},
+	{Name: ProbeReplyType, Parents: []string{ControlType}, Label: "probe reply"},
+	{Name: LeaveType, Parents: []string{ControlType}, Label: "leave"},
 }
 
 // NumReserved is the number of built-in types; they have IDs
 // 0..NumReserved-1 in every Ontology, and user types follow in the order
 // they were given to New.
-const NumReserved = 5
+const NumReserved = 13
 
 // IsReserved reports whether name begins with ReservedPrefix.
 func IsReserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }
