@@ -19,10 +19,27 @@ import (
 // LinkConfig configures a shared link that a switch requests (Switch.Link).
 // The zero value means the defaults.
 type LinkConfig struct {
-	// RetryMin and RetryMax bound the wait between attempts to re-establish
-	// the link after it fails; it doubles from RetryMin up to RetryMax.
-	// Defaults 50 ms and 2 s.
+	// RetryMin and RetryMax bound the wait between rounds of attempts to
+	// re-establish the link after it fails; it doubles from RetryMin up
+	// to RetryMax. Defaults 50 ms and 2 s.
 	RetryMin, RetryMax time.Duration
+	// HandshakeTimeout bounds each attempt to establish the link (dial,
+	// admission, request, filter exchange); default 10 s.
+	HandshakeTimeout time.Duration
+	// ProbeHops is how far, in links toward the root, the switch probes
+	// for alternative parents each time the link comes up and every
+	// ProbeInterval (S1 n-hop probe); when the parent fails it tries them,
+	// nearest first, after the parent itself. Default 3; 0 takes the
+	// default, a negative value disables probing.
+	ProbeHops int
+	// ProbeInterval is how often the probe is repeated while the link is
+	// up; default 10 s.
+	ProbeInterval time.Duration
+	// Merge allows a link to a switch of another event place (S1
+	// combination of places): events then spread over both places, whose
+	// switches must know the same event types. Without it, a request to
+	// another place is refused.
+	Merge bool
 }
 
 // LinkState is the state of a shared link.
@@ -65,10 +82,13 @@ type SharedLink struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the supervisor returns
 
-	mu  sync.Mutex
-	cur *router // mu; nil while down
-	ups int     // mu; establishments
-	err error   // mu; the last failure
+	mu      sync.Mutex
+	cur     *router       // mu; nil while down
+	ups     int           // mu; establishments
+	err     error         // mu; the last failure
+	alts    []ProbeResult // mu; ancestors found by the last probe, nearest first
+	next    string        // mu; where the parent told it to re-link (Leave)
+	release bool          // mu; the parent left and made this switch a root
 }
 
 // Link makes this switch's shared-link establishment request (S1) to the
@@ -90,8 +110,17 @@ type SharedLink struct {
 // or cancelled meanwhile is lost or left stale. Events published while it
 // is down do not cross it. Close ends it; Switch.Close does too.
 func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string, cfg LinkConfig) (*SharedLink, error) {
-	if cfg.RetryMin < 0 || cfg.RetryMax < 0 {
-		return nil, fmt.Errorf("%w: LinkConfig.RetryMin %v and RetryMax %v must not be negative", ErrInvalidConfig, cfg.RetryMin, cfg.RetryMax)
+	if cfg.RetryMin < 0 || cfg.RetryMax < 0 || cfg.HandshakeTimeout < 0 || cfg.ProbeInterval < 0 {
+		return nil, fmt.Errorf("%w: LinkConfig durations must not be negative (%+v)", ErrInvalidConfig, cfg)
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = handshakeTimeout
+	}
+	if cfg.ProbeHops == 0 {
+		cfg.ProbeHops = 3
+	}
+	if cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = 10 * time.Second
 	}
 	if cfg.RetryMin == 0 {
 		cfg.RetryMin = 50 * time.Millisecond
@@ -114,6 +143,7 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 		return nil, fmt.Errorf("%w: switch %q already has a parent link to %s; a switch makes at most one establishment request (S1 tree rule)", ErrLinkRefused, sw.cfg.Name, sw.parent.addr)
 	}
 	sw.parent = sl
+	sw.left = false
 	sw.mu.Unlock()
 	r, err := sl.connect(ctx)
 	if err != nil {
@@ -134,26 +164,33 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 // connect establishes the link once: hello, link request, accept, then
 // the exchange of filters.
 func (sl *SharedLink) connect(ctx context.Context) (*router, error) {
+	return sl.connectTo(ctx, sl.addr)
+}
+
+// connectTo establishes the link to addr once.
+func (sl *SharedLink) connectTo(ctx context.Context, addr string) (*router, error) {
 	sw := sl.sw
-	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, sl.cfg.HandshakeTimeout)
 	defer cancel()
 	stop := context.AfterFunc(sl.ctx, cancel)
 	defer stop()
-	conn, err := sl.tr.Dial(ctx, sl.addr)
+	conn, err := sl.tr.Dial(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, sl.addr, err)
+		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, addr, err)
 	}
 	lim := wire.DefaultLimits()
 	lim.MaxFrameBytes = conn.MaxFrameBytes()
 	fail := func(err error) (*router, error) {
 		conn.Close()
-		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, sl.addr, err)
+		return nil, fmt.Errorf("sion: link from %q to %s: %w", sw.cfg.Name, addr, err)
 	}
 	if _, err := clientHandshake(ctx, conn, lim, &wire.Hello{Version: protocolVersion, Session: sw.cfg.Name}, sw.place.cfg.SharedKey); err != nil {
 		return fail(err)
 	}
 	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
+		{Name: "addr", Value: ontology.String(sw.addr())},
 		{Name: "link", Value: ontology.Int(sl.id)},
+		{Name: "merge", Value: ontology.Bool(sl.cfg.Merge)},
 		{Name: "place", Value: ontology.String(sw.place.Name())},
 		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
 	}}})
@@ -183,32 +220,73 @@ func (sl *SharedLink) connect(ctx context.Context) (*router, error) {
 	sl.mu.Lock()
 	sl.cur = r
 	sl.ups++
+	if addr != sl.addr {
+		sw.log.Info("sion: re-linked to another parent", "switch", sw.cfg.Name, "parent", peer, "addr", addr, "was", sl.addr)
+		sl.addr = addr
+	}
 	sl.mu.Unlock()
-	sw.log.Info("sion: shared link up", "switch", sw.cfg.Name, "parent", peer, "addr", sl.addr)
+	sw.log.Info("sion: shared link up", "switch", sw.cfg.Name, "parent", peer, "addr", addr)
 	return r, nil
 }
 
-// supervise re-establishes the link whenever it fails, until Close.
+// supervise keeps the link up until Close: it probes for alternative
+// parents while the link is up, and when the link fails it tries the
+// parent again and then the alternatives, nearest first, in rounds with a
+// growing wait between them (S1 failure and n-hop probe). A Leave of the
+// parent moves it to the address the parent gave, or ends it.
 func (sl *SharedLink) supervise(r *router) {
+	sw := sl.sw
 	defer close(sl.done)
-	for {
-		select {
-		case <-r.finished:
-		case <-sl.ctx.Done():
-			r.close()
-			<-r.finished
-			return
+	defer func() {
+		sw.mu.Lock()
+		if sw.parent == sl && sl.released() {
+			sw.parent = nil
 		}
+		sw.mu.Unlock()
+	}()
+	for {
+		sl.watch(r)
 		err := r.linkErr()
 		sl.mu.Lock()
 		sl.cur, sl.err = nil, err
+		next, release := sl.next, sl.release
+		sl.next = ""
 		sl.mu.Unlock()
 		if sl.ctx.Err() != nil {
 			return
 		}
-		sl.sw.log.Warn("sion: shared link down, re-establishing", "switch", sl.sw.cfg.Name, "parent", r.peer, "err", err)
+		if release {
+			sw.log.Info("sion: parent left; this switch is a root now", "switch", sw.cfg.Name, "was", r.peer)
+			return
+		}
+		var candidates []string
+		if next != "" {
+			sw.log.Info("sion: parent left; re-linking where it said", "switch", sw.cfg.Name, "was", r.peer, "addr", next)
+			candidates = []string{next}
+		} else {
+			sw.log.Warn("sion: shared link down, re-establishing", "switch", sw.cfg.Name, "parent", r.peer, "err", err)
+		}
 		wait := sl.cfg.RetryMin
-		for {
+		for r = nil; r == nil; {
+			if len(candidates) == 0 {
+				candidates = sl.candidates()
+			}
+			for _, addr := range candidates {
+				var err error
+				if r, err = sl.connectTo(sl.ctx, addr); err == nil {
+					break
+				}
+				sl.mu.Lock()
+				sl.err = err
+				sl.mu.Unlock()
+				if sl.ctx.Err() != nil {
+					return
+				}
+			}
+			candidates = nil
+			if r != nil {
+				break
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -216,16 +294,101 @@ func (sl *SharedLink) supervise(r *router) {
 				t.Stop()
 				return
 			}
-			var err error
-			if r, err = sl.connect(sl.ctx); err == nil {
-				break
-			}
-			sl.mu.Lock()
-			sl.err = err
-			sl.mu.Unlock()
 			wait = min(2*wait, sl.cfg.RetryMax)
 		}
 	}
+}
+
+// watch probes for alternative parents now and every ProbeInterval until
+// r ends, or Close.
+func (sl *SharedLink) watch(r *router) {
+	tick := time.NewTicker(sl.cfg.ProbeInterval)
+	defer tick.Stop()
+	for {
+		if sl.cfg.ProbeHops > 0 {
+			ctx, cancel := context.WithTimeout(r.ctx, sl.cfg.HandshakeTimeout) // ends with the link
+			found, err := sl.sw.Probe(ctx, sl.cfg.ProbeHops, TowardParents)
+			cancel()
+			if err == nil {
+				sl.mu.Lock()
+				sl.alts = slices.DeleteFunc(found, func(p ProbeResult) bool { return p.Addr == "" || p.Switch == r.peer })
+				sl.mu.Unlock()
+			}
+		}
+		select {
+		case <-r.finished:
+			return
+		case <-sl.ctx.Done():
+			r.close()
+			<-r.finished
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// candidates returns the addresses to try, in order: the parent, then the
+// alternatives found by the last probe.
+func (sl *SharedLink) candidates() []string {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	out := []string{sl.addr}
+	for _, a := range sl.alts {
+		if !slices.Contains(out, a.Addr) {
+			out = append(out, a.Addr)
+		}
+	}
+	return out
+}
+
+// moveTo ends the current link because the parent leaves: the supervisor
+// re-links to addr, or, for "", makes this switch a root.
+func (sl *SharedLink) moveTo(addr string) {
+	sl.mu.Lock()
+	if addr == "" {
+		sl.release = true
+	} else {
+		sl.next = addr
+	}
+	cur := sl.cur
+	sl.mu.Unlock()
+	if cur != nil {
+		cur.close()
+	}
+}
+
+func (sl *SharedLink) released() bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.release
+}
+
+// target returns the parent's address while the link is up, else "".
+func (sl *SharedLink) target() string {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.cur == nil {
+		return ""
+	}
+	return sl.addr
+}
+
+// Alternatives returns the switches the last probe found that the link
+// would try, after its parent, should the parent fail: its ancestors
+// within LinkConfig.ProbeHops, nearest first.
+func (sl *SharedLink) Alternatives() []ProbeResult {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return slices.Clone(sl.alts)
+}
+
+// Parent returns the address of the switch the link goes to now (it
+// changes when the link re-forms at an alternative or a leaving parent
+// sends it elsewhere).
+func (sl *SharedLink) Parent() string {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.addr
 }
 
 // Close ends the link and stops re-establishing it; the switch may then
@@ -295,9 +458,18 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		refuse(codeProtocol, fmt.Errorf("%w: link request: %w", ErrProtocol, err))
 		return
 	}
+	addr, _ := c.str("addr")     // where the requester serves, "" if nowhere
+	absorb, _ := c.str("absorb") // an absorb request: link to this address
+	merge, _ := c.get("merge", ontology.KindBool)
+	sw.mu.RLock()
+	left := sw.left
+	sw.mu.RUnlock()
 	switch {
-	case place != sw.place.Name():
-		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is in place %q, the request came from place %q", ErrLinkRefused, sw.cfg.Name, sw.place.Name(), place))
+	case left && absorb == "":
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q has left place %q (suspended)", ErrLinkRefused, sw.cfg.Name, sw.place.Name()))
+		return
+	case place != sw.place.Name() && !(merge.IsValid() && merge.Bool()):
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is in place %q, the request came from place %q (LinkConfig.Merge combines places)", ErrLinkRefused, sw.cfg.Name, sw.place.Name(), place))
 		return
 	case peer == sw.cfg.Name:
 		refuse(codeLinkRefused, fmt.Errorf("%w: the requesting switch has this switch's name %q", ErrLinkRefused, peer))
@@ -309,6 +481,16 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 			refuse(codeNotAdmitted, fmt.Errorf("%w: shared link from switch %q in place %q: %w", ErrNotAdmitted, peer, place, err))
 			return
 		}
+	}
+	if absorb != "" {
+		if err := sw.absorbed(ctx, conn, peer, absorb); err != nil {
+			code := errorCode(err)
+			if code == codeInternal {
+				code = codeLinkRefused
+			}
+			refuse(code, fmt.Errorf("absorb into %q: %w", peer, err))
+		}
+		return
 	}
 	// Tree rule: one request per switch; a request of the same link
 	// (re-established after a failure this side has not noticed yet)
@@ -340,7 +522,7 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 	r.sendControl(typeLinkAccept,
 		ontology.Attr{Name: "place", Value: ontology.String(sw.place.Name())},
 		ontology.Attr{Name: "switch", Value: ontology.String(sw.cfg.Name)})
-	child := &childLink{id: id, r: r}
+	child := &childLink{id: id, r: r, addr: addr}
 	sw.mu.Lock()
 	if sw.closed {
 		sw.mu.Unlock()
@@ -361,8 +543,9 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 
 // childLink is a link another switch requested to this one.
 type childLink struct {
-	id int64
-	r  *router
+	id   int64
+	r    *router
+	addr string // where the child serves link requests, "" if nowhere
 }
 
 // probeTimeout bounds the wait for a link to answer a probe marker.

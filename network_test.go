@@ -41,6 +41,11 @@ type network struct {
 	addrs  []string
 	links  []*sion.SharedLink
 	parent []int
+	// linkCfg is what link uses; no probes by default, so that control
+	// message counts are exact.
+	linkCfg sion.LinkConfig
+	// prefix starts the switches' names ("sw" when empty).
+	prefix string
 }
 
 // newNetwork starts len(parent) switches over tr and links them; every
@@ -55,7 +60,8 @@ func newNetwork(t *testing.T, tr transport.Transport, addr func(int) string, cfg
 	}
 	place, err := sion.NewEventPlace(cfg)
 	require.NoError(t, err)
-	n := &network{t: t, tr: tr, place: place, parent: parent, links: make([]*sion.SharedLink, len(parent))}
+	n := &network{t: t, tr: tr, place: place, parent: parent, links: make([]*sion.SharedLink, len(parent)),
+		linkCfg: sion.LinkConfig{RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond, ProbeHops: -1}}
 	for i := range parent {
 		n.start(i, addr(i))
 	}
@@ -71,7 +77,11 @@ func newNetwork(t *testing.T, tr transport.Transport, addr func(int) string, cfg
 func (n *network) start(i int, addr string) {
 	t := n.t
 	t.Helper()
-	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: fmt.Sprintf("sw%d", i), Place: n.place})
+	prefix := n.prefix
+	if prefix == "" {
+		prefix = "sw"
+	}
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: fmt.Sprintf("%s%d", prefix, i), Place: n.place})
 	require.NoError(t, err)
 	l, err := n.tr.Listen(addr)
 	require.NoError(t, err)
@@ -93,7 +103,7 @@ func (n *network) link(child, parent int) {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sl, err := n.sws[child].Link(ctx, n.tr, n.addrs[parent], sion.LinkConfig{RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	sl, err := n.sws[child].Link(ctx, n.tr, n.addrs[parent], n.linkCfg)
 	require.NoError(n.t, err, "link sw%d to sw%d", child, parent)
 	n.links[child] = sl
 }

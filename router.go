@@ -410,6 +410,18 @@ func (r *router) control(w *wire.Event) error {
 			}
 			r.sendControl(typeLinkAck, ontology.Attr{Name: "key", Value: ontology.Int(int64(key))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
 		})
+	case ontology.ProbeType:
+		return r.handleProbe(c)
+	case ontology.ProbeReplyType:
+		return r.handleProbeReply(c)
+	case ontology.LeaveType:
+		to, err := c.str("parent")
+		if err != nil {
+			return err
+		}
+		if r.parent { // from a child it means nothing: the link just ends
+			r.sw.parentLeaves(to)
+		}
 	case typeLinkSynced:
 		select {
 		case <-r.synced:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,16 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	}
 	sw.serving = append(sw.serving, cancel)
+	addr := l.Addr().String()
+	sw.addrs = append(sw.addrs, addr)
 	sw.mu.Unlock()
+	defer func() {
+		sw.mu.Lock()
+		if i := slices.Index(sw.addrs, addr); i >= 0 {
+			sw.addrs = slices.Delete(sw.addrs, i, i+1)
+		}
+		sw.mu.Unlock()
+	}()
 
 	defer l.Close()
 	go func() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
 )
 
 // SwitchConfig configures a Switch.
@@ -27,6 +28,10 @@ type SwitchConfig struct {
 	// Logger receives the switch's log records (slow consumers, refused
 	// sessions); nil discards them.
 	Logger *slog.Logger
+	// Transport is what the switch dials with when another switch asks it
+	// to request a shared link (Switch.Absorb); nil means it cannot be
+	// absorbed.
+	Transport transport.Transport
 }
 
 // Switch is a semantic information switch (S1 SI-SW): sessions attach to
@@ -52,6 +57,8 @@ type Switch struct {
 	parent   *SharedLink              // mu; the link this switch requested (S1 tree rule: at most one)
 	children map[string]*childLink    // mu; links other switches requested, by their name
 	linkers  sync.WaitGroup           // supervisors of parent links
+	addrs    []string                 // mu; the addresses Serve listens on
+	left     bool                     // mu; Leave ran and no Link since: suspended
 
 	// routeMu orders the propagation of filters over shared links: a
 	// subscription's routeAdd/routeRemove and a new router's initial
@@ -60,6 +67,10 @@ type Switch struct {
 	routed  map[uint64]*Subscription // routeMu; subscriptions propagated
 	routers []*router                // routeMu; shared links connected
 	seen    seenIDs                  // events that crossed a link
+
+	nextProbe atomic.Uint64
+	probeMu   sync.Mutex
+	probes    map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
 
 	eventsIn, fires, deliveries, refused atomic.Uint64
 
@@ -88,6 +99,7 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		subs:     map[uint64]*Subscription{},
 		children: map[string]*childLink{},
 		routed:   map[uint64]*Subscription{},
+		probes:   map[uint64]chan probeReply{},
 	}
 	sw.pool.New = func() any { return new(publishScratch) }
 	return sw, nil

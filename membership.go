@@ -1,0 +1,373 @@
+package sion
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+)
+
+// SwitchState is a switch's membership state in its place's network (S1
+// "state transition of SI-SW"). Local sessions work in every state but
+// NonExistent.
+type SwitchState int
+
+const (
+	// Suspended: the switch belongs to no network of its place: it has
+	// no shared link and serves no listener, or it has left (Leave).
+	Suspended SwitchState = iota
+	// Active: the switch is a member of its place's network: it serves
+	// link requests or has a shared link.
+	Active
+	// NonExistent: the switch is closed.
+	NonExistent
+)
+
+// String returns the state's name.
+func (s SwitchState) String() string {
+	switch s {
+	case Suspended:
+		return "suspended"
+	case Active:
+		return "active"
+	case NonExistent:
+		return "non-existent"
+	}
+	return fmt.Sprintf("SwitchState(%d)", int(s))
+}
+
+// State returns the switch's membership state now.
+func (sw *Switch) State() SwitchState {
+	sw.mu.RLock()
+	closed, left, serving, parent := sw.closed, sw.left, len(sw.addrs) > 0, sw.parent != nil
+	sw.mu.RUnlock()
+	sw.routeMu.Lock()
+	linked := len(sw.routers) > 0
+	sw.routeMu.Unlock()
+	switch {
+	case closed:
+		return NonExistent
+	case left:
+		return Suspended
+	case serving || parent || linked:
+		return Active
+	}
+	return Suspended
+}
+
+// addr returns the first address the switch serves on, or "".
+func (sw *Switch) addr() string {
+	sw.mu.RLock()
+	defer sw.mu.RUnlock()
+	if len(sw.addrs) == 0 {
+		return ""
+	}
+	return sw.addrs[0]
+}
+
+// HopDirection restricts which shared links an n-hop probe follows (S1
+// hop attribute).
+type HopDirection int
+
+const (
+	// TowardParents follows only links to the switch's parent: the probe
+	// reaches its ancestors.
+	TowardParents HopDirection = iota
+	// TowardChildren follows only links to children.
+	TowardChildren
+	// AllDirections follows every link.
+	AllDirections
+)
+
+// ProbeResult is one switch that answered a probe.
+type ProbeResult struct {
+	// Switch is its name and Addr the address it serves link requests
+	// on ("" if it serves none: it cannot be linked to).
+	Switch, Addr string
+	// Hops is its distance from the prober, in shared links.
+	Hops int
+}
+
+type probeReply struct {
+	res  ProbeResult
+	end  bool // the probe went no further from the replying switch
+	path []string
+}
+
+// Probe sends an n-hop probe along the switch's shared links in the given
+// direction (S1: each switch learns the alternatives it can re-link to
+// should its parent fail) and returns the switches that answered within
+// hops links, nearest first. TowardParents, it returns once the last
+// ancestor within hops has answered; in the other directions it waits
+// until ctx ends. It returns what arrived, and ctx's error only if
+// nothing did.
+// Cost: one control event per link crossed each way.
+func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]ProbeResult, error) {
+	if hops < 1 || dir < TowardParents || dir > AllDirections {
+		return nil, fmt.Errorf("%w: probe of %d hops in direction %d", ErrInvalidConfig, hops, dir)
+	}
+	id := sw.nextProbe.Add(1)
+	ch := make(chan probeReply, 64)
+	sw.probeMu.Lock()
+	sw.probes[id] = ch
+	sw.probeMu.Unlock()
+	defer func() {
+		sw.probeMu.Lock()
+		delete(sw.probes, id)
+		sw.probeMu.Unlock()
+	}()
+	sent := sw.forwardProbe(nil, id, []string{sw.cfg.Name}, hops, dir)
+	var out []ProbeResult
+	seen := map[string]bool{}
+	for done := sent == 0; !done; {
+		select {
+		case r := <-ch:
+			if !seen[r.res.Switch] {
+				seen[r.res.Switch] = true
+				out = append(out, r.res)
+			}
+			done = dir == TowardParents && r.end
+		case <-ctx.Done():
+			if len(out) == 0 {
+				return nil, ctx.Err()
+			}
+			done = true
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ProbeResult) int { return cmp.Compare(a.Hops, b.Hops) })
+	return out, nil
+}
+
+// forwardProbe sends probe id with path on the switch's links in dir,
+// except on from; it returns how many it sent.
+func (sw *Switch) forwardProbe(from *router, id uint64, path []string, hops int, dir HopDirection) int {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	n := 0
+	for _, r := range routers {
+		if r == from || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
+			continue
+		}
+		r.sendControl(ontology.ProbeType,
+			ontology.Attr{Name: "dir", Value: ontology.Int(int64(dir))},
+			ontology.Attr{Name: "hops", Value: ontology.Int(int64(hops))},
+			ontology.Attr{Name: "id", Value: ontology.Int(int64(id & 0x7fffffff))},
+			ontology.Attr{Name: "path", Value: ontology.String(strings.Join(path, "\n"))})
+		n++
+	}
+	return n
+}
+
+// handleProbe answers a probe that arrived on r and passes it on.
+func (r *router) handleProbe(c controlAttrs) error {
+	id, err1 := c.uint("id")
+	hops, err2 := c.int("hops")
+	dir, err3 := c.int("dir")
+	p, err4 := c.str("path")
+	if err := firstErr(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	path := strings.Split(p, "\n")
+	if slices.Contains(path, r.sw.cfg.Name) { // a loop: do not answer twice
+		return nil
+	}
+	sent := 0
+	if hops > 1 {
+		sent = r.sw.forwardProbe(r, id, append(path, r.sw.cfg.Name), int(hops)-1, HopDirection(dir))
+	}
+	r.sendControl(ontology.ProbeReplyType,
+		ontology.Attr{Name: "addr", Value: ontology.String(r.sw.addr())},
+		ontology.Attr{Name: "end", Value: ontology.Bool(sent == 0)},
+		ontology.Attr{Name: "hops", Value: ontology.Int(int64(len(path)))},
+		ontology.Attr{Name: "id", Value: ontology.Int(int64(id))},
+		ontology.Attr{Name: "path", Value: ontology.String(p)},
+		ontology.Attr{Name: "switch", Value: ontology.String(r.sw.cfg.Name)})
+	return nil
+}
+
+// handleProbeReply hands a reply to the waiting Probe, or relays it one
+// link back along its path.
+func (r *router) handleProbeReply(c controlAttrs) error {
+	id, err1 := c.uint("id")
+	hops, err2 := c.int("hops")
+	p, err3 := c.str("path")
+	name, err4 := c.str("switch")
+	addr, err5 := c.str("addr")
+	end, err6 := c.get("end", ontology.KindBool)
+	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	path := strings.Split(p, "\n")
+	sw := r.sw
+	if path[0] == sw.cfg.Name {
+		sw.probeMu.Lock()
+		ch := sw.probes[id]
+		sw.probeMu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- probeReply{res: ProbeResult{Switch: name, Addr: addr, Hops: int(hops)}, end: end.Bool(), path: path}:
+			default: // the prober has more answers than it can use
+			}
+		}
+		return nil
+	}
+	i := slices.Index(path, sw.cfg.Name)
+	if i < 1 {
+		return nil // not on the path: drop
+	}
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	for _, back := range routers {
+		if back.peer == path[i-1] {
+			back.sendControl(ontology.ProbeReplyType, c...)
+			break
+		}
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Leave takes the switch out of its place's network (S1 release and
+// re-establishment of shared links): it tells its children to link to its
+// parent — or, when it has none, elects one child (the first by name that
+// serves an address) as the new root and tells the others to link to it —
+// waits until they have let go, releases its own link, and becomes
+// Suspended: it refuses link requests until its next Link. Events
+// published while the links re-form do not cross the gap. Local sessions
+// keep working. It returns ctx's error if the children have not let go
+// when ctx ends (their links are then closed).
+func (sw *Switch) Leave(ctx context.Context) error {
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
+		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.left = true
+	parent := sw.parent
+	kids := make([]*childLink, 0, len(sw.children))
+	for _, c := range sw.children {
+		kids = append(kids, c)
+	}
+	sw.mu.Unlock()
+	slices.SortFunc(kids, func(a, b *childLink) int { return cmp.Compare(a.r.peer, b.r.peer) })
+
+	target := ""
+	if parent != nil {
+		target = parent.target()
+	}
+	var elected *childLink
+	if target == "" {
+		for _, c := range kids {
+			if c.addr != "" {
+				elected = c
+				break
+			}
+		}
+	}
+	if elected != nil {
+		target = elected.addr
+		elected.r.sendControl(ontology.LeaveType, ontology.Attr{Name: "parent", Value: ontology.String("")})
+	}
+	for _, c := range kids {
+		if c != elected {
+			c.r.sendControl(ontology.LeaveType, ontology.Attr{Name: "parent", Value: ontology.String(target)})
+		}
+	}
+	var err error
+	for _, c := range kids {
+		select {
+		case <-c.r.finished:
+		case <-ctx.Done():
+			err = ctx.Err()
+			c.r.close()
+			<-c.r.finished
+		}
+	}
+	if parent != nil {
+		parent.Close()
+	}
+	sw.log.Info("sion: switch left its place", "switch", sw.cfg.Name, "place", sw.place.Name(), "children", len(kids), "new parent", target)
+	return err
+}
+
+// parentLeaves handles the parent's Leave: re-link to addr, or become a
+// root when addr is "".
+func (sw *Switch) parentLeaves(addr string) {
+	sw.mu.RLock()
+	sl := sw.parent
+	sw.mu.RUnlock()
+	if sl != nil {
+		sl.moveTo(addr)
+	}
+}
+
+// Absorb asks the switch serving at addr over tr, which must have no
+// parent link, to request a shared link to this switch (S1 absorption:
+// the place takes a switch in). It returns once that link is up. The
+// other switch needs SwitchConfig.Transport to dial back, and this switch
+// must serve an address. Errors wrap ErrLinkRefused (the other switch
+// has a parent, cannot dial, or another place) or ErrNotAdmitted.
+func (sw *Switch) Absorb(ctx context.Context, tr transport.Transport, addr string) error {
+	self := sw.addr()
+	if self == "" {
+		return fmt.Errorf("%w: switch %q serves no address to be linked to", ErrInvalidConfig, sw.cfg.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	conn, err := tr.Dial(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("sion: absorb %s: %w", addr, err)
+	}
+	defer conn.Close()
+	lim := wire.DefaultLimits()
+	lim.MaxFrameBytes = conn.MaxFrameBytes()
+	if _, err := clientHandshake(ctx, conn, lim, &wire.Hello{Version: protocolVersion, Session: sw.cfg.Name}, sw.place.cfg.SharedKey); err != nil {
+		return fmt.Errorf("sion: absorb %s: %w", addr, err)
+	}
+	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
+		{Name: "absorb", Value: ontology.String(self)},
+		{Name: "link", Value: ontology.Int(0)},
+		{Name: "place", Value: ontology.String(sw.place.Name())},
+		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
+	}}})
+	if err != nil {
+		return fmt.Errorf("sion: absorb %s: %w", addr, err)
+	}
+	if fw, ok := reply.(*wire.Forward); !ok || fw.Event.Type != typeLinkAccept {
+		return fmt.Errorf("%w: absorb %s: the switch answered with a %v frame", ErrProtocol, addr, reply.Kind())
+	}
+	return nil
+}
+
+// absorbed serves an absorb request: this switch requests a link to the
+// absorbing switch at addr.
+func (sw *Switch) absorbed(ctx context.Context, conn transport.Conn, peer, addr string) error {
+	if sw.cfg.Transport == nil {
+		return fmt.Errorf("%w: switch %q has no SwitchConfig.Transport to link to %q with", ErrLinkRefused, sw.cfg.Name, peer)
+	}
+	if _, err := sw.Link(ctx, sw.cfg.Transport, addr, LinkConfig{}); err != nil {
+		return err
+	}
+	f, err := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: typeLinkAccept, Attrs: []ontology.Attr{
+		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
+	}}})
+	if err == nil {
+		err = conn.Send(ctx, f)
+	}
+	return err
+}
