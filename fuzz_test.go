@@ -85,3 +85,75 @@ func FuzzLinkFrames(f *testing.F) {
 		require.Equal(t, 1, count(sub))
 	})
 }
+
+// FuzzSharedLinkFrames sends what its input holds, cut into frames, over
+// a shared link to a serving switch after a valid link handshake: the
+// switch must not panic or hang, must answer a marker or close that link,
+// and must keep its other links working.
+//
+//	go test -run=^$ -fuzz=FuzzSharedLinkFrames -fuzztime=1m .
+func FuzzSharedLinkFrames(f *testing.F) {
+	ctl := func(typ string, kv ...any) wire.Message {
+		return &wire.Forward{Event: wire.Event{Type: typ, Attrs: attrs(kv...)}}
+	}
+	seeds := []wire.Message{
+		ctl(ontology.RegisterType, "filter", "{type ⊑ Alarm}", "key", 1, "ttl", 2),
+		ctl(ontology.RegisterType, "filter", "{xpath(/t:x)}", "key", 2, "ttl", 0),
+		ctl(ontology.ReleaseType, "key", 1),
+		ctl(ontology.MarkerType, "key", 3, "ttl", 5),
+		ctl(ontology.AckType, "key", 1, "error", ""),
+		ctl(ontology.ProbeType, "dir", 2, "hops", 3, "id", 4, "path", "a\nb"),
+		ctl(ontology.ProbeReplyType, "addr", "x", "end", true, "hops", 1, "id", 4, "path", "fuzz", "switch", "s"),
+		ctl(ontology.LeaveType, "parent", "nowhere"),
+		ctl(ontology.SyncedType),
+		&wire.Forward{Event: wire.Event{ID: [16]byte{9}, Type: "Alarm", TTL: 2}},
+		&wire.Forward{Event: wire.Event{ID: [16]byte{8}, Type: "Reading", Attrs: attrs("n", 1.5), TTL: -1}},
+		&wire.Bye{},
+	}
+	for _, m := range seeds {
+		b, err := wire.Encode(nil, m)
+		require.NoError(f, err)
+		f.Add(append([]byte{byte(len(b))}, b...))
+	}
+	f.Add([]byte{3, 0xff, 0xff, 0xff})
+
+	n := newFuzzNetwork(f)
+	ctx := context.Background()
+	sub := subscribe(f, open(f, n.sws[1], "app"), `{type ⊑ Reading; n == 42}`)
+	pub := open(f, n.sws[0], "pub")
+	marker, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.MarkerType, Attrs: attrs("key", 1<<30, "ttl", 0)}})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l := dialRawLink(t, n, 0, "fuzz")
+		for len(data) > 0 { // frames: a length byte, then that many bytes
+			k := min(int(data[0]), len(data)-1)
+			if l.conn.Send(l.ctx, data[1:1+k]) != nil {
+				break
+			}
+			data = data[1+k:]
+		}
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if l.conn.Send(tctx, marker) == nil {
+			for {
+				f, err := l.conn.Recv(tctx)
+				require.NotErrorIs(t, err, context.DeadlineExceeded, "the switch neither answered the marker nor closed the link")
+				if err != nil {
+					break
+				}
+				if m, err := wire.Decode(f, wire.DefaultLimits()); err == nil {
+					if fw, ok := m.(*wire.Forward); ok && fw.Event.Type == ontology.AckType {
+						if v, ok := controlValue(fw.Event.Attrs, "key"); ok && v.Int() == 1<<30 {
+							break
+						}
+					}
+				}
+			}
+		}
+		l.conn.Close()
+		require.Eventually(t, func() bool { return len(n.sws[0].Links()) == 1 }, 10*time.Second, time.Millisecond)
+		// The real link works as before.
+		publish(t, pub, reading(42))
+		require.NoError(t, n.sws[0].Flush(ctx))
+		require.Equal(t, 1, count(sub))
+	})
+}

@@ -34,7 +34,7 @@ var transports = []struct {
 // address, linked into a tree: parent[i] is the switch that switch i
 // requested its link to (-1 for the root).
 type network struct {
-	t      *testing.T
+	t      testing.TB
 	tr     transport.Transport
 	place  *sion.EventPlace
 	sws    []*sion.Switch
@@ -48,9 +48,16 @@ type network struct {
 	prefix string
 }
 
+// newFuzzNetwork is two linked switches over mem for a fuzz target.
+func newFuzzNetwork(f *testing.F) *network {
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(f, err)
+	return newNetwork(f, tr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{}, []int{-1, 0})
+}
+
 // newNetwork starts len(parent) switches over tr and links them; every
 // switch closes at cleanup, and its Serve returns.
-func newNetwork(t *testing.T, tr transport.Transport, addr func(int) string, cfg sion.PlaceConfig, parent []int) *network {
+func newNetwork(t testing.TB, tr transport.Transport, addr func(int) string, cfg sion.PlaceConfig, parent []int) *network {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "net"
