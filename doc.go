@@ -56,6 +56,17 @@
 //     it and hearing back from the links it propagated it on. A timeout
 //     (PlaceConfig.ContractTimeout) refuses the subscription with
 //     ErrNotGranted and releases what was installed.
+//   - Membership (S1): a switch is Suspended until it serves or links,
+//     Active while it does, NonExistent once closed. Each child probes
+//     its ancestors (Probe, n hops toward parents) and re-links to the
+//     nearest that answers when its parent fails; a leaving switch
+//     (Leave) tells its children to link to its parent, or elects one as
+//     the new root. Absorb, LinkConfig.Merge and SharedLink.Close absorb
+//     a switch, combine places and split them.
+//   - Admission (S1 security assurance unit): the place's Admit hook
+//     decides on every session and link; with PlaceConfig.SharedKey an
+//     entity must also prove it knows the key (HMAC-SHA256 challenge and
+//     response over fresh nonces; the switch proves it too).
 //   - Control events: link requests, registers, releases, markers and
 //     acknowledgements travel as events of reserved "sion." types (ontology.RegisterType, …) in
 //     the same frames as data events, in order with them.

@@ -124,6 +124,7 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 	sent := sw.forwardProbe(nil, id, []string{sw.cfg.Name}, hops, dir)
 	var out []ProbeResult
 	seen := map[string]bool{}
+	ends := 0
 	for done := sent == 0; !done; {
 		select {
 		case r := <-ch:
@@ -131,7 +132,13 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 				seen[r.res.Switch] = true
 				out = append(out, r.res)
 			}
-			done = dir == TowardParents && r.end
+			// Replies may overtake one another on the way back: the
+			// chain is complete when its end and every nearer switch
+			// have answered.
+			if r.end {
+				ends = max(ends, r.res.Hops)
+			}
+			done = dir == TowardParents && ends > 0 && len(out) >= ends
 		case <-ctx.Done():
 			if len(out) == 0 {
 				return nil, ctx.Err()
@@ -177,18 +184,31 @@ func (r *router) handleProbe(c controlAttrs) error {
 	if slices.Contains(path, r.sw.cfg.Name) { // a loop: do not answer twice
 		return nil
 	}
-	sent := 0
-	if hops > 1 {
-		sent = r.sw.forwardProbe(r, id, append(path, r.sw.cfg.Name), int(hops)-1, HopDirection(dir))
-	}
+	further := hops > 1 && r.sw.probeLinks(r, HopDirection(dir)) > 0
 	r.sendControl(ontology.ProbeReplyType,
 		ontology.Attr{Name: "addr", Value: ontology.String(r.sw.addr())},
-		ontology.Attr{Name: "end", Value: ontology.Bool(sent == 0)},
+		ontology.Attr{Name: "end", Value: ontology.Bool(!further)},
 		ontology.Attr{Name: "hops", Value: ontology.Int(int64(len(path)))},
 		ontology.Attr{Name: "id", Value: ontology.Int(int64(id))},
 		ontology.Attr{Name: "path", Value: ontology.String(p)},
 		ontology.Attr{Name: "switch", Value: ontology.String(r.sw.cfg.Name)})
+	if further {
+		r.sw.forwardProbe(r, id, append(path, r.sw.cfg.Name), int(hops)-1, HopDirection(dir))
+	}
 	return nil
+}
+
+// probeLinks counts the links a probe in dir would go on, except from.
+func (sw *Switch) probeLinks(from *router, dir HopDirection) int {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	n := 0
+	for _, r := range sw.routers {
+		if r != from && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
+			n++
+		}
+	}
+	return n
 }
 
 // handleProbeReply hands a reply to the waiting Probe, or relays it one

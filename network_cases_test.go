@@ -143,7 +143,7 @@ func TestSubscriptionContract(t *testing.T) {
 // fakePeer accepts one link on l and answers its handshake, then reads
 // frames and hands them to got without acknowledging anything: a switch
 // that never installs what it is sent.
-func fakePeer(t *testing.T, n *network, addr string) <-chan *wire.Event {
+func fakePeer(t *testing.T, n *network, addr string) (<-chan *wire.Event, string) {
 	l, err := n.tr.Listen(addr)
 	require.NoError(t, err)
 	got := make(chan *wire.Event, 100)
@@ -188,7 +188,7 @@ func fakePeer(t *testing.T, n *network, addr string) <-chan *wire.Event {
 			}
 		}
 	}()
-	return got
+	return got, l.Addr().String()
 }
 
 // TestContractTimeoutRollsBack: a switch in scope that never acknowledges
@@ -199,8 +199,8 @@ func TestContractTimeoutRollsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, addr := tc.make(t)
 			n := newNetwork(t, tr, addr, sion.PlaceConfig{ContractTimeout: 100 * time.Millisecond}, []int{-1})
-			got := fakePeer(t, n, addr(1))
-			n.addrs = append(n.addrs, addr(1))
+			got, at := fakePeer(t, n, addr(1))
+			n.addrs = append(n.addrs, at)
 			n.parent = append(n.parent, -1)
 			n.link(0, 1)
 			assert.Equal(t, "sion.Synced", (<-got).Type)

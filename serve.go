@@ -45,6 +45,8 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	}
 	sw.serving = append(sw.serving, cancel)
+	sw.servers.Add(1)
+	defer sw.servers.Done() // last: Close waits until the listener is closed
 	addr := l.Addr().String()
 	sw.addrs = append(sw.addrs, addr)
 	sw.mu.Unlock()

@@ -54,6 +54,7 @@ type Switch struct {
 	closed   bool                     // mu
 	serving  []context.CancelFunc     // mu; of Serve calls
 	conns    sync.WaitGroup           // connections Serve accepted
+	servers  sync.WaitGroup           // Serve calls
 	parent   *SharedLink              // mu; the link this switch requested (S1 tree rule: at most one)
 	children map[string]*childLink    // mu; links other switches requested, by their name
 	linkers  sync.WaitGroup           // supervisors of parent links
@@ -405,9 +406,10 @@ func (sw *Switch) Drain(ctx context.Context) error {
 	return sw.Close()
 }
 
-// Close stops every Serve call, closes every session (remote ones with
-// their connections), waits for their goroutines to return and refuses
-// new sessions with ErrClosed. It is idempotent.
+// Close ends the switch's shared links, stops every Serve call (their
+// listeners are closed when it returns), closes every session (remote
+// ones with their connections), waits for their goroutines to return and
+// refuses new sessions with ErrClosed. It is idempotent.
 func (sw *Switch) Close() error {
 	sw.mu.Lock()
 	sw.closed = true
@@ -422,6 +424,7 @@ func (sw *Switch) Close() error {
 	for _, stop := range serving {
 		stop()
 	}
+	sw.servers.Wait()
 	sw.conns.Wait()
 	for _, s := range sw.sessionList() {
 		s.Close()
