@@ -3,7 +3,11 @@ package sion_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/internal/testcert"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/tcp"
 )
 
 // logBuffer is a slog destination tests read.
@@ -134,4 +140,86 @@ func TestSharedKeyAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMutualTLSAdmission: over transport/tcp with mutual TLS, entities
+// without a certificate the place trusts cannot connect at all, and the
+// admission hook decides by the verified certificate for sessions and
+// links alike.
+func TestMutualTLSAdmission(t *testing.T) {
+	ctx := context.Background()
+	certs := testcert.New(t)
+	transportFor := func(cfg *tls.Config) transport.Transport {
+		tr, err := tcp.New(tcp.Config{TLS: cfg})
+		require.NoError(t, err)
+		return tr
+	}
+	var mu sync.Mutex
+	var seen []string
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "tls", Ontology: ont1(t), Admit: func(_ context.Context, r sion.AdmissionRequest) error {
+		if r.Remote == nil {
+			return nil // a local session: inside the process
+		}
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			return errors.New("no verified certificate")
+		}
+		cn := r.TLS.PeerCertificates[0].Subject.CommonName
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s link=%v", cn, r.Link))
+		mu.Unlock()
+		if cn == "mallory" {
+			return errors.New("certificate of mallory is revoked")
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	logs := &logBuffer{}
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw0", Place: place, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	tlsLogs := &logBuffer{}
+	serverTr, err := tcp.New(tcp.Config{TLS: certs.PeerTLS("sw0"), Logger: slog.New(slog.NewTextHandler(tlsLogs, nil))})
+	require.NoError(t, err)
+	l, err := serverTr.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- sw.Serve(ctx, l) }()
+	defer func() {
+		require.NoError(t, sw.Close())
+		require.NoError(t, <-served)
+	}()
+	at := l.Addr().String()
+
+	alice, err := sion.Dial(ctx, transportFor(certs.ClientTLS("alice")), at, sion.SessionConfig{Name: "alice"})
+	require.NoError(t, err)
+	defer alice.Close()
+	sub := subscribe(t, alice, `{type ⊑ Alarm}`)
+
+	_, err = sion.Dial(ctx, transportFor(certs.ClientTLS("mallory")), at, sion.SessionConfig{Name: "innocent"})
+	require.ErrorIs(t, err, sion.ErrNotAdmitted, "the hook refuses by certificate, whatever name the session gives")
+	assert.Contains(t, err.Error(), "revoked")
+
+	_, err = sion.Dial(ctx, transportFor(certs.ClientTLSNoCert()), at, sion.SessionConfig{Name: "anonymous"})
+	require.Error(t, err, "no client certificate: the TLS handshake fails")
+	require.Eventually(t, func() bool { return strings.Contains(tlsLogs.String(), "refused in its handshake") }, 10*time.Second, time.Millisecond,
+		"the transport logs the refusal")
+	foreign := certs.ClientTLSNoCert()
+	foreign.Certificates = []tls.Certificate{certs.Foreign().ClientCert("alice")}
+	_, err = sion.Dial(ctx, transportFor(foreign), at, sion.SessionConfig{Name: "alice"})
+	require.Error(t, err, "a certificate from another CA: the TLS handshake fails")
+
+	// A switch with a certificate of the place links; the hook saw it.
+	sw1, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
+	require.NoError(t, err)
+	defer sw1.Close()
+	_, err = sw1.Link(ctx, transportFor(certs.PeerTLS("sw1")), at, sion.LinkConfig{ProbeHops: -1})
+	require.NoError(t, err)
+	publish(t, open(t, sw1, "pub"), &sion.Event{Type: "Alarm"})
+	require.NoError(t, sw1.Flush(ctx))
+	require.NoError(t, alice.Sync(ctx))
+	assert.Equal(t, 1, count(sub))
+
+	mu.Lock()
+	assert.Equal(t, []string{"alice link=false", "mallory link=false", "sw1 link=false", "sw1 link=true"}, seen)
+	mu.Unlock()
+	assert.Contains(t, logs.String(), "revoked", "the refusal is logged")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/sion-go/sion/ontology"
@@ -94,6 +95,9 @@ type AdmissionRequest struct {
 	Place   string // the place's name
 	Switch  string // the switch the session opens on
 	Session string // the session's name, as its SessionConfig gives it; for a link, the requesting switch's name
+	// Remote is the address of the entity's end of the connection for a
+	// remote session or a link; nil for a local session (Switch.Open).
+	Remote net.Addr
 	// TLS is the connection's TLS state for a remote session or link over
 	// a TLS transport (transport/tcp with Config.TLS): with mutual TLS,
 	// TLS.PeerCertificates[0] is the entity's verified certificate. Nil

@@ -16,8 +16,9 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// LinkConfig configures a shared link that a switch requests (Switch.Link).
-// The zero value means the defaults.
+// LinkConfig configures a shared link that a switch requests (Switch.Link;
+// S1 shared link, release and re-establishment). The zero value means the
+// defaults.
 type LinkConfig struct {
 	// RetryMin and RetryMax bound the wait between rounds of attempts to
 	// re-establish the link after it fails; it doubles from RetryMin up
@@ -42,7 +43,7 @@ type LinkConfig struct {
 	Merge bool
 }
 
-// LinkState is the state of a shared link.
+// LinkState is the state of a shared link (S1 shared-link control).
 type LinkState int
 
 const (
@@ -406,7 +407,8 @@ func (sl *SharedLink) Close() error {
 }
 
 // State returns the link's state now, and the error of its last failure
-// (nil if it never failed).
+// (nil if it never failed). Safe for concurrent use, like every method of
+// SharedLink.
 func (sl *SharedLink) State() (LinkState, error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
@@ -476,7 +478,7 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		return
 	}
 	if admit := sw.place.cfg.Admit; admit != nil {
-		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: peer, Link: true, TLS: tlsState(conn)}
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: peer, Link: true, Remote: conn.RemoteAddr(), TLS: tlsState(conn)}
 		if err := admit(ctx, req); err != nil {
 			refuse(codeNotAdmitted, fmt.Errorf("%w: shared link from switch %q in place %q: %w", ErrNotAdmitted, peer, place, err))
 			return
@@ -577,7 +579,8 @@ func (sl *SharedLink) peer() string {
 	return sl.cur.peer
 }
 
-// LinkInfo describes one shared link of a switch (see Switch.Links).
+// LinkInfo describes one shared link of a switch (see Switch.Links): a
+// snapshot of its router's counters (S1 SI-R).
 type LinkInfo struct {
 	// Peer is the other switch's name; Parent reports whether it is this
 	// switch's parent (this switch requested the link).
@@ -635,7 +638,8 @@ func (sw *Switch) Links() []LinkInfo {
 }
 
 // RouteInfo is one key a switch has propagated over a shared link (see
-// Switch.Routes).
+// Switch.Routes): S1's event path with its reference count, and whether
+// the S2 acknowledgement has arrived.
 type RouteInfo struct {
 	// Peer is the switch the key is registered at.
 	Peer string

@@ -140,6 +140,29 @@ func TestSubscriptionContract(t *testing.T) {
 	})
 }
 
+// TestSubscriptionContractRemote: the contract holds for a remote
+// session too (Dial to the far switch): Subscribe's round trip returns
+// once the filter is active everywhere.
+func TestSubscriptionContractRemote(t *testing.T) {
+	overTransports(t, sion.PlaceConfig{}, line(4), func(t *testing.T, n *network) {
+		ctx := context.Background()
+		s, err := sion.Dial(ctx, n.tr, n.addrs[3], sion.SessionConfig{Name: "far"})
+		require.NoError(t, err)
+		defer s.Close()
+		pub := open(t, n.sws[0], "pub")
+		for k := range 200 {
+			sub := subscribe(t, s, fmt.Sprintf(`{type ⊑ Reading; n == %d}`, k))
+			publish(t, pub, &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			d, err := sub.Next(wctx)
+			cancel()
+			require.NoError(t, err, "try %d", k)
+			require.Equal(t, int64(k), must(d.Event.Value("n")).Int())
+			require.NoError(t, sub.Cancel())
+		}
+	})
+}
+
 // fakePeer accepts one link on l and answers its handshake, then reads
 // frames and hands them to got without acknowledging anything: a switch
 // that never installs what it is sent.
@@ -277,6 +300,8 @@ func TestLinkAdmission(t *testing.T) {
 			var mu sync.Mutex
 			var asked []sion.AdmissionRequest
 			n := newNetwork(t, tr, addr, sion.PlaceConfig{Admit: func(_ context.Context, r sion.AdmissionRequest) error {
+				assert.NotNil(t, r.Remote, "a remote entity's address")
+				r.Remote = nil
 				mu.Lock()
 				asked = append(asked, r)
 				mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/mem"
+	"github.com/sion-go/sion/transport/tcp"
 )
 
 // transports are the transports network tests run over, by name; each
@@ -27,6 +28,11 @@ var transports = []struct {
 		n, err := mem.NewNetwork(mem.Config{})
 		require.NoError(t, err)
 		return n, func(i int) string { return fmt.Sprintf("sw%d", i) }
+	}},
+	{"tcp", func(t *testing.T) (transport.Transport, func(int) string) {
+		tr, err := tcp.New(tcp.Config{})
+		require.NoError(t, err)
+		return tr, func(int) string { return "127.0.0.1:0" }
 	}},
 }
 

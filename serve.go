@@ -138,7 +138,7 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 			return
 		}
 	}
-	sess, err := sw.open(ctx, SessionConfig{Name: hello.Session, Profile: hello.Profile}, tlsState(conn))
+	sess, err := sw.open(ctx, SessionConfig{Name: hello.Session, Profile: hello.Profile}, conn)
 	if err != nil {
 		sendNow(&wire.Error{Code: errorCode(err), Message: err.Error()})
 		return

@@ -27,7 +27,11 @@ const (
 	Spill
 	// Block makes the publisher wait for room, until its context ends;
 	// then the event is dropped for this subscription and Publish returns
-	// an error wrapping the context's error. An explicit opt-in.
+	// an error wrapping the context's error. An explicit opt-in. For an
+	// event that arrived over a shared link the wait holds up that link
+	// (nothing behind the event crosses it) until there is room or the
+	// link ends; the peer's queue for the link then fills and drops
+	// (counted in LinkInfo.Dropped).
 	Block
 )
 

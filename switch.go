@@ -3,7 +3,6 @@ package sion
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -119,11 +118,14 @@ func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error)
 	return sw.open(ctx, cfg, nil)
 }
 
-// open opens a session; tls is the TLS state of a remote session's
-// connection, for the admission hook.
-func (sw *Switch) open(ctx context.Context, cfg SessionConfig, tls *tls.ConnectionState) (*Session, error) {
+// open opens a session; conn is a remote session's connection (nil for a
+// local one), whose address and TLS state the admission hook sees.
+func (sw *Switch) open(ctx context.Context, cfg SessionConfig, conn transport.Conn) (*Session, error) {
 	if admit := sw.place.cfg.Admit; admit != nil {
-		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name, TLS: tls}
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name}
+		if conn != nil {
+			req.Remote, req.TLS = conn.RemoteAddr(), tlsState(conn)
+		}
 		if err := admit(ctx, req); err != nil {
 			sw.refused.Add(1)
 			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", req.Place, "session", cfg.Name, "err", err)

@@ -15,7 +15,7 @@ import (
 // ../testdata/README.md) through JSON payload filters, in the Index and in the
 // oracle, and checks the counts against the dataset's ground truth.
 func TestUSGSWeek(t *testing.T) {
-	raw, err := os.ReadFile("../examples/quakewatch/all_week_2023-04-07.geojson")
+	raw, err := os.ReadFile("../examples/internal/usgs/all_week_2023-04-07.geojson")
 	require.NoError(t, err)
 	o, err := ontology.New([]ontology.TypeDef{{Name: "Quake"}})
 	require.NoError(t, err)

@@ -1,0 +1,119 @@
+// Package tcp implements transport.Transport over TCP, optionally secured
+// by TLS, for switches, routers and sessions on different machines. See
+// DESIGN.md, "Network", Transports (S1).
+//
+// New makes a Transport from a Config, whose zero value means the
+// defaults. Addresses are "host:port"; Listen("") listens on
+// "127.0.0.1:0", a port the system picks. Dial connects to a Listener and
+// returns one end of a Conn once the connection is established; Accept
+// returns the other. Both are *Conn, whose TLSConnectionState gives the
+// peer's certificate when the Transport uses TLS (Config.TLS, mutual TLS
+// included).
+//
+// # Wire format
+//
+// Once the TCP connection is up and, with TLS, the handshake done, the
+// two ends exchange preambles of 9 bytes:
+//
+//	bytes 0-3  magic: "SION" (0x53 0x49 0x4F 0x4E)
+//	byte  4    protocol version: 1
+//	bytes 5-8  the sender's Config.MaxFrameBytes, big-endian uint32
+//
+// The accepting end sends its preamble first; the dialing end reads it
+// and then sends its own, which completes the connection for Accept. So
+// a Dial that gives up (its ctx done) before leaves no connection
+// behind. A preamble with another magic or version fails that
+// connection with an error wrapping ErrProtocol: Dial returns it, and
+// the Listener closes the connection and goes on accepting others. The
+// Conn's MaxFrameBytes is the smaller of the two limits announced, so it
+// is the same at both ends. Config.HandshakeTimeout bounds the TLS
+// handshake and the preambles together; a plain client of a TLS server,
+// which waits for a TLS ClientHello while the client waits for the
+// preamble, fails only then.
+//
+// Then each direction carries a sequence of records, each a 4-byte
+// big-endian uint32 length N followed by N bytes:
+//
+//	N <= MaxFrameBytes   a frame of N bytes (N = 0 is an empty frame)
+//	N = 0xFFFFFFFF       a heartbeat, with no bytes after it
+//	any other N          a protocol violation (ErrProtocol)
+//
+// A peer that announces a frame over the Conn's MaxFrameBytes breaks the
+// protocol: the Conn closes, and its Recv and Send return errors wrapping
+// ErrProtocol and transport.ErrClosed. Other Conns are not affected. A
+// Conn ends its stream by half-closing the TCP connection (after a TLS
+// close_notify alert); the peer's Recv then returns the frames received
+// and an error wrapping transport.ErrClosed and io.EOF.
+//
+// # Buffers
+//
+// Each Conn has two goroutines and a buffer each way, counted in bytes
+// (each frame with its 4-byte prefix), so Caps.BufferFrames is unknown.
+// Send copies the frame into the write buffer (Config.WriteBufferBytes,
+// 4 MiB by default) and returns; the writer goroutine writes what is
+// queued to the socket. While the buffer is full, Send blocks, and after
+// Config.WriteTimeout (10 s) gives up with ErrWriteBufferFull, leaving
+// the Conn usable. The reader goroutine reads frames into the receive
+// buffer (Config.ReadBufferBytes, 4 MiB) for Recv; while it is full, the
+// reader stops reading, the kernel's buffers fill up and the peer's Sends
+// block. A frame larger than a whole buffer passes when the buffer is
+// empty. Between goroutine and socket, a 32 KiB buffer each way batches
+// small frames into few system calls. Send and the reader allocate one
+// slice per frame, which Recv hands over.
+//
+// # Heartbeats
+//
+// A Conn that has written nothing for Config.HeartbeatInterval (1 s)
+// writes a heartbeat; Recv never sees them. A Conn whose reader has
+// waited on the socket for Config.DeadAfter (5 s) without receiving
+// anything, frame or heartbeat, declares the peer dead and closes: Recv,
+// once it has returned the frames received before, and Send return
+// errors wrapping ErrPeerDead and transport.ErrClosed. The time the
+// reader does not read because the receive buffer is full does not
+// count, so an application slow to call Recv never makes its peer look
+// dead. A writer blocked on a full socket sends no heartbeat, but then
+// the peer is not reading either.
+//
+// # Close
+//
+// Conn.Close fails pending and later calls with transport.ErrClosed and
+// returns at once. In the background, the writer delivers every frame
+// queued by a Send that returned nil and ends the stream; the reader
+// drops what still arrives until the peer ends its side (a Conn ends its
+// side as soon as it reads the end of the peer's), and then the socket
+// closes. All this is bounded by Config.WriteTimeout from Close, so a
+// peer that does not read keeps the socket for no longer: past it,
+// frames not yet written are lost. Conn.Done reports when the socket is
+// closed and the Conn's goroutines have ended. So Close does not wait
+// for the peer, yet every goroutine it stops has ended WriteTimeout
+// after it at the latest.
+//
+// A Conn whose reader reaches the end of the peer's stream, finds the
+// peer dead or the protocol broken closes its socket and ends its
+// goroutines at once, without Close; Close is still harmless.
+//
+// Listener.Close closes the listening socket, fails Accepts, ends the
+// handshakes in progress and closes the connections not yet accepted,
+// then waits for all their goroutines. Every goroutine of the package
+// belongs to a Listener (its accept loop, its handshakes) or a Conn (its
+// reader and writer); a Transport has none.
+//
+// # Errors
+//
+// Errors wrap the transport sentinels (ErrClosed, ErrFrameTooLarge,
+// ErrAddrInUse, ErrNoListener) and this package's (ErrPeerDead,
+// ErrWriteBufferFull, ErrProtocol); test them with errors.Is. Their text
+// starts with "tcp: ". Listen wraps
+// ErrAddrInUse when the system reports EADDRINUSE, and Dial wraps
+// ErrNoListener when it reports ECONNREFUSED; both also wrap the system's
+// error. A Recv error after the peer closed also matches io.EOF, and
+// after the connection failed, the socket's error. A call whose ctx is
+// done returns ctx.Err(), wrapped by Dial only.
+//
+// # Locks
+//
+// Each of a Conn's two queues has a mutex guarding its frames; Conn.dmu
+// guards the socket's read deadline; Listener.mu is a barrier between
+// Close and the handshakes that may still queue a connection. No lock is
+// held while another is taken, and none while blocking on the network.
+package tcp
