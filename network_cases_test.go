@@ -543,3 +543,43 @@ func TestMiddleSwitchRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestRegisterReleaseChurn: many goroutines subscribe and cancel the same
+// filter at once; registers and releases of one key never overtake each
+// other on a link, so at the end nothing is left anywhere, and one more
+// subscription is installed exactly once at every switch.
+func TestRegisterReleaseChurn(t *testing.T) {
+	overTransports(t, sion.PlaceConfig{}, line(3), func(t *testing.T, n *network) {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			s := open(t, n.sws[2], fmt.Sprint("churn", g))
+			wg.Go(func() {
+				for range 100 {
+					sub, err := s.Subscribe(context.Background(), `{type ⊑ Notice; zone == "hall"}`)
+					if assert.NoError(t, err) {
+						assert.NoError(t, sub.Cancel())
+					}
+				}
+			})
+		}
+		wg.Wait()
+		settled := func(want int) func() bool {
+			return func() bool {
+				for i := range n.sws {
+					for _, l := range n.sws[i].Links() {
+						if !l.Parent && l.Proxies != want {
+							return false
+						}
+					}
+				}
+				return true
+			}
+		}
+		require.Eventually(t, settled(0), 10*time.Second, time.Millisecond, "no proxy filter left behind")
+		sub := subscribe(t, open(t, n.sws[2], "last"), `{type ⊑ Notice; zone == "hall"}`)
+		require.Eventually(t, settled(1), 10*time.Second, time.Millisecond, "installed exactly once")
+		publish(t, open(t, n.sws[0], "pub"), &sion.Event{Type: "Notice", Attrs: attrs("zone", "hall")})
+		n.flush()
+		assert.Equal(t, 1, count(sub))
+	})
+}
