@@ -110,10 +110,15 @@ func (s *Session) Subscribe(ctx context.Context, src string, opts ...SubscribeOp
 
 // SubscribeFilter registers f for the session. When it returns, every
 // event published afterwards on the switch that f matches reaches the
-// subscription. Errors: ErrUnknownEventType for a type the place's
-// ontology does not know; ErrInvalidFilter (wrapping filter.ErrInvalid)
-// for an attribute outside the type's vocabulary or of the wrong kind;
-// ErrInvalidConfig for a bad option; ErrClosed.
+// subscription — and, on a switch with shared links, every event
+// published afterwards on any switch within the filter's TTL (WithTTL;
+// S2 subscription contract: each switch has acknowledged the filter).
+// Errors: ErrUnknownEventType for a type the place's ontology does not
+// know; ErrInvalidFilter (wrapping filter.ErrInvalid) for an attribute
+// outside the type's vocabulary or of the wrong kind; ErrInvalidConfig
+// for a bad option; ErrNotGranted when the contract is not granted within
+// the place's ContractTimeout or ctx ends first (nothing is left
+// installed); ErrClosed.
 func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ...SubscribeOption) (*Subscription, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: nil filter", ErrInvalidFilter)

@@ -274,7 +274,11 @@ func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
 // after Cancel returns reaches it, and its channel is closed (events
 // already queued stay readable from C and Next). A handler gets no call
 // that starts after Cancel returns. Cancel is idempotent and may be called
-// from the subscription's own handler.
+// from the subscription's own handler. On a switch with shared links it
+// first stops local delivery and then releases the filter's propagated
+// keys, link by link away from the subscriber (S1 reference counts: a
+// key other subscriptions still need stays); it does not wait for the
+// peers.
 func (sub *Subscription) Cancel() error {
 	sub.sess.forget(sub)
 	sub.cancel()
