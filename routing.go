@@ -1,0 +1,264 @@
+package sion
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/wire"
+)
+
+// The switch's side of routing over shared links (S1 event paths, S2
+// contracts); router.go holds one link's end.
+
+// routeKeyOf returns the key sub propagates under the place's routing
+// mode, and false when it does not propagate (TTL spent, or the mode
+// floods).
+func (sw *Switch) routeKeyOf(sub *Subscription) (routeKey, bool) {
+	if sub.ttl < 1 {
+		return routeKey{}, false
+	}
+	switch sw.place.cfg.Routing {
+	case RouteByFilter:
+		return routeKey{filter: sub.f.String(), ttl: sub.ttl - 1}, true
+	case RouteByEventType:
+		return routeKey{filter: typeFilter(sub.f.Type()), ttl: sub.ttl - 1}, true
+	}
+	return routeKey{}, false
+}
+
+// typeFilter returns the text of the filter on event type t alone.
+func typeFilter(t string) string {
+	return filter.MustCompile("{type ⊑ " + t + "}").String()
+}
+
+// floodKey is what a router registers at its peer when the place routes
+// unconditionally: every event, no further.
+var floodKey = routeKey{filter: filter.MustCompile("{}").String()}
+
+// install puts sub's filter into the index and propagates it over the
+// switch's links; it returns the routes whose acknowledgements make the
+// subscription contract (S2).
+func (sw *Switch) install(sub *Subscription) ([]*route, error) {
+	if t := sub.f.Type(); t != filter.AnyType {
+		if _, ok := sw.place.Ontology().Lookup(t); !ok {
+			return nil, fmt.Errorf("%w %q in filter %s", ErrUnknownEventType, t, sub.f)
+		}
+	}
+	sw.mu.Lock()
+	if sw.closed && sub.sess.end == nil {
+		sw.mu.Unlock()
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.subs[sub.id] = sub
+	sw.mu.Unlock()
+	if err := sw.index.Add(sub.id, sub.f); err != nil {
+		sw.mu.Lock()
+		delete(sw.subs, sub.id)
+		sw.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrInvalidFilter, err)
+	}
+	sw.mu.RLock()
+	still := sw.subs[sub.id] == sub
+	sw.mu.RUnlock()
+	if !still { // unregistered while it was being added: take it out again
+		sw.index.Remove(sub.id)
+		return nil, fmt.Errorf("%w: subscription %d was cancelled while it was made", ErrClosed, sub.id)
+	}
+	return sw.routeAdd(sub), nil
+}
+
+// routeAdd propagates sub over every link but its own.
+func (sw *Switch) routeAdd(sub *Subscription) []*route {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.mu.RLock()
+	live := sw.subs[sub.id] == sub
+	sw.mu.RUnlock()
+	if !live {
+		return nil
+	}
+	k, ok := sw.routeKeyOf(sub)
+	if !ok {
+		return nil
+	}
+	sw.routed[sub.id] = sub
+	var out []*route
+	for _, r := range sw.routers {
+		if r.sess == sub.sess {
+			continue
+		}
+		if rt := r.addRoute(k); rt != nil {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// routeRemove withdraws what routeAdd propagated for sub.
+func (sw *Switch) routeRemove(sub *Subscription) {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	if _, ok := sw.routed[sub.id]; !ok {
+		return
+	}
+	delete(sw.routed, sub.id)
+	k, _ := sw.routeKeyOf(sub)
+	for _, r := range sw.routers {
+		if r.sess != sub.sess {
+			r.removeRoute(k)
+		}
+	}
+}
+
+// addRouter puts r into the switch's table and queues, in order, its
+// initial registers — the filters of every subscription the switch has
+// propagated, so that whatever was subscribed or cancelled while the link
+// was down is right — and a Synced. It returns the initial routes.
+func (sw *Switch) addRouter(r *router) []*route {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.routers = append(sw.routers, r)
+	var out []*route
+	if sw.place.cfg.Routing == RouteUnconditional {
+		if rt := r.addRoute(floodKey); rt != nil {
+			out = append(out, rt)
+		}
+	} else {
+		subs := make([]*Subscription, 0, len(sw.routed))
+		for _, sub := range sw.routed {
+			subs = append(subs, sub)
+		}
+		slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
+		for _, sub := range subs {
+			if sub.sess == r.sess {
+				continue
+			}
+			k, _ := sw.routeKeyOf(sub)
+			if rt := r.addRoute(k); rt != nil {
+				out = append(out, rt)
+			}
+		}
+	}
+	r.sendControl(typeLinkSynced)
+	return out
+}
+
+// removeRouter takes r out of the switch's table.
+func (sw *Switch) removeRouter(r *router) {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.routers = slices.DeleteFunc(sw.routers, func(x *router) bool { return x == r })
+}
+
+// sendMarkers sends a marker on every link but except's and returns where
+// their acknowledgements arrive.
+func (sw *Switch) sendMarkers(except *router, ttl int) []chan error {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	var out []chan error
+	for _, r := range routers {
+		if r != except {
+			out = append(out, r.marker(ttl))
+		}
+	}
+	return out
+}
+
+// Flush returns once every event this switch forwarded over its shared
+// links before the call has been handed to the subscriptions of every
+// switch it reached (within the place's TTL): a marker follows the events
+// along every link, and each switch acknowledges it after passing it on
+// and hearing back (S2 markers). Links that end meanwhile count as done.
+// It returns ctx's error if ctx ends first. Cost: two control events per
+// link in the place. Safe for concurrent use.
+func (sw *Switch) Flush(ctx context.Context) error {
+	for _, ch := range sw.sendMarkers(nil, sw.place.cfg.TTL) {
+		select {
+		case err := <-ch:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// awaitContract waits until every route of a new subscription is
+// acknowledged (S2 subscription contract), the place's ContractTimeout
+// passes, or ctx ends.
+func (sw *Switch) awaitContract(ctx context.Context, sub *Subscription, routes []*route) error {
+	t := time.NewTimer(sw.place.cfg.ContractTimeout)
+	defer t.Stop()
+	for _, rt := range routes {
+		select {
+		case <-rt.acked:
+			if rt.err != nil {
+				return fmt.Errorf("%w: filter %s: %w", ErrNotGranted, sub.f, rt.err)
+			}
+		case <-t.C:
+			return fmt.Errorf("%w: filter %s is not active everywhere within %v: the link to %q has not acknowledged it", ErrNotGranted, sub.f, sw.place.cfg.ContractTimeout, rt.peer)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: filter %s: %w", ErrNotGranted, sub.f, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// readmit validates an event that arrived over a shared link as Publish
+// would, keeping its ID and control information (TTL at most the place's).
+func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
+	in, err := fromWireEvent(w)
+	if err != nil {
+		return nil, err
+	}
+	if in.ID.IsZero() {
+		return nil, fmt.Errorf("%w: event without an ID", ErrInvalidEvent)
+	}
+	c := in.Control
+	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
+		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
+	}
+	e, err := sw.place.admit(in)
+	if err != nil {
+		return nil, err
+	}
+	e.ID = in.ID
+	c.TTL = min(c.TTL, sw.place.cfg.TTL)
+	e.Control = c
+	return e, nil
+}
+
+// seenIDs remembers the IDs of recent events that crossed the switch's
+// links, in two generations of seenGeneration IDs, so that an event
+// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
+type seenIDs struct {
+	mu       sync.Mutex
+	cur, old map[EventID]struct{}
+}
+
+const seenGeneration = 1 << 16
+
+// add records id and reports whether it was there already.
+func (s *seenIDs) add(id EventID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cur[id]; ok {
+		return true
+	}
+	if _, ok := s.old[id]; ok {
+		return true
+	}
+	if s.cur == nil || len(s.cur) >= seenGeneration {
+		s.old, s.cur = s.cur, make(map[EventID]struct{}, 1024)
+	}
+	s.cur[id] = struct{}{}
+	return false
+}
