@@ -111,6 +111,12 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 	if hops < 1 || dir < TowardParents || dir > AllDirections {
 		return nil, fmt.Errorf("%w: probe of %d hops in direction %d", ErrInvalidConfig, hops, dir)
 	}
+	return sw.probe(ctx, hops, dir, 0)
+}
+
+// probe is Probe that also returns once want switches have answered
+// (want > 0).
+func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want int) ([]ProbeResult, error) {
 	id := sw.nextProbe.Add(1)
 	ch := make(chan probeReply, 64)
 	sw.probeMu.Lock()
@@ -138,7 +144,7 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 			if r.end {
 				ends = max(ends, r.res.Hops)
 			}
-			done = dir == TowardParents && ends > 0 && len(out) >= ends
+			done = dir == TowardParents && ends > 0 && len(out) >= ends || want > 0 && len(out) >= want
 		case <-ctx.Done():
 			if len(out) == 0 {
 				return nil, ctx.Err()
@@ -291,10 +297,19 @@ func (sw *Switch) Leave(ctx context.Context) error {
 		target = parent.target()
 	}
 	var elected *childLink
-	if target == "" {
+	if target == "" && len(kids) > 0 {
+		// Ask the children where they serve now (a one-hop probe): one
+		// that serves nowhere cannot be linked to.
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		found, _ := sw.probe(pctx, 1, TowardChildren, len(kids))
+		cancel()
+		addrs := map[string]string{}
+		for _, f := range found {
+			addrs[f.Switch] = f.Addr
+		}
 		for _, c := range kids {
-			if c.addr != "" {
-				elected = c
+			if a := addrs[c.r.peer]; a != "" {
+				elected, c.addr = c, a
 				break
 			}
 		}

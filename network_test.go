@@ -100,6 +100,9 @@ func (n *network) start(i int, addr string) {
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- sw.Serve(context.Background(), l) }()
+	// Serving makes the switch Active and gives it the address its
+	// children and probes learn.
+	require.Eventually(t, func() bool { return sw.State() == sion.Active }, 10*time.Second, time.Millisecond)
 	t.Cleanup(func() {
 		require.NoError(t, sw.Close())
 		require.NoError(t, <-served)

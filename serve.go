@@ -34,7 +34,9 @@ const (
 // closes l and returns nil (the connections it accepted end with ctx or
 // the switch's Close, which waits for them) (ErrClosed if the switch was closed before Serve began;
 // an Accept error other than a close is returned as is). Serve may be
-// called for several listeners at once.
+// called for several listeners at once. While it runs the switch is
+// Active (see State), and the first listener's address is the one the
+// switch gives its peers (link requests, probe replies, Leave).
 func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
