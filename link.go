@@ -445,8 +445,8 @@ func (sw *Switch) openRouterSession(peer string) (*Session, error) {
 func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Session, req *wire.Event) {
 	c := controlAttrs(req.Attrs)
 	refuse := func(code uint16, err error) {
+		sw.log.Warn("sion: shared link refused", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err) // before the count: who sees the count sees the record
 		sw.refused.Add(1)
-		sw.log.Warn("sion: shared link refused", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
 		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
 			sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 			conn.Send(sctx, f)

@@ -118,7 +118,7 @@ func TestLeave(t *testing.T) {
 				return st == sion.LinkUp && n.links[i].Parent() == n.addrs[0]
 			}, 10*time.Second, time.Millisecond, "sw%d links to sw0", i)
 		}
-		assert.Len(t, n.sws[0].Links(), 3, "sw2, sw3 and sw4")
+		require.Eventually(t, func() bool { return len(n.sws[0].Links()) == 3 }, 10*time.Second, time.Millisecond, "sw2, sw3 and sw4: sw0 has seen sw1's link end")
 		assert.Empty(t, n.sws[1].Links())
 		check(0, 2, 3, 4)
 

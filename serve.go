@@ -134,8 +134,8 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 	}
 	if sw.place.cfg.SharedKey != nil {
 		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
+			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", sw.place.Name(), "session", hello.Session, "remote", conn.RemoteAddr(), "err", err) // before the count: who sees the count sees the record
 			sw.refused.Add(1)
-			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", sw.place.Name(), "session", hello.Session, "remote", conn.RemoteAddr(), "err", err)
 			sendNow(&wire.Error{Code: codeNotAdmitted, Message: err.Error()})
 			return
 		}

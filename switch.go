@@ -127,8 +127,8 @@ func (sw *Switch) open(ctx context.Context, cfg SessionConfig, conn transport.Co
 			req.Remote, req.TLS = conn.RemoteAddr(), tlsState(conn)
 		}
 		if err := admit(ctx, req); err != nil {
+			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", req.Place, "session", cfg.Name, "err", err) // before the count: who sees the count sees the record
 			sw.refused.Add(1)
-			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", req.Place, "session", cfg.Name, "err", err)
 			return nil, fmt.Errorf("%w: session %q in place %q: %w", ErrNotAdmitted, cfg.Name, req.Place, err)
 		}
 	}
