@@ -97,11 +97,11 @@ func FuzzSharedLinkFrames(f *testing.F) {
 		return &wire.Forward{Event: wire.Event{Type: typ, Attrs: attrs(kv...)}}
 	}
 	seeds := []wire.Message{
-		ctl(ontology.RegisterType, "filter", "{type ⊑ Alarm}", "key", 1, "ttl", 2),
-		ctl(ontology.RegisterType, "filter", "{xpath(/t:x)}", "key", 2, "ttl", 0),
+		ctl(ontology.RegisterType, "ack", 1, "filter", "{type ⊑ Alarm}", "key", 1, "ttl", 2),
+		ctl(ontology.RegisterType, "ack", 2, "filter", "{xpath(/t:x)}", "key", 2, "ttl", 0),
 		ctl(ontology.ReleaseType, "key", 1),
-		ctl(ontology.MarkerType, "key", 3, "ttl", 5),
-		ctl(ontology.AckType, "key", 1, "error", ""),
+		ctl(ontology.MarkerType, "ack", 3, "ttl", 5),
+		ctl(ontology.AckType, "ack", 1, "error", ""),
 		ctl(ontology.ProbeType, "dir", 2, "hops", 3, "id", 4, "path", "a\nb"),
 		ctl(ontology.ProbeReplyType, "addr", "x", "end", true, "hops", 1, "id", 4, "path", "fuzz", "switch", "s"),
 		ctl(ontology.LeaveType, "parent", "nowhere"),
@@ -121,7 +121,7 @@ func FuzzSharedLinkFrames(f *testing.F) {
 	ctx := context.Background()
 	sub := subscribe(f, open(f, n.sws[1], "app"), `{type ⊑ Reading; n == 42}`)
 	pub := open(f, n.sws[0], "pub")
-	marker, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.MarkerType, Attrs: attrs("key", 1<<30, "ttl", 0)}})
+	marker, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.MarkerType, Attrs: attrs("ack", 1<<30, "ttl", 0)}})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := dialRawLink(t, n, 0, "fuzz")
 		for len(data) > 0 { // frames: a length byte, then that many bytes
@@ -142,7 +142,7 @@ func FuzzSharedLinkFrames(f *testing.F) {
 				}
 				if m, err := wire.Decode(f, wire.DefaultLimits()); err == nil {
 					if fw, ok := m.(*wire.Forward); ok && fw.Event.Type == ontology.AckType {
-						if v, ok := controlValue(fw.Event.Attrs, "key"); ok && v.Int() == 1<<30 {
+						if v, ok := controlValue(fw.Event.Attrs, "ack"); ok && v.Int() == 1<<30 {
 							break
 						}
 					}

@@ -560,9 +560,10 @@ const probeTimeout = 2 * time.Second
 func (c *childLink) alive(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
+	a := c.r.marker(0)
 	select {
-	case _, acked := <-c.r.marker(0):
-		return acked
+	case <-a.done:
+		return a.ok
 	case <-ctx.Done():
 		return false
 	}
@@ -666,8 +667,7 @@ func (sw *Switch) Routes() []RouteInfo {
 	for _, r := range routers {
 		r.mu.Lock()
 		for k, rt := range r.routes {
-			_, pending := r.pending[rt.id]
-			out = append(out, RouteInfo{Peer: r.peer, Filter: k.filter, TTL: k.ttl, Refs: rt.refs, Acknowledged: !pending})
+			out = append(out, RouteInfo{Peer: r.peer, Filter: k, TTL: rt.sent, Refs: rt.refs, Acknowledged: rt.last.ok})
 		}
 		r.mu.Unlock()
 	}

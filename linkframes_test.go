@@ -122,9 +122,9 @@ func TestMalformedLinkFrames(t *testing.T) {
 				return f
 			}, `unexpected control event "sion.Discovery"`},
 			{"a key of the wrong kind", func() []byte {
-				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.AckType, Attrs: attrs("key", "one")}})
+				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.AckType, Attrs: attrs("ack", "one")}})
 				return f
-			}, `control attribute "key" is string, want int`},
+			}, `control attribute "ack" is string, want int`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				l := dialRawLink(t, n, 0, "rogue")
@@ -135,7 +135,7 @@ func TestMalformedLinkFrames(t *testing.T) {
 
 		// A bad filter is refused in its acknowledgement; the link stays.
 		l := dialRawLink(t, n, 0, "careless")
-		l.send(&wire.Forward{Event: wire.Event{Type: ontology.RegisterType, Attrs: attrs("filter", "{type ⊑ Gossip}", "key", 1, "ttl", 0)}})
+		l.send(&wire.Forward{Event: wire.Event{Type: ontology.RegisterType, Attrs: attrs("ack", 1, "filter", "{type ⊑ Gossip}", "key", 1, "ttl", 0)}})
 		ack := l.recvUntil(ontology.AckType).(*wire.Forward)
 		assert.Contains(t, must(controlValue(ack.Event.Attrs, "error")).Str(), `unknown event type "Gossip"`)
 		// An event the place refuses is counted and dropped; the link stays.

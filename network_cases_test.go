@@ -583,3 +583,47 @@ func TestRegisterReleaseChurn(t *testing.T) {
 		assert.Equal(t, 1, count(sub))
 	})
 }
+
+// TestRouteTTLGrows: one key per filter and link, registered with the
+// largest TTL its subscriptions need; a subscription that needs more
+// re-registers it further, under the same key, without a gap.
+func TestRouteTTLGrows(t *testing.T) {
+	overTransports(t, sion.PlaceConfig{}, line(4), func(t *testing.T, n *network) {
+		s := open(t, n.sws[3], "app")
+		near := subscribe(t, s, `{type ⊑ Alarm}`, sion.WithTTL(1))
+		assert.Equal(t, []sion.RouteInfo{{Peer: "sw2", Filter: "{type ⊑ Alarm}", TTL: 0, Refs: 1, Acknowledged: true}}, n.sws[3].Routes())
+		assert.Empty(t, n.sws[2].Routes(), "TTL 1: not past sw2")
+
+		far := subscribe(t, s, `{type ⊑ Alarm}`, sion.WithTTL(3))
+		assert.Equal(t, []sion.RouteInfo{{Peer: "sw2", Filter: "{type ⊑ Alarm}", TTL: 2, Refs: 2, Acknowledged: true}}, n.sws[3].Routes(), "one key, its TTL raised")
+		assert.Equal(t, []sion.RouteInfo{{Peer: "sw1", Filter: "{type ⊑ Alarm}", TTL: 1, Refs: 1, Acknowledged: true}}, n.sws[2].Routes())
+		assert.Equal(t, []sion.RouteInfo{{Peer: "sw0", Filter: "{type ⊑ Alarm}", TTL: 0, Refs: 1, Acknowledged: true}}, n.sws[1].Routes())
+		for _, l := range n.sws[2].Links() {
+			if l.Peer == "sw3" {
+				assert.Equal(t, 1, l.Proxies, "the old proxy went out when the new one came in")
+			}
+		}
+		publish(t, open(t, n.sws[0], "pub"), &sion.Event{Type: "FireAlarm"})
+		n.flush()
+		assert.Equal(t, 1, count(far), "the contract of the larger TTL holds at sw0")
+		assert.Equal(t, 1, count(near), "the event is on sw3: every matching subscription there gets it")
+
+		// Two subscribers at different distances share one key upstream.
+		mid := subscribe(t, open(t, n.sws[2], "mid"), `{type ⊑ Alarm}`, sion.WithTTL(3))
+		assert.Equal(t, []sion.RouteInfo{{Peer: "sw1", Filter: "{type ⊑ Alarm}", TTL: 2, Refs: 2, Acknowledged: true}, {Peer: "sw3", Filter: "{type ⊑ Alarm}", TTL: 2, Refs: 1, Acknowledged: true}}, n.sws[2].Routes())
+
+		// Releases: the TTL is not lowered while the key is needed; the
+		// last release withdraws it.
+		require.NoError(t, far.Cancel())
+		require.NoError(t, near.Cancel())
+		require.NoError(t, mid.Cancel())
+		require.Eventually(t, func() bool {
+			for _, sw := range n.sws {
+				if len(sw.Routes()) > 0 {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, time.Millisecond)
+	})
+}

@@ -65,10 +65,9 @@ type router struct {
 
 	mu      sync.Mutex
 	closed  bool                      // mu
-	routes  map[routeKey]*route       // mu; propagated to the peer, by key
-	pending map[uint64]*route         // mu; registered, not yet acknowledged
-	flushes map[uint64]chan error     // mu; markers sent, not yet acknowledged
-	nextKey uint64                    // mu
+	routes  map[string]*route         // mu; propagated to the peer, by proxy filter text
+	acks    map[uint64]*linkAck       // mu; registers and markers sent, not yet acknowledged
+	next    uint64                    // mu; the last key or ack number given out
 	proxies map[uint64]*Subscription  // reader only; the peer's keys installed here
 	err     error                     // mu; why the link ended
 	upAt    time.Time                 // mu
@@ -78,23 +77,28 @@ type router struct {
 	dropped, duplicates, expired, refused    atomic.Uint64
 }
 
-// routeKey is what a router propagates: a filter's canonical text (or its
-// event type's, by mode) and the hops it may travel beyond the peer.
-type routeKey struct {
-	filter string
-	ttl    int
+// route is one key propagated to the peer — a proxy filter's text: a
+// subscription's filter, or its event type's, by mode — with the
+// subscriptions of this switch (local, or proxies of its other links)
+// that need it and the TTLs they need it to have at the peer. The key is
+// registered with the largest TTL asked for: again, under the same ID,
+// when a larger one is asked for; never lowered until it is released.
+type route struct {
+	id   uint64      // the key's ID at the peer
+	key  string      // the proxy filter's text
+	refs int         // subscriptions that need it
+	ttls map[int]int // of those, how many need each TTL
+	sent int         // the TTL registered at the peer
+	last *linkAck    // the acknowledgement of the last register
 }
 
-// route is one key propagated to the peer, with the number of
-// subscriptions of this switch (local or proxies of other links) that need
-// it.
-type route struct {
-	id    uint64
-	key   routeKey
-	refs  int
-	acked chan struct{} // closed when the peer acknowledges, or the link ends
-	err   error         // set before acked closes: the peer could not install it
-	peer  string
+// linkAck is an acknowledgement a router waits for: of a register (S2
+// contract) or of a marker (Flush, liveness probes).
+type linkAck struct {
+	done chan struct{} // closed when the peer acknowledges, or the link ends
+	ok   bool          // set before done closes: the peer answered
+	err  error         // set before done closes: the peer refused
+	peer string
 }
 
 func (sw *Switch) newRouter(ctx context.Context, conn transport.Conn, peer string, parent bool, sess *Session) *router {
@@ -102,7 +106,7 @@ func (sw *Switch) newRouter(ctx context.Context, conn transport.Conn, peer strin
 		sw: sw, conn: conn, peer: peer, parent: parent, sess: sess, mode: sw.place.cfg.Routing,
 		up: make(chan struct{}), synced: make(chan struct{}), finished: make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		routes: map[routeKey]*route{}, pending: map[uint64]*route{}, flushes: map[uint64]chan error{},
+		routes: map[string]*route{}, acks: map[uint64]*linkAck{},
 		proxies: map[uint64]*Subscription{},
 	}
 	r.lim = wire.DefaultLimits()
@@ -122,9 +126,9 @@ func (r *router) start() {
 	initial := r.sw.addRouter(r)
 	r.wg.Go(r.write)
 	r.wg.Go(func() {
-		for _, rt := range initial {
+		for _, a := range initial {
 			select {
-			case <-rt.acked:
+			case <-a.done:
 			case <-r.ctx.Done():
 				return
 			}
@@ -190,13 +194,9 @@ func (r *router) shutdown(err error) {
 		}
 		r.err = fmt.Errorf("%w: link to %q: %w", ErrClosed, r.peer, err)
 	}
-	for id, rt := range r.pending {
-		close(rt.acked) // the part of the network behind the link is gone
-		delete(r.pending, id)
-	}
-	for id, ch := range r.flushes {
-		close(ch)
-		delete(r.flushes, id)
+	for n, a := range r.acks {
+		close(a.done) // the part of the network behind the link is gone
+		delete(r.acks, n)
 	}
 	r.mu.Unlock()
 	st := LinkDown
@@ -372,14 +372,14 @@ func (r *router) control(w *wire.Event) error {
 			sub.cancel()
 		}
 	case typeLinkAck:
-		key, err := c.uint("key")
+		n, err := c.uint("ack")
 		if err != nil {
 			return err
 		}
 		msg, _ := c.str("error")
-		r.acked(key, msg)
+		r.acked(n, msg)
 	case typeLinkMarker:
-		key, err := c.uint("key")
+		n, err := c.uint("ack")
 		if err != nil {
 			return err
 		}
@@ -390,23 +390,23 @@ func (r *router) control(w *wire.Event) error {
 		// Everything the peer sent before the marker has been delivered
 		// here and queued on the other links: pass the marker on and
 		// acknowledge once they have.
-		var waits []chan error
+		var waits []*linkAck
 		if ttl > 0 {
 			waits = r.sw.sendMarkers(r, int(ttl)-1)
 		}
 		r.wg.Go(func() {
 			msg := ""
-			for _, ch := range waits {
+			for _, a := range waits {
 				select {
-				case err := <-ch:
-					if err != nil && msg == "" {
-						msg = err.Error()
+				case <-a.done:
+					if a.err != nil && msg == "" {
+						msg = a.err.Error()
 					}
 				case <-r.ctx.Done():
 					return
 				}
 			}
-			r.sendControl(typeLinkAck, ontology.Attr{Name: "key", Value: ontology.Int(int64(key))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
+			r.sendAck(n, msg)
 		})
 	case ontology.ProbeType:
 		return r.handleProbe(c)
@@ -448,19 +448,25 @@ func (r *router) install(c controlAttrs) error {
 	if err != nil {
 		return err
 	}
-	if _, dup := r.proxies[key]; dup {
-		return fmt.Errorf("key %d registered twice", key)
+	n, err := c.uint("ack")
+	if err != nil {
+		return err
 	}
 	ack := func(err error) {
 		msg := ""
 		if err != nil {
 			msg = fmt.Sprintf("switch %q: %v", r.sw.cfg.Name, err)
 		}
-		r.sendControl(typeLinkAck, ontology.Attr{Name: "key", Value: ontology.Int(int64(key))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
+		r.sendAck(n, msg)
 	}
+	// A register of a key already installed raises its TTL: the new
+	// proxy goes in before the old one comes out, so nothing is missed.
+	old, again := r.proxies[key]
 	f, err := filter.Compile(src)
 	if err != nil {
-		r.proxies[key] = nil
+		if !again {
+			r.proxies[key] = nil
+		}
 		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
 		return nil
 	}
@@ -471,21 +477,27 @@ func (r *router) install(c controlAttrs) error {
 	waits, err := r.sw.install(sub)
 	if err != nil {
 		r.sess.forget(sub)
-		r.proxies[key] = nil
+		if !again {
+			r.proxies[key] = nil
+		}
 		ack(err) // the subscriber's contract fails with this error
 		return nil
 	}
 	r.proxies[key] = sub
+	if old != nil {
+		r.sess.forget(old)
+		old.cancel()
+	}
 	if len(waits) == 0 {
 		ack(nil)
 		return nil
 	}
 	r.wg.Go(func() {
-		for _, rt := range waits {
+		for _, a := range waits {
 			select {
-			case <-rt.acked:
-				if rt.err != nil {
-					ack(rt.err)
+			case <-a.done:
+				if a.err != nil {
+					ack(a.err)
 					return
 				}
 			case <-r.ctx.Done():
@@ -497,84 +509,107 @@ func (r *router) install(c controlAttrs) error {
 	return nil
 }
 
-// acked handles the peer's Ack of a Register or a Marker.
-func (r *router) acked(key uint64, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var err error
-	if msg != "" {
-		err = errors.New(msg)
-	}
-	if rt := r.pending[key]; rt != nil {
-		delete(r.pending, key)
-		rt.err = err
-		close(rt.acked)
-		return
-	}
-	if ch := r.flushes[key]; ch != nil {
-		delete(r.flushes, key)
-		ch <- err
-		close(ch)
-	}
+// sendAck acknowledges the peer's register or marker n; msg is "" or why
+// it failed.
+func (r *router) sendAck(n uint64, msg string) {
+	r.sendControl(typeLinkAck, ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
 }
 
-// addRoute counts one more subscription needing k at the peer and
-// registers k there on 0→1. It returns the route (whose acked channel the
-// subscription's contract waits on), or nil when the link has ended.
-func (r *router) addRoute(k routeKey) *route {
+// acked handles the peer's Ack of a register or a marker.
+func (r *router) acked(n uint64, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.acks[n]
+	if a == nil {
+		return // the register was superseded, or a marker's waiter left
+	}
+	delete(r.acks, n)
+	if msg != "" {
+		a.err = errors.New(msg)
+	}
+	a.ok = true
+	close(a.done)
+}
+
+// newAck returns a fresh acknowledgement number and what waits for it.
+// mu must be held.
+func (r *router) newAck() (uint64, *linkAck) {
+	r.next++
+	a := &linkAck{done: make(chan struct{}), peer: r.peer}
+	r.acks[r.next] = a
+	return r.next, a
+}
+
+// closedAck is the acknowledgement of what a closed link cannot carry.
+func closedAck(peer string) *linkAck {
+	a := &linkAck{done: make(chan struct{}), peer: peer}
+	close(a.done)
+	return a
+}
+
+// addRoute counts one more subscription needing key at the peer with ttl
+// and registers it there on 0→1, or again when ttl is larger than the
+// one registered. It returns the acknowledgement the subscription's
+// contract waits on: of the register it caused, or of the last one.
+func (r *router) addRoute(key string, ttl int) *linkAck {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil
+		return closedAck(r.peer)
 	}
-	rt := r.routes[k]
+	rt := r.routes[key]
 	if rt == nil {
-		r.nextKey++
-		rt = &route{id: r.nextKey, key: k, acked: make(chan struct{}), peer: r.peer}
-		r.routes[k] = rt
-		r.pending[rt.id] = rt
+		r.next++
+		rt = &route{id: r.next, key: key, ttls: map[int]int{}, sent: -1}
+		r.routes[key] = rt
+	}
+	rt.refs++
+	rt.ttls[ttl]++
+	if ttl > rt.sent {
+		n, a := r.newAck()
+		rt.sent, rt.last = ttl, a
 		// Under mu: registers and releases of one key leave in the order
 		// of their reference-count changes.
 		r.sendControl(typeLinkRegister,
-			ontology.Attr{Name: "filter", Value: ontology.String(k.filter)},
+			ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))},
+			ontology.Attr{Name: "filter", Value: ontology.String(key)},
 			ontology.Attr{Name: "key", Value: ontology.Int(int64(rt.id))},
-			ontology.Attr{Name: "ttl", Value: ontology.Int(int64(k.ttl))})
+			ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
 	}
-	rt.refs++
-	return rt
+	return rt.last
 }
 
-// removeRoute counts one subscription fewer needing k and releases k at
-// the peer on 1→0.
-func (r *router) removeRoute(k routeKey) {
+// removeRoute counts one subscription fewer needing key with ttl and
+// releases the key at the peer on 1→0.
+func (r *router) removeRoute(key string, ttl int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rt := r.routes[k]
+	rt := r.routes[key]
 	if rt == nil || r.closed {
 		return
 	}
 	rt.refs--
+	if rt.ttls[ttl]--; rt.ttls[ttl] <= 0 {
+		delete(rt.ttls, ttl)
+	}
 	if rt.refs > 0 {
 		return
 	}
-	delete(r.routes, k)
+	delete(r.routes, key)
 	r.sendControl(typeLinkRelease, ontology.Attr{Name: "key", Value: ontology.Int(int64(rt.id))})
 }
 
-// marker sends a marker with ttl and returns where its acknowledgement
-// arrives (nil error), or a closed channel when the link has ended.
-func (r *router) marker(ttl int) chan error {
-	ch := make(chan error, 1)
+// marker sends a marker with ttl and returns its acknowledgement; ok is
+// false when the link ended first.
+func (r *router) marker(ttl int) *linkAck {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		close(ch)
-		return ch
+		return closedAck(r.peer)
 	}
-	r.nextKey++
-	r.flushes[r.nextKey] = ch
-	r.sendControl(typeLinkMarker, ontology.Attr{Name: "key", Value: ontology.Int(int64(r.nextKey))}, ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
-	return ch
+	n, a := r.newAck()
+	r.sendControl(typeLinkMarker, ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))}, ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
+	return a
 }
 
 // controlAttrs reads a control event's attributes.

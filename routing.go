@@ -16,19 +16,20 @@ import (
 // contracts); router.go holds one link's end.
 
 // routeKeyOf returns the key sub propagates under the place's routing
-// mode, and false when it does not propagate (TTL spent, or the mode
+// mode — the proxy filter's text — and the TTL it needs the key to have
+// at the peer; false when it does not propagate (TTL spent, or the mode
 // floods).
-func (sw *Switch) routeKeyOf(sub *Subscription) (routeKey, bool) {
+func (sw *Switch) routeKeyOf(sub *Subscription) (string, int, bool) {
 	if sub.ttl < 1 {
-		return routeKey{}, false
+		return "", 0, false
 	}
 	switch sw.place.cfg.Routing {
 	case RouteByFilter:
-		return routeKey{filter: sub.f.String(), ttl: sub.ttl - 1}, true
+		return sub.f.String(), sub.ttl - 1, true
 	case RouteByEventType:
-		return routeKey{filter: typeFilter(sub.f.Type()), ttl: sub.ttl - 1}, true
+		return typeFilter(sub.f.Type()), sub.ttl - 1, true
 	}
-	return routeKey{}, false
+	return "", 0, false
 }
 
 // typeFilter returns the text of the filter on event type t alone.
@@ -38,12 +39,12 @@ func typeFilter(t string) string {
 
 // floodKey is what a router registers at its peer when the place routes
 // unconditionally: every event, no further.
-var floodKey = routeKey{filter: filter.MustCompile("{}").String()}
+var floodKey = filter.MustCompile("{}").String()
 
 // install puts sub's filter into the index and propagates it over the
 // switch's links; it returns the routes whose acknowledgements make the
 // subscription contract (S2).
-func (sw *Switch) install(sub *Subscription) ([]*route, error) {
+func (sw *Switch) install(sub *Subscription) ([]*linkAck, error) {
 	if t := sub.f.Type(); t != filter.AnyType {
 		if _, ok := sw.place.Ontology().Lookup(t); !ok {
 			return nil, fmt.Errorf("%w %q in filter %s", ErrUnknownEventType, t, sub.f)
@@ -73,7 +74,7 @@ func (sw *Switch) install(sub *Subscription) ([]*route, error) {
 }
 
 // routeAdd propagates sub over every link but its own.
-func (sw *Switch) routeAdd(sub *Subscription) []*route {
+func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.mu.RLock()
@@ -82,18 +83,15 @@ func (sw *Switch) routeAdd(sub *Subscription) []*route {
 	if !live {
 		return nil
 	}
-	k, ok := sw.routeKeyOf(sub)
+	k, ttl, ok := sw.routeKeyOf(sub)
 	if !ok {
 		return nil
 	}
 	sw.routed[sub.id] = sub
-	var out []*route
+	var out []*linkAck
 	for _, r := range sw.routers {
-		if r.sess == sub.sess {
-			continue
-		}
-		if rt := r.addRoute(k); rt != nil {
-			out = append(out, rt)
+		if r.sess != sub.sess {
+			out = append(out, r.addRoute(k, ttl))
 		}
 	}
 	return out
@@ -107,10 +105,10 @@ func (sw *Switch) routeRemove(sub *Subscription) {
 		return
 	}
 	delete(sw.routed, sub.id)
-	k, _ := sw.routeKeyOf(sub)
+	k, ttl, _ := sw.routeKeyOf(sub)
 	for _, r := range sw.routers {
 		if r.sess != sub.sess {
-			r.removeRoute(k)
+			r.removeRoute(k, ttl)
 		}
 	}
 }
@@ -119,15 +117,13 @@ func (sw *Switch) routeRemove(sub *Subscription) {
 // initial registers — the filters of every subscription the switch has
 // propagated, so that whatever was subscribed or cancelled while the link
 // was down is right — and a Synced. It returns the initial routes.
-func (sw *Switch) addRouter(r *router) []*route {
+func (sw *Switch) addRouter(r *router) []*linkAck {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.routers = append(sw.routers, r)
-	var out []*route
+	var out []*linkAck
 	if sw.place.cfg.Routing == RouteUnconditional {
-		if rt := r.addRoute(floodKey); rt != nil {
-			out = append(out, rt)
-		}
+		out = append(out, r.addRoute(floodKey, 0))
 	} else {
 		subs := make([]*Subscription, 0, len(sw.routed))
 		for _, sub := range sw.routed {
@@ -138,10 +134,8 @@ func (sw *Switch) addRouter(r *router) []*route {
 			if sub.sess == r.sess {
 				continue
 			}
-			k, _ := sw.routeKeyOf(sub)
-			if rt := r.addRoute(k); rt != nil {
-				out = append(out, rt)
-			}
+			k, ttl, _ := sw.routeKeyOf(sub)
+			out = append(out, r.addRoute(k, ttl))
 		}
 	}
 	r.sendControl(typeLinkSynced)
@@ -157,11 +151,11 @@ func (sw *Switch) removeRouter(r *router) {
 
 // sendMarkers sends a marker on every link but except's and returns where
 // their acknowledgements arrive.
-func (sw *Switch) sendMarkers(except *router, ttl int) []chan error {
+func (sw *Switch) sendMarkers(except *router, ttl int) []*linkAck {
 	sw.routeMu.Lock()
 	routers := slices.Clone(sw.routers)
 	sw.routeMu.Unlock()
-	var out []chan error
+	var out []*linkAck
 	for _, r := range routers {
 		if r != except {
 			out = append(out, r.marker(ttl))
@@ -178,11 +172,11 @@ func (sw *Switch) sendMarkers(except *router, ttl int) []chan error {
 // It returns ctx's error if ctx ends first. Cost: two control events per
 // link in the place. Safe for concurrent use.
 func (sw *Switch) Flush(ctx context.Context) error {
-	for _, ch := range sw.sendMarkers(nil, sw.place.cfg.TTL) {
+	for _, a := range sw.sendMarkers(nil, sw.place.cfg.TTL) {
 		select {
-		case err := <-ch:
-			if err != nil {
-				return err
+		case <-a.done:
+			if a.err != nil {
+				return a.err
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -194,12 +188,12 @@ func (sw *Switch) Flush(ctx context.Context) error {
 // awaitContract waits until every route of a new subscription is
 // acknowledged (S2 subscription contract), the place's ContractTimeout
 // passes, or ctx ends.
-func (sw *Switch) awaitContract(ctx context.Context, sub *Subscription, routes []*route) error {
+func (sw *Switch) awaitContract(ctx context.Context, sub *Subscription, routes []*linkAck) error {
 	t := time.NewTimer(sw.place.cfg.ContractTimeout)
 	defer t.Stop()
 	for _, rt := range routes {
 		select {
-		case <-rt.acked:
+		case <-rt.done:
 			if rt.err != nil {
 				return fmt.Errorf("%w: filter %s: %w", ErrNotGranted, sub.f, rt.err)
 			}
@@ -226,7 +220,7 @@ func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
 	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
 		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
 	}
-	e, err := sw.place.admit(in)
+	e, err := sw.place.admit(in, false) // its payload was parsed where it was published
 	if err != nil {
 		return nil, err
 	}
