@@ -504,7 +504,21 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		return
 	}
 	stale := sw.children[peer]
+	parent := sw.parent
 	sw.mu.Unlock()
+	if parent != nil && parent.target() != "" {
+		// A requester among this switch's ancestors would close a loop:
+		// ask them (an n-hop probe toward the parents, S1).
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		ancestors, _ := sw.probe(pctx, sw.place.cfg.TTL, TowardParents, 0)
+		cancel()
+		for _, a := range ancestors {
+			if a.Switch == peer {
+				refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is an ancestor of %q (%d links up); linking would close a loop (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name, a.Hops))
+				return
+			}
+		}
+	}
 	if stale != nil && stale.id != id && stale.alive(ctx) {
 		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q has a shared link to %q already; a switch makes at most one establishment request (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name))
 		return

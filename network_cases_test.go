@@ -627,3 +627,25 @@ func TestRouteTTLGrows(t *testing.T) {
 		}, 10*time.Second, time.Millisecond)
 	})
 }
+
+// TestNoLoops: a request that would close a loop of any length is
+// refused — the acceptor probes its ancestors — so the links stay a tree.
+func TestNoLoops(t *testing.T) {
+	overTransports(t, sion.PlaceConfig{}, line(4), func(t *testing.T, n *network) {
+		// sw0 is the root; sw3 at the far end. sw0 asking sw3 for a link
+		// would close sw0-sw1-sw2-sw3-sw0.
+		_, err := n.sws[0].Link(context.Background(), n.tr, n.addrs[3], n.linkCfg)
+		require.ErrorIs(t, err, sion.ErrLinkRefused)
+		assert.Contains(t, err.Error(), `switch "sw0" is an ancestor of "sw3" (3 links up)`)
+		// Still a tree: one event, one delivery.
+		sub := subscribe(t, open(t, n.sws[3], "app"), `{type ⊑ Alarm}`)
+		publish(t, open(t, n.sws[1], "pub"), &sion.Event{Type: "Alarm"})
+		n.flush()
+		assert.Equal(t, 1, count(sub))
+		for _, sw := range n.sws {
+			for _, l := range sw.Links() {
+				assert.Zero(t, l.Duplicates, "no event went round")
+			}
+		}
+	})
+}
