@@ -101,8 +101,9 @@ type SharedLink struct {
 // Tree rule (S1): a switch makes at most one establishment request and
 // accepts any number, so the links of a place form a tree. A second Link
 // while the first is open returns an error wrapping ErrLinkRefused, as
-// does a peer that refuses (another place, the same name, a link that
-// would close a loop of two, a second request from one switch). An
+// does a peer that refuses (another place, the same name, a requester
+// that is one of the peer's ancestors — the acceptor probes them, so no
+// loop of any length forms —, a second request from one switch). An
 // admission refusal wraps ErrNotAdmitted.
 //
 // When the link fails later (the connection ends, the peer dies), the
