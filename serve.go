@@ -424,6 +424,7 @@ type lazyDeliver struct {
 	fwd     []byte // the Forward frame for shared links
 	fwdErr  error
 	fwdDone bool
+	seen    bool // the event's ID is recorded as seen already
 }
 
 // forward returns e's Forward frame for the next switch, TTL lowered and
@@ -432,7 +433,9 @@ type lazyDeliver struct {
 func (l *lazyDeliver) forward(sw *Switch, e *Event) ([]byte, error) {
 	if !l.fwdDone {
 		l.fwdDone = true
-		sw.seen.add(e.ID)
+		if !l.seen {
+			sw.seen.add(e.ID)
+		}
 		w := toWireEvent(e)
 		w.TTL--
 		w.Hops++

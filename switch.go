@@ -297,7 +297,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 		return cmp.Compare(a.id, b.id)
 	})
 	var errs []error
-	var shared lazyDeliver
+	shared := lazyDeliver{seen: from != nil} // an event from a link was recorded when it arrived
 	for len(hits) > 0 {
 		s := hits[0].sub.sess
 		k := 1
