@@ -97,4 +97,6 @@
 // the link ends, SharedLink.Close or Switch.Close runs, which wait for
 // them. Switch.routeMu orders filter propagation: it is taken before
 // Switch.mu and a router's locks, and never while a frame is sent.
+// Switch.mu may be held while a SharedLink's lock is taken, never the
+// reverse; a router's own lock is taken before its queue's.
 package sion
