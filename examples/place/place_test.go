@@ -34,6 +34,6 @@ func TestThreeProcesses(t *testing.T) {
 		"subscriber deep received 13 events",
 		"subscriber felt-widely received 9 events",
 	}, lines[3:])
-	assert.Equal(t, "routing unconditional: 18 control messages, 4778 event messages over 2 links", lines[0], "2389 events flood both links")
-	assert.Equal(t, "routing by-filter: 34 control messages, 233 event messages over 2 links", lines[2])
+	assert.Equal(t, "routing unconditional: 20 control messages, 4778 event messages over 2 links", lines[0], "2389 events flood both links")
+	assert.Equal(t, "routing by-filter: 36 control messages, 233 event messages over 2 links", lines[2])
 }
