@@ -30,6 +30,19 @@ import (
 
 const nonceBytes = 32
 
+// MinSharedKeyBytes is the shortest shared key a place or a remote session
+// accepts (PlaceConfig.SharedKey, SessionConfig.SharedKey); use 32 random
+// bytes.
+const MinSharedKeyBytes = 16
+
+// checkKey refuses a key that is set but too short to protect anything.
+func checkKey(field string, key []byte) error {
+	if key != nil && len(key) < MinSharedKeyBytes {
+		return fmt.Errorf("%w: %s has %d bytes, want at least %d (32 random bytes are best; nil means no key)", ErrInvalidConfig, field, len(key), MinSharedKeyBytes)
+	}
+	return nil
+}
+
 func newNonce() []byte {
 	b := make([]byte, nonceBytes)
 	rand.Read(b)
@@ -73,7 +86,7 @@ func clientHandshake(ctx context.Context, conn transport.Conn, lim wire.Limits, 
 		return nil, err
 	}
 	if ch, ok := reply.(*wire.Challenge); ok {
-		if key == nil {
+		if len(key) == 0 {
 			return nil, fmt.Errorf("%w: the switch's place requires a shared key and none is configured", ErrNotAdmitted)
 		}
 		if !hmac.Equal(ch.Proof, proof(key, "sion/switch", nonce, ch.Nonce)) {
@@ -83,7 +96,7 @@ func clientHandshake(ctx context.Context, conn transport.Conn, lim wire.Limits, 
 		if err != nil {
 			return nil, err
 		}
-	} else if key != nil {
+	} else if len(key) > 0 {
 		if _, ok := reply.(*wire.Welcome); ok {
 			return nil, fmt.Errorf("%w: the switch did not ask for the place's shared key, so it cannot be trusted with it", ErrNotAdmitted)
 		}

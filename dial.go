@@ -43,6 +43,12 @@ const byeTimeout = time.Second
 // and the subscriptions' channels are closed; the session does not
 // reconnect.
 func Dial(ctx context.Context, tr transport.Transport, addr string, cfg SessionConfig) (*Session, error) {
+	if tr == nil {
+		return nil, fmt.Errorf("%w: Dial with a nil transport", ErrInvalidConfig)
+	}
+	if err := checkKey("SessionConfig.SharedKey", cfg.SharedKey); err != nil {
+		return nil, err
+	}
 	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 {
 		return nil, fmt.Errorf("%w: SessionConfig.SpoolSize %d and SpoolRetention %v must not be negative", ErrInvalidConfig, cfg.SpoolSize, cfg.SpoolRetention)
 	}

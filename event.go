@@ -189,6 +189,9 @@ func (p *EventPlace) admit(ev *Event, checkPayload bool) (*Event, error) {
 	if size > p.cfg.MaxPayloadBytes {
 		return nil, fmt.Errorf("%w: attribute names and strings of %d bytes exceed the place's limit of %d", ErrInvalidEvent, size, p.cfg.MaxPayloadBytes)
 	}
+	if err := fitsLink(ev, size); err != nil {
+		return nil, err
+	}
 	out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
 	for _, a := range ev.Attrs {
 		name := o.CanonicalAttribute(a.Name)
@@ -219,6 +222,44 @@ func (p *EventPlace) admit(ev *Event, checkPayload bool) (*Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// The most one event may hold so that it crosses a shared link (the wire
+// codec's default limits and transport.DefaultMaxFrameBytes): an event a
+// switch accepts must not be lost on the way to another switch.
+const (
+	linkMaxAttrs  = 256
+	linkMaxString = 64 << 10
+	linkMaxFrame  = 1 << 20
+)
+
+// fitsLink refuses an event that no shared link with the default frame
+// limit could carry; attrBytes is the sum of its attribute names and
+// string values.
+func fitsLink(ev *Event, attrBytes int) error {
+	if len(ev.Attrs) > linkMaxAttrs {
+		return fmt.Errorf("%w: %d attributes, more than the %d an event may carry over a shared link", ErrInvalidEvent, len(ev.Attrs), linkMaxAttrs)
+	}
+	for _, a := range ev.Attrs {
+		if len(a.Name) > linkMaxString || len(a.Value.Str()) > linkMaxString {
+			return fmt.Errorf("%w: attribute %.40q: a name or string value longer than %d bytes cannot cross a shared link", ErrInvalidEvent, a.Name, linkMaxString)
+		}
+	}
+	for what, s := range map[string]string{"type": ev.Type, "content type": ev.ContentType} {
+		if len(s) > linkMaxString {
+			return fmt.Errorf("%w: a %s longer than %d bytes cannot cross a shared link", ErrInvalidEvent, what, linkMaxString)
+		}
+	}
+	// Frame: the fields' bytes plus at most 12 bytes of lengths and kinds
+	// per attribute and 256 for the fixed fields.
+	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256
+	if ev.Condition != nil {
+		size += len(ev.Condition.String())
+	}
+	if size > linkMaxFrame {
+		return fmt.Errorf("%w: the event takes about %d bytes, more than the %d bytes of a shared link's frame (payload %d bytes)", ErrInvalidEvent, size, linkMaxFrame, len(ev.Data))
+	}
+	return nil
 }
 
 // canonicalCondition checks a patronage condition and returns it with its

@@ -42,7 +42,7 @@ func (m RoutingMode) String() string {
 // Defaults of PlaceConfig.
 const (
 	DefaultTTL             = 16      // hops an event or filter may travel inside a place
-	DefaultMaxPayloadBytes = 1 << 20 // bytes
+	DefaultMaxPayloadBytes = 960 << 10 // bytes: with its attributes, an event fits a shared link's 1 MiB frame
 	DefaultContractTimeout = 10 * time.Second
 )
 
@@ -55,7 +55,7 @@ type PlaceConfig struct {
 	Ontology *ontology.Ontology
 	// TTL is the hop limit events and filters get inside the place when
 	// their publisher (Control.TTL) or subscriber (WithTTL) sets none or
-	// more; 0 means DefaultTTL.
+	// more; 0 means DefaultTTL; at most 65535.
 	TTL int
 	// Routing is the routing mode of the place's shared links.
 	Routing RoutingMode
@@ -71,15 +71,23 @@ type PlaceConfig struct {
 	// key too. Remote sessions give it in SessionConfig.SharedKey; a
 	// switch's shared links use its place's. Local sessions (Switch.Open)
 	// are inside the process and are not asked. A refused entity gets an
-	// error wrapping ErrNotAdmitted, and the refusal is logged. Use at
-	// least 32 random bytes.
+	// error wrapping ErrNotAdmitted, and the refusal is logged. nil means
+	// no key; a key shorter than MinSharedKeyBytes (an empty one too, as
+	// from an unset environment variable) is refused by NewEventPlace
+	// with ErrInvalidConfig. Use 32 random bytes.
 	SharedKey []byte
 	// AcceptUnknownTypes lets Publish take events whose type the ontology
 	// does not know; they match only filters on the wildcard type "*".
 	AcceptUnknownTypes bool
 	// MaxPayloadBytes caps an event's payload, and separately the bytes
 	// of its attribute names and string values; 0 means
-	// DefaultMaxPayloadBytes.
+	// DefaultMaxPayloadBytes. Whatever it says, Publish refuses an event
+	// that could not cross a shared link (ErrInvalidEvent): more than 256
+	// attributes, a name or string value over 64 KiB, or more than about
+	// 1 MiB in all — so an event a switch accepts is never lost on the
+	// way to another switch for its size (a link configured with a
+	// smaller frame still drops it, counted in LinkInfo.Dropped and
+	// logged).
 	MaxPayloadBytes int
 	// Admit, when set, is asked before a session opens and before a
 	// shared link is accepted; a non-nil error refuses it, Open (or Dial,
@@ -131,6 +139,10 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, below 0", ErrInvalidConfig, cfg.TTL)
 	case cfg.MaxPayloadBytes < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.MaxPayloadBytes is %d, below 0", ErrInvalidConfig, cfg.MaxPayloadBytes)
+	case cfg.TTL > 65535:
+		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, above 65535", ErrInvalidConfig, cfg.TTL)
+	case checkKey("PlaceConfig.SharedKey", cfg.SharedKey) != nil:
+		return nil, checkKey("PlaceConfig.SharedKey", cfg.SharedKey)
 	case cfg.ContractTimeout < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.ContractTimeout is %v, below 0", ErrInvalidConfig, cfg.ContractTimeout)
 	case cfg.Routing < RouteByFilter || cfg.Routing > RouteUnconditional:

@@ -55,6 +55,10 @@ const (
 	// LinkDown: the link failed or closed; a link the switch requested is
 	// being re-established.
 	LinkDown
+	// LinkClosed: a requested link that is not re-established any more:
+	// SharedLink.Close or Switch.Close ran, or its parent left (Leave)
+	// and made this switch a root.
+	LinkClosed
 )
 
 // String returns the state's name.
@@ -66,6 +70,8 @@ func (s LinkState) String() string {
 		return "up"
 	case LinkDown:
 		return "down"
+	case LinkClosed:
+		return "closed"
 	}
 	return fmt.Sprintf("LinkState(%d)", int(s))
 }
@@ -83,13 +89,14 @@ type SharedLink struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the supervisor returns
 
-	mu      sync.Mutex
-	cur     *router       // mu; nil while down
-	ups     int           // mu; establishments
-	err     error         // mu; the last failure
-	alts    []ProbeResult // mu; ancestors found by the last probe, nearest first
-	next    string        // mu; where the parent told it to re-link (Leave)
-	release bool          // mu; the parent left and made this switch a root
+	mu       sync.Mutex
+	cur      *router       // mu; nil while down
+	ups      int           // mu; establishments
+	err      error         // mu; the last failure
+	alts     []ProbeResult // mu; ancestors found by the last probe, nearest first
+	next     string        // mu; where the parent told it to re-link (Leave)
+	release  bool          // mu; the parent left and made this switch a root
+	peerName string        // mu; the parent's name when the link was last up
 }
 
 // Link makes this switch's shared-link establishment request (S1) to the
@@ -112,8 +119,13 @@ type SharedLink struct {
 // or cancelled meanwhile is lost or left stale. Events published while it
 // is down do not cross it. Close ends it; Switch.Close does too.
 func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string, cfg LinkConfig) (*SharedLink, error) {
-	if cfg.RetryMin < 0 || cfg.RetryMax < 0 || cfg.HandshakeTimeout < 0 || cfg.ProbeInterval < 0 {
+	switch {
+	case tr == nil:
+		return nil, fmt.Errorf("%w: Link with a nil transport", ErrInvalidConfig)
+	case cfg.RetryMin < 0 || cfg.RetryMax < 0 || cfg.HandshakeTimeout < 0 || cfg.ProbeInterval < 0:
 		return nil, fmt.Errorf("%w: LinkConfig durations must not be negative (%+v)", ErrInvalidConfig, cfg)
+	case cfg.RetryMax != 0 && cfg.RetryMin > cfg.RetryMax:
+		return nil, fmt.Errorf("%w: LinkConfig.RetryMin %v exceeds RetryMax %v", ErrInvalidConfig, cfg.RetryMin, cfg.RetryMax)
 	}
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = handshakeTimeout
@@ -148,14 +160,25 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 	sw.left = false
 	sw.mu.Unlock()
 	r, err := sl.connect(ctx)
+	sw.mu.Lock()
+	if err == nil && sw.closed { // Close ran meanwhile and waits on sl.done
+		err = fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
 	if err != nil {
-		sw.mu.Lock()
-		sw.parent = nil
+		if sw.parent == sl {
+			sw.parent = nil
+		}
 		sw.mu.Unlock()
+		if r != nil {
+			r.close()
+			<-r.finished
+		}
 		sl.cancel()
+		close(sl.done) // a Close waiting on it returns
 		return nil, err
 	}
 	sw.linkers.Add(1)
+	sw.mu.Unlock()
 	go func() {
 		defer sw.linkers.Done()
 		sl.supervise(r)
@@ -220,7 +243,7 @@ func (sl *SharedLink) connectTo(ctx context.Context, addr string) (*router, erro
 		return nil, fmt.Errorf("sion: link from %q to %q: %w", sw.cfg.Name, peer, err)
 	}
 	sl.mu.Lock()
-	sl.cur = r
+	sl.cur, sl.peerName = r, peer
 	sl.ups++
 	if addr != sl.addr {
 		sw.log.Info("sion: re-linked to another parent", "switch", sw.cfg.Name, "parent", peer, "addr", addr, "was", sl.addr)
@@ -413,7 +436,10 @@ func (sl *SharedLink) Close() error {
 func (sl *SharedLink) State() (LinkState, error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if sl.cur != nil {
+	switch {
+	case sl.release || sl.ctx.Err() != nil:
+		return LinkClosed, sl.err
+	case sl.cur != nil:
 		return *sl.cur.state.Load(), sl.err
 	}
 	return LinkDown, sl.err
@@ -598,8 +624,9 @@ func (sl *SharedLink) peer() string {
 // LinkInfo describes one shared link of a switch (see Switch.Links): a
 // snapshot of its router's counters (S1 SI-R).
 type LinkInfo struct {
-	// Peer is the other switch's name; Parent reports whether it is this
-	// switch's parent (this switch requested the link).
+	// Peer is the other switch's name (for a requested link that has
+	// never been up, the address it goes to); Parent reports whether it is
+	// this switch's parent (this switch requested the link).
 	Peer   string
 	Parent bool
 	State  LinkState
@@ -647,7 +674,11 @@ func (sw *Switch) Links() []LinkInfo {
 	parent := sw.parent
 	sw.mu.RUnlock()
 	if parent != nil && !parentUp {
-		out = append(out, LinkInfo{Peer: parent.addr, Parent: true, State: LinkDown})
+		st, _ := parent.State()
+		parent.mu.Lock()
+		peer := cmp.Or(parent.peerName, parent.addr)
+		parent.mu.Unlock()
+		out = append(out, LinkInfo{Peer: peer, Parent: true, State: st})
 	}
 	slices.SortFunc(out, func(a, b LinkInfo) int { return cmp.Compare(a.Peer, b.Peer) })
 	return out

@@ -111,6 +111,9 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 	if hops < 1 || dir < TowardParents || dir > AllDirections {
 		return nil, fmt.Errorf("%w: probe of %d hops in direction %d", ErrInvalidConfig, hops, dir)
 	}
+	if sw.isClosed() {
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
 	return sw.probe(ctx, hops, dir, 0)
 }
 
@@ -358,6 +361,9 @@ func (sw *Switch) parentLeaves(addr string) {
 // must serve an address. Errors wrap ErrLinkRefused (the other switch
 // has a parent, cannot dial, or another place) or ErrNotAdmitted.
 func (sw *Switch) Absorb(ctx context.Context, tr transport.Transport, addr string) error {
+	if tr == nil {
+		return fmt.Errorf("%w: Absorb with a nil transport", ErrInvalidConfig)
+	}
 	self := sw.addr()
 	if self == "" {
 		return fmt.Errorf("%w: switch %q serves no address to be linked to", ErrInvalidConfig, sw.cfg.Name)

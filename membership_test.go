@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/transport/mem"
 )
 
 // Membership of a place's network (S1): probes, failure of a parent,
@@ -142,6 +143,8 @@ func TestLeave(t *testing.T) {
 		for _, l := range n.sws[2].Links() {
 			assert.False(t, l.Parent, "sw2 is the root now")
 		}
+		require.Eventually(t, func() bool { st, _ := n.links[2].State(); return st == sion.LinkClosed }, 10*time.Second, time.Millisecond,
+			"the elected root's own link is closed, not being re-established")
 		check(3, 2, 3, 4)
 	})
 }
@@ -248,4 +251,70 @@ func TestMergeSplitAbsorb(t *testing.T) {
 			assert.Contains(t, err.Error(), "SwitchConfig.Transport")
 		})
 	}
+}
+
+// TestCloseDuringLink: Switch.Close while its Link is still being set up
+// (the parent accepts the connection and never answers) returns, and so
+// does Link, with an error.
+func TestCloseDuringLink(t *testing.T) {
+	net, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	l, err := net.Listen("silent")
+	require.NoError(t, err)
+	defer l.Close()
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "p", Ontology: ont1(t)})
+	require.NoError(t, err)
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "child", Place: place})
+	require.NoError(t, err)
+	linked := make(chan error, 1)
+	go func() {
+		_, err := sw.Link(context.Background(), net, "silent", sion.LinkConfig{})
+		linked <- err
+	}()
+	conn, err := l.Accept(context.Background()) // the request is in flight
+	require.NoError(t, err)
+	defer conn.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- sw.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Switch.Close hangs while a Link is being set up")
+	}
+	require.Error(t, <-linked)
+	assert.Equal(t, sion.NonExistent, sw.State())
+	require.ErrorIs(t, sw.Flush(context.Background()), sion.ErrClosed)
+	_, err = sw.Probe(context.Background(), 1, sion.AllDirections)
+	require.ErrorIs(t, err, sion.ErrClosed)
+}
+
+// TestNetworkConfigRefused: what cannot work is refused with
+// ErrInvalidConfig naming it, never a panic.
+func TestNetworkConfigRefused(t *testing.T) {
+	ctx := context.Background()
+	sw := newSwitch(t, sion.PlaceConfig{})
+	_, err := sw.Link(ctx, nil, "x", sion.LinkConfig{})
+	require.ErrorIs(t, err, sion.ErrInvalidConfig)
+	require.ErrorIs(t, sw.Serve(ctx, nil), sion.ErrInvalidConfig)
+	require.ErrorIs(t, sw.Absorb(ctx, nil, "x"), sion.ErrInvalidConfig)
+	_, err = sion.Dial(ctx, nil, "x", sion.SessionConfig{})
+	require.ErrorIs(t, err, sion.ErrInvalidConfig)
+	net, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	_, err = sw.Link(ctx, net, "x", sion.LinkConfig{RetryMin: time.Second, RetryMax: time.Millisecond})
+	require.ErrorIs(t, err, sion.ErrInvalidConfig)
+	_, err = sion.Dial(ctx, net, "x", sion.SessionConfig{SharedKey: []byte("short")})
+	require.ErrorIs(t, err, sion.ErrInvalidConfig)
+	for name, cfg := range map[string]sion.PlaceConfig{
+		"empty key":   {SharedKey: []byte{}},
+		"short key":   {SharedKey: []byte("0123456789")},
+		"TTL too big": {TTL: 1 << 20},
+	} {
+		cfg.Name, cfg.Ontology = "p", ont1(t)
+		_, err := sion.NewEventPlace(cfg)
+		require.ErrorIs(t, err, sion.ErrInvalidConfig, name)
+	}
+	assert.Equal(t, sion.Suspended, sw.State(), "a failed Serve left nothing behind")
+	require.NoError(t, sw.Close())
 }

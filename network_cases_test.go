@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -646,6 +647,42 @@ func TestNoLoops(t *testing.T) {
 			for _, l := range sw.Links() {
 				assert.Zero(t, l.Duplicates, "no event went round")
 			}
+		}
+	})
+}
+
+// TestEventsThatCannotCrossAreRefused: whatever Publish accepts fits a
+// shared link; the largest events cross intact, larger ones are refused
+// at Publish with ErrInvalidEvent instead of vanishing on the way.
+func TestEventsThatCannotCrossAreRefused(t *testing.T) {
+	overTransports(t, sion.PlaceConfig{AcceptUnknownTypes: true, MaxPayloadBytes: 4 << 20}, []int{-1, 0}, func(t *testing.T, n *network) {
+		ctx := context.Background()
+		sub := subscribe(t, open(t, n.sws[1], "app"), `{}`)
+		pub := open(t, n.sws[0], "pub")
+		big := strings.Repeat("x", 64<<10)
+		payload := `{"blob":"` + strings.Repeat("y", 900<<10) + `"}`
+		publish(t, pub, &sion.Event{Type: "Blob", Attrs: attrs("s", big), ContentType: "application/json", Data: []byte(payload)})
+		n.flush()
+		got := queued(sub)
+		require.Len(t, got, 1, "the largest event crosses")
+		assert.Equal(t, payload, string(got[0].Event.Data))
+		assert.Equal(t, big, must(got[0].Event.Value("s")).Str())
+
+		many := make([]ontology.Attr, 257)
+		for i := range many {
+			many[i] = ontology.Attr{Name: fmt.Sprint("a", i), Value: ontology.Int(int64(i))}
+		}
+		for name, ev := range map[string]*sion.Event{
+			"a string over 64 KiB": {Type: "Blob", Attrs: attrs("s", big+"x")},
+			"257 attributes":       {Type: "Blob", Attrs: many},
+			"over 1 MiB in all":    {Type: "Blob", ContentType: "application/json", Data: []byte(`"` + strings.Repeat("z", 1<<20) + `"`)},
+		} {
+			err := pub.Publish(ctx, ev)
+			require.ErrorIs(t, err, sion.ErrInvalidEvent, name)
+			assert.Contains(t, err.Error(), "shared link", name)
+		}
+		for _, l := range n.sws[0].Links() {
+			assert.Zero(t, l.Dropped)
 		}
 	})
 }

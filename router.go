@@ -199,6 +199,15 @@ func (r *router) shutdown(err error) {
 		delete(r.acks, n)
 	}
 	r.mu.Unlock()
+	r.qmu.Lock()
+	lost := r.qData // data events queued but never handed to the transport
+	r.queue, r.qData, r.qBytes = nil, 0, 0
+	r.qmu.Unlock()
+	if lost > 0 {
+		r.dropped.Add(uint64(lost))
+		r.eventsSent.Add(^uint64(lost - 1))
+		r.sw.log.Warn("sion: shared link ended with events queued; they are lost", "switch", r.sw.cfg.Name, "peer", r.peer, "events", lost)
+	}
 	st := LinkDown
 	r.state.Store(&st)
 	r.sess.Close()

@@ -172,6 +172,9 @@ func (sw *Switch) sendMarkers(except *router, ttl int) []*linkAck {
 // It returns ctx's error if ctx ends first. Cost: two control events per
 // link in the place. Safe for concurrent use.
 func (sw *Switch) Flush(ctx context.Context) error {
+	if sw.isClosed() {
+		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
 	for _, a := range sw.sendMarkers(nil, sw.place.cfg.TTL) {
 		select {
 		case <-a.done:
@@ -203,7 +206,16 @@ func (sw *Switch) awaitContract(ctx context.Context, sub *Subscription, routes [
 			return fmt.Errorf("%w: filter %s: %w", ErrNotGranted, sub.f, ctx.Err())
 		}
 	}
+	if sw.isClosed() { // its links ended because the switch closes
+		return fmt.Errorf("%w: switch %q closed while the subscription was made", ErrClosed, sw.cfg.Name)
+	}
 	return nil
+}
+
+func (sw *Switch) isClosed() bool {
+	sw.mu.RLock()
+	defer sw.mu.RUnlock()
+	return sw.closed
 }
 
 // readmit validates an event that arrived over a shared link as Publish

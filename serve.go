@@ -38,6 +38,9 @@ const (
 // Active (see State), and the first listener's address is the one the
 // switch gives its peers (link requests, probe replies, Leave).
 func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
+	if l == nil {
+		return fmt.Errorf("%w: Serve with a nil listener", ErrInvalidConfig)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sw.mu.Lock()
@@ -132,7 +135,7 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 		sendNow(&wire.Error{Code: codeProtocol, Message: fmt.Sprintf("sion: protocol error: session protocol version %d, this switch speaks %d", hello.Version, protocolVersion)})
 		return
 	}
-	if sw.place.cfg.SharedKey != nil {
+	if len(sw.place.cfg.SharedKey) > 0 {
 		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
 			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", sw.place.Name(), "session", hello.Session, "remote", conn.RemoteAddr(), "err", err) // before the count: who sees the count sees the record
 			sw.refused.Add(1)
