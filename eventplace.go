@@ -41,7 +41,7 @@ func (m RoutingMode) String() string {
 
 // Defaults of PlaceConfig.
 const (
-	DefaultTTL             = 16      // hops an event or filter may travel inside a place
+	DefaultTTL             = 16        // hops an event or filter may travel inside a place
 	DefaultMaxPayloadBytes = 960 << 10 // bytes: with its attributes, an event fits a shared link's 1 MiB frame
 	DefaultContractTimeout = 10 * time.Second
 )
