@@ -11,8 +11,10 @@ import (
 )
 
 // RoutingMode says how routers propagate filters between the switches of
-// a place (S1 routing modes; see Switch.Link): every switch of a place
-// must use the same mode.
+// a place (S1 routing modes; see Switch.Link). Each router registers at
+// its peer by its own switch's mode, so switches whose places say
+// different modes still deliver exactly; use one mode per place to get
+// what it promises.
 type RoutingMode int
 
 const (

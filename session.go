@@ -113,6 +113,9 @@ func (s *Session) Subscribe(ctx context.Context, src string, opts ...SubscribeOp
 // subscription — and, on a switch with shared links, every event
 // published afterwards on any switch within the filter's TTL (WithTTL;
 // S2 subscription contract: each switch has acknowledged the filter).
+// The contract covers the switches reachable when it is made: a link
+// that is down does not delay it, and when the link comes back both
+// sides re-send their filters (see Switch.Link).
 // Errors: ErrUnknownEventType for a type the place's ontology does not
 // know; ErrInvalidFilter (wrapping filter.ErrInvalid) for an attribute
 // outside the type's vocabulary or of the wrong kind; ErrInvalidConfig
