@@ -218,6 +218,14 @@ func TestSharedLinkCarriesEventsBothWays(t *testing.T) {
 			assert.Equal(t, uint64(1), l1[0].EventsSent)
 			assert.Equal(t, 1, l0[0].Routes)
 			assert.Equal(t, 1, l0[0].Proxies)
+
+			// The switch's totals keep a link's counters after it ends.
+			require.NoError(t, n.sws[1].Close())
+			require.Eventually(t, func() bool { return len(n.sws[0].Links()) == 0 }, 10*time.Second, time.Millisecond)
+			tot := n.sws[0].Stats().Links
+			assert.Equal(t, uint64(1), tot.EventsSent)
+			assert.Equal(t, uint64(1), tot.EventsReceived)
+			assert.Positive(t, tot.ControlSent)
 		})
 	}
 }

@@ -212,6 +212,7 @@ func (r *router) shutdown(err error) {
 	r.state.Store(&st)
 	r.sess.Close()
 	r.wg.Wait()
+	r.sw.endRouter(r)
 	close(r.finished)
 }
 

@@ -142,11 +142,21 @@ func (sw *Switch) addRouter(r *router) []*linkAck {
 	return out
 }
 
-// removeRouter takes r out of the switch's table.
+// removeRouter takes r out of the switch's table; its counters go into
+// the totals of ended links once it has shut down (endRouter).
 func (sw *Switch) removeRouter(r *router) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.routers = slices.DeleteFunc(sw.routers, func(x *router) bool { return x == r })
+	sw.ending = append(sw.ending, r)
+}
+
+// endRouter moves a shut-down router's final counters into the totals.
+func (sw *Switch) endRouter(r *router) {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	sw.ending = slices.DeleteFunc(sw.ending, func(x *router) bool { return x == r })
+	sw.ended.add(r)
 }
 
 // sendMarkers sends a marker on every link but except's and returns where

@@ -66,6 +66,8 @@ type Switch struct {
 	routeMu sync.Mutex
 	routed  map[uint64]*Subscription // routeMu; subscriptions propagated
 	routers []*router                // routeMu; shared links connected
+	ended   LinkTotals               // routeMu; counters of the links that have ended
+	ending  []*router                // routeMu; out of routers, still shutting down
 	seen    seenIDs                  // events that crossed a link
 
 	nextProbe atomic.Uint64
@@ -361,6 +363,8 @@ func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e 
 type Stats struct {
 	// Sessions and Subscriptions open now; Filters in the switch's
 	// filter.Index (equal to Subscriptions when no call is in progress).
+	// They include the routers' sessions and the proxy filters peers
+	// registered over shared links.
 	Sessions, Subscriptions, Filters int
 	// EventsIn counts the events published; Fires the sessions fired
 	// (one per session and event); Deliveries the events handed to
@@ -369,8 +373,30 @@ type Stats struct {
 	// Dropped counts events lost for subscriptions (all policies and
 	// spools), summed over the sessions open now.
 	Dropped uint64
-	// Refused counts sessions the admission hook refused.
+	// Refused counts sessions and shared links the place refused
+	// (admission hook, shared key, tree rule).
 	Refused uint64
+	// Links sums the counters of the switch's shared links over their
+	// lifetimes, the links that have ended included (Switch.Links shows
+	// the links up now).
+	Links LinkTotals
+}
+
+// LinkTotals sums shared-link counters; see LinkInfo for each.
+type LinkTotals struct {
+	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
+	Dropped, Expired, Duplicates, Refused                    uint64
+}
+
+func (t *LinkTotals) add(r *router) {
+	t.EventsSent += r.eventsSent.Load()
+	t.EventsReceived += r.eventsRecv.Load()
+	t.ControlSent += r.ctlSent.Load()
+	t.ControlReceived += r.ctlRecv.Load()
+	t.Dropped += r.dropped.Load()
+	t.Expired += r.expired.Load()
+	t.Duplicates += r.duplicates.Load()
+	t.Refused += r.refused.Load()
 }
 
 // Stats returns the switch's counters.
@@ -383,6 +409,12 @@ func (sw *Switch) Stats() Stats {
 	}
 	sw.mu.RUnlock()
 	st.Filters = sw.index.Len()
+	sw.routeMu.Lock()
+	st.Links = sw.ended
+	for _, r := range append(slices.Clone(sw.routers), sw.ending...) {
+		st.Links.add(r)
+	}
+	sw.routeMu.Unlock()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
 	for _, s := range sessions {
 		ss := s.Stats()
