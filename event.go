@@ -50,7 +50,8 @@ func newEventID() EventID {
 // ignored, except TTL and PlaceTTL, which may lower the place's default.
 type Control struct {
 	// TTL is how many more hops the event may take inside its place;
-	// Hops how many it has taken.
+	// Hops how many it has taken. At Publish, a TTL of 0 or less, or
+	// above the place's, means the place's.
 	TTL, Hops int
 	// PlaceTTL is how many more gateways the event may cross; PlaceHops
 	// how many it has crossed.
@@ -251,8 +252,9 @@ func fitsLink(ev *Event, attrBytes int) error {
 		}
 	}
 	// Frame: the fields' bytes plus at most 12 bytes of lengths and kinds
-	// per attribute and 256 for the fixed fields.
-	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256
+	// per attribute, 256 for the fixed fields, and the origin's switch
+	// and place names (MaxNameBytes each).
+	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256 + 2*MaxNameBytes
 	if ev.Condition != nil {
 		size += len(ev.Condition.String())
 	}

@@ -41,6 +41,10 @@ func (m RoutingMode) String() string {
 	return fmt.Sprintf("RoutingMode(%d)", int(m))
 }
 
+// MaxNameBytes bounds the names of places and switches, which every event
+// carries in its control information.
+const MaxNameBytes = 256
+
 // Defaults of PlaceConfig.
 const (
 	DefaultTTL             = 16        // hops an event or filter may travel inside a place
@@ -51,7 +55,7 @@ const (
 // PlaceConfig configures an EventPlace. The zero value of every field but
 // Name and Ontology means the default.
 type PlaceConfig struct {
-	// Name identifies the place; required.
+	// Name identifies the place; required, at most MaxNameBytes.
 	Name string
 	// Ontology holds the place's event types; required.
 	Ontology *ontology.Ontology
@@ -141,6 +145,8 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, below 0", ErrInvalidConfig, cfg.TTL)
 	case cfg.MaxPayloadBytes < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.MaxPayloadBytes is %d, below 0", ErrInvalidConfig, cfg.MaxPayloadBytes)
+	case len(cfg.Name) > MaxNameBytes:
+		return nil, fmt.Errorf("%w: PlaceConfig.Name has %d bytes, at most %d", ErrInvalidConfig, len(cfg.Name), MaxNameBytes)
 	case cfg.TTL > 65535:
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, above 65535", ErrInvalidConfig, cfg.TTL)
 	case checkKey("PlaceConfig.SharedKey", cfg.SharedKey) != nil:

@@ -96,6 +96,7 @@ type SharedLink struct {
 	alts     []ProbeResult // mu; ancestors found by the last probe, nearest first
 	next     string        // mu; where the parent told it to re-link (Leave)
 	release  bool          // mu; the parent left and made this switch a root
+	upSignal chan struct{} // mu; closed (and replaced) each time the link comes up
 	peerName string        // mu; the parent's name when the link was last up
 }
 
@@ -145,7 +146,7 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryMin)
 	var idb [4]byte
 	rand.Read(idb[:])
-	sl := &SharedLink{sw: sw, tr: tr, addr: addr, cfg: cfg, id: int64(binary.BigEndian.Uint32(idb[:]) >> 1), done: make(chan struct{})}
+	sl := &SharedLink{sw: sw, tr: tr, addr: addr, cfg: cfg, id: int64(binary.BigEndian.Uint32(idb[:]) >> 1), done: make(chan struct{}), upSignal: make(chan struct{})}
 	sl.ctx, sl.cancel = context.WithCancel(context.Background())
 	sw.mu.Lock()
 	switch {
@@ -159,10 +160,26 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 	sw.parent = sl
 	sw.left = false
 	sw.mu.Unlock()
+	var r *router
+	defer func() { // undo the registration even if the transport panics
+		if r == nil && sl.done != nil {
+			select {
+			case <-sl.done:
+			default:
+				sw.mu.Lock()
+				if sw.parent == sl {
+					sw.parent = nil
+				}
+				sw.mu.Unlock()
+				sl.cancel()
+				close(sl.done)
+			}
+		}
+	}()
 	r, err := sl.connect(ctx)
 	sw.mu.Lock()
-	if err == nil && sw.closed { // Close ran meanwhile and waits on sl.done
-		err = fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	if sw.closed && (err == nil || sl.ctx.Err() != nil) { // Close ran meanwhile and waits on sl.done
+		err = fmt.Errorf("%w: switch %q closed while it linked: %v", ErrClosed, sw.cfg.Name, err)
 	}
 	if err != nil {
 		if sw.parent == sl {
@@ -173,6 +190,7 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 			r.close()
 			<-r.finished
 		}
+		r = nil
 		sl.cancel()
 		close(sl.done) // a Close waiting on it returns
 		return nil, err
@@ -244,6 +262,8 @@ func (sl *SharedLink) connectTo(ctx context.Context, addr string) (*router, erro
 	}
 	sl.mu.Lock()
 	sl.cur, sl.peerName = r, peer
+	close(sl.upSignal)
+	sl.upSignal = make(chan struct{})
 	sl.ups++
 	if addr != sl.addr {
 		sw.log.Info("sion: re-linked to another parent", "switch", sw.cfg.Name, "parent", peer, "addr", addr, "was", sl.addr)
@@ -533,12 +553,35 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 	stale := sw.children[peer]
 	parent := sw.parent
 	sw.mu.Unlock()
-	if parent != nil && parent.target() != "" {
+	if parent != nil {
+		// This switch's own link must be up first: two switches asking
+		// each other at once would otherwise both accept and close a
+		// loop. Wait for it a while; refuse (retry later) if it does not
+		// come up.
+		wctx, cancel := context.WithTimeout(ctx, linkWait)
+		up := parent.waitUp(wctx)
+		cancel()
+		sw.mu.RLock()
+		still := sw.parent == parent
+		sw.mu.RUnlock()
+		if !up && still {
+			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is establishing its own shared link; retry", ErrLinkRefused, sw.cfg.Name))
+			return
+		}
+		if !still {
+			parent = nil // it became a root meanwhile
+		}
+	}
+	if parent != nil {
 		// A requester among this switch's ancestors would close a loop:
 		// ask them (an n-hop probe toward the parents, S1).
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		ancestors, _ := sw.probe(pctx, sw.place.cfg.TTL, TowardParents, 0)
+		ancestors, complete := sw.probe(pctx, sw.place.cfg.TTL, TowardParents, 0)
 		cancel()
+		if !complete {
+			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q could not check that the link would not close a loop: its ancestors did not all answer within %v; retry", ErrLinkRefused, sw.cfg.Name, probeTimeout))
+			return
+		}
 		for _, a := range ancestors {
 			if a.Switch == peer {
 				refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is an ancestor of %q (%d links up); linking would close a loop (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name, a.Hops))
@@ -591,8 +634,33 @@ type childLink struct {
 	addr string // where the child serves link requests, "" if nowhere
 }
 
-// probeTimeout bounds the wait for a link to answer a probe marker.
-const probeTimeout = 2 * time.Second
+// probeTimeout bounds the wait for a link to answer a probe marker, and
+// for the ancestors to answer the loop check; linkWait how long a link
+// request waits for the acceptor's own link to come up.
+const (
+	probeTimeout = 2 * time.Second
+	linkWait     = 2 * time.Second
+)
+
+// waitUp waits until the link is up (true), or it ends for good or ctx
+// ends (false).
+func (sl *SharedLink) waitUp(ctx context.Context) bool {
+	for {
+		sl.mu.Lock()
+		up, ch := sl.cur != nil, sl.upSignal
+		sl.mu.Unlock()
+		if up {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-sl.ctx.Done():
+			return false
+		}
+	}
+}
 
 // alive reports whether the link still answers: a second request from
 // its switch is then refused (tree rule); a link that has ended or stays

@@ -114,12 +114,17 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 	if sw.isClosed() {
 		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	}
-	return sw.probe(ctx, hops, dir, 0)
+	out, complete := sw.probe(ctx, hops, dir, 0)
+	if len(out) == 0 && !complete && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
 }
 
 // probe is Probe that also returns once want switches have answered
-// (want > 0).
-func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want int) ([]ProbeResult, error) {
+// (want > 0); complete reports that, toward the parents, the whole chain
+// answered (or that there was nobody to ask).
+func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want int) (out []ProbeResult, complete bool) {
 	id := sw.nextProbe.Add(1)
 	ch := make(chan probeReply, 64)
 	sw.probeMu.Lock()
@@ -131,7 +136,6 @@ func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want in
 		sw.probeMu.Unlock()
 	}()
 	sent := sw.forwardProbe(nil, id, []string{sw.cfg.Name}, hops, dir)
-	var out []ProbeResult
 	seen := map[string]bool{}
 	ends := 0
 	for done := sent == 0; !done; {
@@ -147,16 +151,14 @@ func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want in
 			if r.end {
 				ends = max(ends, r.res.Hops)
 			}
-			done = dir == TowardParents && ends > 0 && len(out) >= ends || want > 0 && len(out) >= want
+			complete = dir == TowardParents && ends > 0 && len(out) >= ends
+			done = complete || want > 0 && len(out) >= want
 		case <-ctx.Done():
-			if len(out) == 0 {
-				return nil, ctx.Err()
-			}
 			done = true
 		}
 	}
 	slices.SortStableFunc(out, func(a, b ProbeResult) int { return cmp.Compare(a.Hops, b.Hops) })
-	return out, nil
+	return out, complete || sent == 0
 }
 
 // forwardProbe sends probe id with path on the switch's links in dir,

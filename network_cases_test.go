@@ -16,6 +16,7 @@ import (
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/mem"
 )
 
 // The scenarios of S1 and ../shared/CASES.md that need shared links, over
@@ -685,4 +686,56 @@ func TestEventsThatCannotCrossAreRefused(t *testing.T) {
 			assert.Zero(t, l.Dropped)
 		}
 	})
+}
+
+// TestSimultaneousLinksNoLoop: switches that ask each other for links at
+// the same moment (two, or three in a ring) do not close a loop: an
+// acceptor whose own link is being set up waits for it, and refuses
+// (retry later) if it does not come up.
+func TestSimultaneousLinksNoLoop(t *testing.T) {
+	for _, size := range []int{2, 3} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tr, err := mem.NewNetwork(mem.Config{})
+			require.NoError(t, err)
+			roots := make([]int, size)
+			for i := range roots {
+				roots[i] = -1
+			}
+			n := newNetwork(t, tr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{}, roots)
+			errs := make([]error, size)
+			var wg sync.WaitGroup
+			for i := range size {
+				wg.Go(func() {
+					_, errs[i] = n.sws[i].Link(context.Background(), tr, n.addrs[(i+1)%size], n.linkCfg)
+				})
+			}
+			wg.Wait()
+			linked := 0
+			for i, err := range errs {
+				if err == nil {
+					linked++
+				} else {
+					require.ErrorIs(t, err, sion.ErrLinkRefused, "sw%d", i)
+				}
+			}
+			assert.Less(t, linked, size, "not all of a ring's requests can succeed")
+			// Whatever formed is a tree: each event reaches each subscriber once.
+			subs := make([]*sion.Subscription, size)
+			for i := range size {
+				subs[i] = subscribe(t, open(t, n.sws[i], "app"), `{type ⊑ Alarm}`)
+			}
+			for i := range size {
+				publish(t, open(t, n.sws[i], "pub"), &sion.Event{Type: "Alarm"})
+			}
+			for _, sw := range n.sws {
+				require.NoError(t, sw.Flush(context.Background()))
+			}
+			for i, sub := range subs {
+				assert.LessOrEqual(t, count(sub), size, "sw%d", i)
+			}
+			for _, sw := range n.sws {
+				assert.Zero(t, sw.Stats().Links.Duplicates, "no event went round a loop")
+			}
+		})
+	}
 }

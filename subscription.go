@@ -152,7 +152,10 @@ func WithLookIn() SubscribeOption {
 // WithTTL limits how far the subscription's filter spreads over shared
 // links (S1 event-path propagation): to the switches at most n links away
 // from its own; 0 keeps it on its own switch. The default is the place's
-// TTL. n must be 0 to 65535.
+// TTL. n must be 0 to 65535. It bounds where events are fetched from for
+// this filter, not what the subscription may receive: an event that
+// reaches its switch for another subscription's sake (a wider TTL, a
+// transit) is delivered to every subscription there that matches it.
 func WithTTL(n int) SubscribeOption {
 	return func(c *subConfig) error {
 		if n < 0 || n > 65535 {

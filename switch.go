@@ -20,7 +20,8 @@ import (
 // SwitchConfig configures a Switch.
 type SwitchConfig struct {
 	// Name identifies the switch in logs, stats and events' control
-	// information (Control.Origin); required.
+	// information (Control.Origin); required, at most MaxNameBytes, and
+	// unique in its place (probes and Leave find switches by name).
 	Name string
 	// Place is the event place the switch belongs to; required.
 	Place *EventPlace
@@ -87,6 +88,8 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		return nil, fmt.Errorf("%w: SwitchConfig.Name is empty", ErrInvalidConfig)
 	case cfg.Place == nil:
 		return nil, fmt.Errorf("%w: SwitchConfig.Place is nil", ErrInvalidConfig)
+	case len(cfg.Name) > MaxNameBytes:
+		return nil, fmt.Errorf("%w: SwitchConfig.Name has %d bytes, at most %d", ErrInvalidConfig, len(cfg.Name), MaxNameBytes)
 	}
 	log := cfg.Logger
 	if log == nil {
