@@ -41,19 +41,6 @@ import (
 	"github.com/sion-go/sion/transport/tcp"
 )
 
-// subscribers are quakewatch's.
-var subscribers = []struct {
-	name, filter string
-	lookIn       bool
-}{
-	{name: "big", filter: `{type ⊑ hazard; mag >= 4.5}`},
-	{name: "blasts", filter: `{type ⊑ anthropogenic}`},
-	{name: "alaska", filter: `{type ⊑ hazard; place contains "Alaska"; mag >= 2.5}`},
-	{name: "tsunami", filter: `{type ⊑ hazard; tsunami == 1}`},
-	{name: "deep", filter: `{type ⊑ seismic; depth > 300}`, lookIn: true},
-	{name: "felt-widely", filter: `{type ⊑ seismic; match score >= 3; mag >= 5 weight 2; tsunami == 1 weight 2; json(properties.felt) >= 10}`},
-}
-
 // linkConfig turns off the periodic probes for alternative parents, so
 // that the control messages counted are those of filter propagation (and
 // of the final Flush) alone.
@@ -128,21 +115,21 @@ type subscriber struct {
 // subscribe opens the subscribers that live on switch i of n.
 func subscribe(ctx context.Context, sw *sion.Switch, i, n int) ([]subscriber, error) {
 	var out []subscriber
-	for k, s := range subscribers {
+	for k, s := range usgs.Subscribers {
 		if 1+k%(n-1) != i {
 			continue
 		}
-		sess, err := sw.Open(ctx, sion.SessionConfig{Name: s.name, SpoolSize: 1 << 14})
+		sess, err := sw.Open(ctx, sion.SessionConfig{Name: s.Name, SpoolSize: 1 << 14})
 		if err != nil {
 			return nil, err
 		}
 		opts := []sion.SubscribeOption{sion.WithLookIn()}
-		if !s.lookIn {
+		if !s.LookIn {
 			opts = []sion.SubscribeOption{sion.WithQueue(1 << 14)}
 		}
-		sub, err := sess.Subscribe(ctx, s.filter, opts...) // returns once active at every switch (S2)
+		sub, err := sess.Subscribe(ctx, s.Filter, opts...) // returns once active at every switch (S2)
 		if err != nil {
-			return nil, fmt.Errorf("subscriber %s: %w", s.name, err)
+			return nil, fmt.Errorf("subscriber %s: %w", s.Name, err)
 		}
 		out = append(out, subscriber{idx: k, sess: sess, sub: sub})
 	}
@@ -155,7 +142,7 @@ func report(ctx context.Context, subs []subscriber) ([]string, error) {
 	var lines []string
 	for _, s := range subs {
 		got := 0
-		if subscribers[s.idx].lookIn {
+		if usgs.Subscribers[s.idx].LookIn {
 			if s.sess.Stats().Spooled > 0 {
 				ds, err := s.sess.Pull(ctx, 0)
 				if err != nil {
@@ -167,9 +154,9 @@ func report(ctx context.Context, subs []subscriber) ([]string, error) {
 			got = s.sub.Stats().Queued
 		}
 		if st := s.sub.Stats(); st.Dropped > 0 {
-			lines = append(lines, fmt.Sprintf("subscriber %s dropped %d events", subscribers[s.idx].name, st.Dropped))
+			lines = append(lines, fmt.Sprintf("subscriber %s dropped %d events", usgs.Subscribers[s.idx].Name, st.Dropped))
 		}
-		lines = append(lines, fmt.Sprintf("subscriber %s received %d events", subscribers[s.idx].name, got))
+		lines = append(lines, fmt.Sprintf("subscriber %s received %d events", usgs.Subscribers[s.idx].Name, got))
 	}
 	return lines, nil
 }
@@ -196,12 +183,12 @@ func run(n int, procs bool) error {
 
 // order sorts report lines in the order of subscribers.
 func order(line string) int {
-	for k, s := range subscribers {
-		if strings.HasPrefix(line, "subscriber "+s.name+" ") {
+	for k, s := range usgs.Subscribers {
+		if strings.HasPrefix(line, "subscriber "+s.Name+" ") {
 			return k
 		}
 	}
-	return len(subscribers)
+	return len(usgs.Subscribers)
 }
 
 // runMode runs the place once with routing mode and returns the
@@ -296,17 +283,7 @@ func runMode(ctx context.Context, tr transport.Transport, n int, mode sion.Routi
 
 // readFeed turns the USGS features into events, as quakewatch does.
 func readFeed(place *sion.EventPlace) ([]*sion.Event, error) {
-	reader, err := place.NewJSONReader(sion.JSONFields{
-		TypePath: "properties.type",
-		Attrs: []sion.AttrPath{
-			{Name: "mag", Path: "properties.mag"},
-			{Name: "place", Path: "properties.place"},
-			{Name: "depth", Path: "geometry.coordinates.2"},
-			{Name: "tsunami", Path: "properties.tsunami"},
-			{Name: "alert", Path: "properties.alert"},
-			{Name: "time", Path: "properties.time"},
-		},
-	})
+	reader, err := place.NewJSONReader(usgs.Fields)
 	if err != nil {
 		return nil, err
 	}

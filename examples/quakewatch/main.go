@@ -27,22 +27,6 @@ import (
 	"github.com/sion-go/sion/ontology"
 )
 
-// subscribers, in the order their lines are printed. Each is a session of
-// its own; the filters use the ontology: "anthropogenic" is the parent of
-// explosion, quarry blast and chemical explosion, "seismic" of earthquake
-// and ice quake.
-var subscribers = []struct {
-	name, filter string
-	lookIn       bool
-}{
-	{name: "big", filter: `{type ⊑ hazard; mag >= 4.5}`},
-	{name: "blasts", filter: `{type ⊑ anthropogenic}`},
-	{name: "alaska", filter: `{type ⊑ hazard; place contains "Alaska"; mag >= 2.5}`},
-	{name: "tsunami", filter: `{type ⊑ hazard; tsunami == 1}`},
-	{name: "deep", filter: `{type ⊑ seismic; depth > 300}`, lookIn: true},
-	{name: "felt-widely", filter: `{type ⊑ seismic; match score >= 3; mag >= 5 weight 2; tsunami == 1 weight 2; json(properties.felt) >= 10}`},
-}
-
 func main() {
 	data := flag.String("data", "", "USGS GeoJSON feed to read (default: the bundled week of 2023-04-07)")
 	flag.Parse()
@@ -77,37 +61,27 @@ func run(ctx context.Context, feed []byte) error {
 
 	// The subscribers: a handler counts push deliveries; the look-in
 	// subscriber's events wait in its session's spool until it pulls.
-	counts := make([]atomic.Int64, len(subscribers))
-	sessions := make([]*sion.Session, len(subscribers))
-	subs := make([]*sion.Subscription, len(subscribers))
-	for i, s := range subscribers {
-		sess, err := sw.Open(ctx, sion.SessionConfig{Name: s.name, SpoolSize: 1 << 14})
+	counts := make([]atomic.Int64, len(usgs.Subscribers))
+	sessions := make([]*sion.Session, len(usgs.Subscribers))
+	subs := make([]*sion.Subscription, len(usgs.Subscribers))
+	for i, s := range usgs.Subscribers {
+		sess, err := sw.Open(ctx, sion.SessionConfig{Name: s.Name, SpoolSize: 1 << 14})
 		if err != nil {
 			return err
 		}
 		opts := []sion.SubscribeOption{sion.WithLookIn()}
-		if !s.lookIn {
+		if !s.LookIn {
 			opts = []sion.SubscribeOption{sion.WithQueue(1 << 14), sion.WithHandler(func(sion.Delivery) { counts[i].Add(1) })}
 		}
-		sub, err := sess.Subscribe(ctx, s.filter, opts...)
+		sub, err := sess.Subscribe(ctx, s.Filter, opts...)
 		if err != nil {
-			return fmt.Errorf("subscriber %s: %w", s.name, err)
+			return fmt.Errorf("subscriber %s: %w", s.Name, err)
 		}
 		sessions[i], subs[i] = sess, sub
 	}
 
 	// The feed: one event per GeoJSON feature, read with paths declared once.
-	reader, err := place.NewJSONReader(sion.JSONFields{
-		TypePath: "properties.type",
-		Attrs: []sion.AttrPath{
-			{Name: "mag", Path: "properties.mag"},
-			{Name: "place", Path: "properties.place"},
-			{Name: "depth", Path: "geometry.coordinates.2"},
-			{Name: "tsunami", Path: "properties.tsunami"},
-			{Name: "alert", Path: "properties.alert"},
-			{Name: "time", Path: "properties.time"}, // milliseconds since the epoch
-		},
-	})
+	reader, err := place.NewJSONReader(usgs.Fields)
 	if err != nil {
 		return err
 	}
@@ -133,8 +107,8 @@ func run(ctx context.Context, feed []byte) error {
 	}
 
 	// Let the handlers finish, pull the look-in spool, and report.
-	for i, s := range subscribers {
-		if s.lookIn && sessions[i].Stats().Spooled > 0 {
+	for i, s := range usgs.Subscribers {
+		if s.LookIn && sessions[i].Stats().Spooled > 0 {
 			got, err := sessions[i].Pull(ctx, 0)
 			if err != nil {
 				return err
@@ -146,11 +120,11 @@ func run(ctx context.Context, feed []byte) error {
 		}
 	}
 	fmt.Printf("published %d events\n", len(events))
-	for i, s := range subscribers {
+	for i, s := range usgs.Subscribers {
 		if st := subs[i].Stats(); st.Dropped > 0 {
-			fmt.Printf("subscriber %s dropped %d events\n", s.name, st.Dropped)
+			fmt.Printf("subscriber %s dropped %d events\n", s.Name, st.Dropped)
 		}
-		fmt.Printf("subscriber %s received %d events\n", s.name, counts[i].Load())
+		fmt.Printf("subscriber %s received %d events\n", s.Name, counts[i].Load())
 	}
 	return nil
 }
