@@ -252,6 +252,18 @@ func TestCaseB09StaleStateAfterUnsubscribe(t *testing.T) {
 func TestCaseB14SlowSubscriberIsolated(t *testing.T) {
 	sw := newSwitch(t, sion.PlaceConfig{})
 	s := open(t, sw, "app")
+	slow := checkB14(t, s, s)
+	st := slow.Stats()
+	assert.Equal(t, uint64(100), st.Matched)
+	assert.True(t, st.Slow)
+}
+
+// checkB14 runs B14 with both subscriptions on session s and the
+// publisher pub (the same session, or one on another switch): S_fast gets
+// all 100 events in order while S_slow is blocked; S_slow then has a
+// gap-free prefix and reports the rest as dropped. It returns S_slow.
+func checkB14(t *testing.T, s, pub *sion.Session) *sion.Subscription {
+	t.Helper()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var slowGot, fastGot []int64
@@ -272,7 +284,7 @@ func TestCaseB14SlowSubscriberIsolated(t *testing.T) {
 		}
 	}))
 	for n := 1; n <= 100; n++ {
-		publish(t, s, &sion.Event{Type: "Reading", Attrs: attrs("n", n)}) // returns at once: nothing waits for a handler
+		publish(t, pub, &sion.Event{Type: "Reading", Attrs: attrs("n", n)}) // returns at once: nothing waits for a handler
 	}
 	<-fastDone // S_fast got all 100 while S_slow is blocked on n = 1
 	mu.Lock()
@@ -291,10 +303,8 @@ func TestCaseB14SlowSubscriberIsolated(t *testing.T) {
 	for i, n := range slowGot {
 		require.Equal(t, int64(i+1), n, "a gap-free, in-order prefix")
 	}
-	st := slow.Stats()
-	assert.Equal(t, uint64(100-k), st.Dropped, "dropped = 100 - k")
-	assert.Equal(t, uint64(100), st.Matched)
-	assert.True(t, st.Slow)
+	assert.Equal(t, uint64(100-k), slow.Stats().Dropped, "dropped = 100 - k")
+	return slow
 }
 
 func TestPublishValidation(t *testing.T) {

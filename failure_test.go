@@ -118,30 +118,15 @@ func TestAbruptMiddleFailure(t *testing.T) {
 
 	sub := subscribe(t, open(t, n.sws[2], "far"), `{type ⊑ Reading}`, sion.WithQueue(1<<16))
 	pub := open(t, n.sws[0], "pub")
-	stop, published := make(chan struct{}), make(chan int)
-	go func() { // publishes through the failure
-		k := 0
-		for {
-			select {
-			case <-stop:
-				published <- k
-				return
-			default:
-			}
-			k++
-			pub.Publish(ctx, &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
-			time.Sleep(time.Millisecond) // a steady stream, not a flood
-		}
-	}()
-	time.Sleep(50 * time.Millisecond) // some events cross before the failure
+	stopPublishing := publishThrough(pub, time.Millisecond) // a steady stream through the failure
+	time.Sleep(50 * time.Millisecond)                       // some events cross before the failure
 	to0.freeze()
 	to1.freeze()
 	require.Eventually(t, func() bool {
 		st, _ := sl2.State()
 		return st == sion.LinkUp && sl2.Parent() == n.addrs[0]
 	}, 20*time.Second, time.Millisecond, "sw2 re-linked to sw0")
-	close(stop)
-	after := <-published + 1
+	after := stopPublishing() + 1
 	for k := after; k < after+200; k++ {
 		publish(t, pub, &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
 	}
@@ -160,4 +145,31 @@ func TestAbruptMiddleFailure(t *testing.T) {
 	}
 	assert.Zero(t, missing, "events published after the re-link that did not arrive")
 	assert.Positive(t, len(got)-200, "events crossed before the failure too")
+}
+
+// publishThrough publishes Reading{n: 1, 2, …} on pub from a goroutine,
+// pausing every pause between events (0: back to back), until the
+// returned function is called; that returns the last n published.
+func publishThrough(pub *sion.Session, pause time.Duration) (stop func() int) {
+	quit, last := make(chan struct{}), make(chan int)
+	go func() {
+		k := 0
+		for {
+			select {
+			case <-quit:
+				last <- k
+				return
+			default:
+			}
+			k++
+			pub.Publish(context.Background(), &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
+			if pause > 0 {
+				time.Sleep(pause)
+			}
+		}
+	}()
+	return func() int {
+		close(quit)
+		return <-last
+	}
 }

@@ -458,47 +458,7 @@ func TestCaseB11InterestAfterReestablishment(t *testing.T) {
 // R1, both subscriptions on R2; the link keeps flowing for S_fast.
 func TestCaseB14SlowSubscriberAcrossLink(t *testing.T) {
 	overTransports(t, sion.PlaceConfig{}, []int{-1, 0}, func(t *testing.T, n *network) {
-		s, pub := open(t, n.sws[1], "app"), open(t, n.sws[0], "pub")
-		release := make(chan struct{})
-		var mu sync.Mutex
-		var slowGot, fastGot []int64
-		fastDone := make(chan struct{})
-		slow := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(8), sion.WithHandler(func(d sion.Delivery) {
-			<-release
-			mu.Lock()
-			slowGot = append(slowGot, must(d.Event.Value("n")).Int())
-			mu.Unlock()
-		}))
-		subscribe(t, s, `{type ⊑ Reading}`, sion.WithHandler(func(d sion.Delivery) {
-			n := must(d.Event.Value("n")).Int()
-			mu.Lock()
-			fastGot = append(fastGot, n)
-			mu.Unlock()
-			if n == 100 {
-				close(fastDone)
-			}
-		}))
-		for k := 1; k <= 100; k++ {
-			publish(t, pub, &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
-		}
-		<-fastDone
-		mu.Lock()
-		require.Len(t, fastGot, 100)
-		for i, k := range fastGot {
-			require.Equal(t, int64(i+1), k, "in order")
-		}
-		require.Empty(t, slowGot)
-		mu.Unlock()
-		close(release)
-		require.NoError(t, s.Drain(context.Background()))
-		mu.Lock()
-		defer mu.Unlock()
-		k := len(slowGot)
-		require.GreaterOrEqual(t, k, 1)
-		for i, v := range slowGot {
-			require.Equal(t, int64(i+1), v, "a gap-free, in-order prefix")
-		}
-		assert.Equal(t, uint64(100-k), slow.Stats().Dropped, "dropped = 100 - k")
+		checkB14(t, open(t, n.sws[1], "app"), open(t, n.sws[0], "pub"))
 	})
 }
 
@@ -507,31 +467,14 @@ func TestCaseB14SlowSubscriberAcrossLink(t *testing.T) {
 // published reaches the far end.
 func TestMiddleSwitchRestart(t *testing.T) {
 	overTransports(t, sion.PlaceConfig{}, line(3), func(t *testing.T, n *network) {
-		ctx := context.Background()
 		sub := subscribe(t, open(t, n.sws[2], "far"), `{type ⊑ Reading}`, sion.WithQueue(10000))
 		pub := open(t, n.sws[0], "pub")
-		stop := make(chan struct{})
-		published := make(chan int)
-		go func() { // keeps publishing through the outage
-			k := 0
-			for {
-				select {
-				case <-stop:
-					published <- k
-					return
-				default:
-				}
-				k++
-				pub.Publish(ctx, &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
-			}
-		}()
+		stopPublishing := publishThrough(pub, 0) // through the outage
 		require.NoError(t, n.sws[1].Close())
 		n.start(1, n.addrs[1])
 		n.link(1, 0)
 		require.Eventually(t, func() bool { st, _ := n.links[2].State(); return st == sion.LinkUp }, 10*time.Second, time.Millisecond)
-		close(stop)
-		last := <-published
-		after := last + 1
+		after := stopPublishing() + 1
 		for k := after; k < after+100; k++ {
 			publish(t, pub, &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
 		}

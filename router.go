@@ -295,7 +295,9 @@ func (r *router) forward(e *Event, shared *lazyDeliver) {
 		}
 		return
 	}
-	r.dropping.Store(false)
+	if r.dropping.Load() { // the episode ended: a read per event, a write per episode
+		r.dropping.Store(false)
+	}
 	r.eventsSent.Add(1)
 }
 
