@@ -176,7 +176,7 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 			}
 		}
 	}()
-	r, err := sl.connect(ctx)
+	r, err := sl.connectTo(ctx, addr)
 	sw.mu.Lock()
 	if sw.closed && (err == nil || sl.ctx.Err() != nil) { // Close ran meanwhile and waits on sl.done
 		err = fmt.Errorf("%w: switch %q closed while it linked: %v", ErrClosed, sw.cfg.Name, err)
@@ -204,13 +204,8 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 	return sl, nil
 }
 
-// connect establishes the link once: hello, link request, accept, then
-// the exchange of filters.
-func (sl *SharedLink) connect(ctx context.Context) (*router, error) {
-	return sl.connectTo(ctx, sl.addr)
-}
-
-// connectTo establishes the link to addr once.
+// connectTo establishes the link to addr once: hello (and the shared-key
+// challenge), link request, accept, then the exchange of filters.
 func (sl *SharedLink) connectTo(ctx context.Context, addr string) (*router, error) {
 	sw := sl.sw
 	ctx, cancel := context.WithTimeout(ctx, sl.cfg.HandshakeTimeout)
