@@ -387,6 +387,8 @@ func (sl *SharedLink) moveTo(addr string) {
 	sl.mu.Lock()
 	if addr == "" {
 		sl.release = true
+		close(sl.upSignal) // waitUp returns: the link will not come up
+		sl.upSignal = make(chan struct{})
 	} else {
 		sl.next = addr
 	}
@@ -559,11 +561,11 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		sw.mu.RLock()
 		still := sw.parent == parent
 		sw.mu.RUnlock()
-		if !up && still {
+		if !up && still && !parent.released() {
 			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is establishing its own shared link; retry", ErrLinkRefused, sw.cfg.Name))
 			return
 		}
-		if !still {
+		if !up {
 			parent = nil // it became a root meanwhile
 		}
 	}
@@ -642,10 +644,13 @@ const (
 func (sl *SharedLink) waitUp(ctx context.Context) bool {
 	for {
 		sl.mu.Lock()
-		up, ch := sl.cur != nil, sl.upSignal
+		up, released, ch := sl.cur != nil, sl.release, sl.upSignal
 		sl.mu.Unlock()
 		if up {
 			return true
+		}
+		if released {
+			return false
 		}
 		select {
 		case <-ch:

@@ -142,13 +142,16 @@ func TestMalformedLinkFrames(t *testing.T) {
 		l.send(&wire.Forward{Event: wire.Event{ID: [16]byte{1}, Type: "Gossip", TTL: 3}})
 		l.send(&wire.Forward{Event: wire.Event{ID: [16]byte{2}, Type: "Alarm", TTL: 3}})
 		l.send(&wire.Forward{Event: wire.Event{ID: [16]byte{2}, Type: "Alarm", TTL: 3}}) // a duplicate
-		require.Eventually(t, func() bool { return count(sub) == 1 }, 10*time.Second, time.Millisecond, "the good event crossed sw0 to sw1")
 		var info sion.LinkInfo
-		for _, li := range n.sws[0].Links() {
-			if li.Peer == "careless" {
-				info = li
+		require.Eventually(t, func() bool {
+			for _, li := range n.sws[0].Links() {
+				if li.Peer == "careless" {
+					info = li
+				}
 			}
-		}
+			return info.EventsReceived == 3
+		}, 10*time.Second, time.Millisecond, "all three frames handled")
+		require.Eventually(t, func() bool { return count(sub) == 1 }, 10*time.Second, time.Millisecond, "the good event crossed sw0 to sw1")
 		assert.Equal(t, uint64(1), info.Refused)
 		assert.Equal(t, uint64(1), info.Duplicates)
 		assert.Equal(t, uint64(3), info.EventsReceived)
