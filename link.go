@@ -291,6 +291,9 @@ func (sl *SharedLink) supervise(r *router) {
 		sl.cur, sl.err = nil, err
 		next, release := sl.next, sl.release
 		sl.next = ""
+		if next != "" { // the leaving parent named the new one: retries go there too
+			sl.addr = next
+		}
 		sl.mu.Unlock()
 		if sl.ctx.Err() != nil {
 			return
@@ -575,15 +578,15 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		ancestors, complete := sw.probe(pctx, sw.place.cfg.TTL, TowardParents, 0)
 		cancel()
-		if !complete {
-			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q could not check that the link would not close a loop: its ancestors did not all answer within %v; retry", ErrLinkRefused, sw.cfg.Name, probeTimeout))
-			return
-		}
 		for _, a := range ancestors {
 			if a.Switch == peer {
 				refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is an ancestor of %q (%d links up); linking would close a loop (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name, a.Hops))
 				return
 			}
+		}
+		if !complete {
+			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q could not check that the link would not close a loop: its ancestors did not all answer within %v, or one of them is still linking; retry", ErrLinkRefused, sw.cfg.Name, probeTimeout))
+			return
 		}
 	}
 	if stale != nil && stale.id != id && stale.alive(ctx) {

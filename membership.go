@@ -94,9 +94,10 @@ type ProbeResult struct {
 }
 
 type probeReply struct {
-	res  ProbeResult
-	end  bool // the probe went no further from the replying switch
-	path []string
+	res     ProbeResult
+	end     bool // the probe went no further from the replying switch
+	pending bool // the replying switch's own parent link is being set up
+	path    []string
 }
 
 // Probe sends an n-hop probe along the switch's shared links in the given
@@ -138,6 +139,7 @@ func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want in
 	sent := sw.forwardProbe(nil, id, []string{sw.cfg.Name}, hops, dir)
 	seen := map[string]bool{}
 	ends := 0
+	uncertain := false
 	for done := sent == 0; !done; {
 		select {
 		case r := <-ch:
@@ -151,6 +153,7 @@ func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want in
 			if r.end {
 				ends = max(ends, r.res.Hops)
 			}
+			uncertain = uncertain || r.pending
 			complete = dir == TowardParents && ends > 0 && len(out) >= ends
 			done = complete || want > 0 && len(out) >= want
 		case <-ctx.Done():
@@ -158,7 +161,7 @@ func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want in
 		}
 	}
 	slices.SortStableFunc(out, func(a, b ProbeResult) int { return cmp.Compare(a.Hops, b.Hops) })
-	return out, complete || sent == 0
+	return out, (complete && !uncertain) || sent == 0
 }
 
 // forwardProbe sends probe id with path on the switch's links in dir,
@@ -196,9 +199,16 @@ func (r *router) handleProbe(c controlAttrs) error {
 		return nil
 	}
 	further := hops > 1 && r.sw.probeLinks(r, HopDirection(dir)) > 0
+	// A switch whose own parent link is being set up cannot tell who its
+	// ancestors will be: a loop check must not rely on its answer.
+	r.sw.mu.RLock()
+	parent := r.sw.parent
+	r.sw.mu.RUnlock()
+	pending := dir == int64(TowardParents) && !further && parent != nil && parent.target() == "" && !parent.released()
 	r.sendControl(ontology.ProbeReplyType,
 		ontology.Attr{Name: "addr", Value: ontology.String(r.sw.addr())},
 		ontology.Attr{Name: "end", Value: ontology.Bool(!further)},
+		ontology.Attr{Name: "pending", Value: ontology.Bool(pending)},
 		ontology.Attr{Name: "hops", Value: ontology.Int(int64(len(path)))},
 		ontology.Attr{Name: "id", Value: ontology.Int(int64(id))},
 		ontology.Attr{Name: "path", Value: ontology.String(p)},
@@ -231,6 +241,7 @@ func (r *router) handleProbeReply(c controlAttrs) error {
 	name, err4 := c.str("switch")
 	addr, err5 := c.str("addr")
 	end, err6 := c.get("end", ontology.KindBool)
+	pending, _ := c.get("pending", ontology.KindBool)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -242,7 +253,7 @@ func (r *router) handleProbeReply(c controlAttrs) error {
 		sw.probeMu.Unlock()
 		if ch != nil {
 			select {
-			case ch <- probeReply{res: ProbeResult{Switch: name, Addr: addr, Hops: int(hops)}, end: end.Bool(), path: path}:
+			case ch <- probeReply{res: ProbeResult{Switch: name, Addr: addr, Hops: int(hops)}, end: end.Bool(), pending: pending.IsValid() && pending.Bool(), path: path}:
 			default: // the prober has more answers than it can use
 			}
 		}
