@@ -12,12 +12,12 @@ import (
 // Smallest encodings, in bytes, of list elements: Decode refuses a count
 // whose elements cannot fit in the bytes left before it allocates them.
 const (
-	minAttrBytes     = 1 + 1 + 1                          // name length, value kind, shortest value
-	minMatchBytes    = 1 + 8                              // sub, score
-	minEventBytes    = 16 + 1 + 1 + 1 + 1 + 1 + 4 + 1 + 1 // id, type, attrs, content type, data, condition, 4 int32, origin, place
-	minDeliveryBytes = minEventBytes + 1                  // event, match count
-	maxVarintBytes   = binary.MaxVarintLen64              // 10
-	lastVarintMax    = 1                                  // the 10th byte of a uint64 varint holds 1 bit
+	minAttrBytes     = 1 + 1 + 1                              // name length, value kind, shortest value
+	minMatchBytes    = 1 + 8                                  // sub, score
+	minEventBytes    = 16 + 1 + 1 + 1 + 1 + 1 + 4 + 1 + 1 + 1 // id, type, attrs, content type, data, condition, 4 int32, origin, place, path
+	minDeliveryBytes = minEventBytes + 1                      // event, match count
+	maxVarintBytes   = binary.MaxVarintLen64                  // 10
+	lastVarintMax    = 1                                      // the 10th byte of a uint64 varint holds 1 bit
 )
 
 // Decode decodes one frame. It returns one of the pointer types of this
@@ -330,6 +330,14 @@ func (d *decoder) event(ev *Event) {
 	ev.PlaceHops = d.int32("place hops")
 	ev.Origin = d.text("origin")
 	ev.Place = d.text("place")
+	if n := d.count("path count", 1, MaxPath); n > 0 {
+		ev.Path = make([]string, n)
+		for i := 0; i < n && d.err == nil; i++ {
+			d.path.push("path", i)
+			ev.Path[i] = d.text("place")
+			d.path.pop()
+		}
+	}
 	d.path.pop()
 }
 

@@ -45,7 +45,7 @@
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)
-//	              text(Origin) text(Place) .
+//	              text(Origin) text(Place) uvarint(count ≤ MaxPath) {text(place)} .
 //	attrs       = uvarint(n) { text(Name) value } .
 //	value       = 0x01 string | 0x02 sint | 0x03 float | 0x04 bool | 0x05 sint .
 //	              (string, int, float, bool, time as ns since the Unix epoch)

@@ -12,7 +12,7 @@ import (
 // FrameVersion is the version byte that starts every frame this package
 // writes, and the only one Decode accepts. It changes on any incompatible
 // change of the format.
-const FrameVersion = 2
+const FrameVersion = 3
 
 // Wire numbers of value kinds; part of the format, independent of the
 // numbering of ontology.Kind.
@@ -215,6 +215,12 @@ func (e *encoder) event(ev *Event) {
 	e.varint(int64(ev.PlaceHops))
 	e.text("origin", ev.Origin)
 	e.text("place", ev.Place)
+	e.count("path count", len(ev.Path), MaxPath)
+	for i, p := range ev.Path {
+		e.path.push("path", i)
+		e.text("place", p)
+		e.path.pop()
+	}
 	e.path.pop()
 }
 

@@ -270,7 +270,14 @@ type Event struct {
 	// Origin names the switch that accepted the event and Place its event
 	// place (UTF-8).
 	Origin, Place string
+	// Path lists the event places the event has been in, in order, the
+	// one it is in now last (UTF-8 names); at most MaxPath. Gateways
+	// never carry an event into a place on its path.
+	Path []string
 }
+
+// MaxPath bounds Event.Path: no event crosses more gateways.
+const MaxPath = 64
 
 // Kind returns KindHello.
 func (*Hello) Kind() Kind { return KindHello }

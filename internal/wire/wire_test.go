@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func realisticEvent() Event {
 		Data:        []byte(`{"artist":"Quartet","duration":184,"tags":["calm","piano"]}`),
 		Condition:   "tier >= 2",
 		TTL:         7, Hops: 1, PlaceTTL: 2, PlaceHops: 0,
-		Origin: "sw-tokyo-1", Place: "shibuya",
+		Origin: "sw-tokyo-1", Place: "shibuya", Path: []string{"shibuya", "渋谷"},
 	}
 }
 
@@ -81,7 +82,7 @@ func extremeEvent() Event {
 		ContentType: "application/octet-stream",
 		Data:        all,
 		TTL:         math.MinInt32, Hops: math.MaxInt32, PlaceTTL: -1, PlaceHops: math.MaxInt32,
-		Origin: "o", Place: strings.Repeat("p", 1000),
+		Origin: "o", Place: strings.Repeat("p", 1000), Path: slices.Repeat([]string{"", strings.Repeat("q", 300)}, MaxPath/2),
 	}
 }
 
@@ -333,7 +334,7 @@ func TestGoldenPublish(t *testing.T) {
 		Origin: "sw1",
 	}}
 	want := []byte{
-		0x02, 0x03, // version 2, KindPublish
+		0x03, 0x03, // version 3, KindPublish
 		0x01,                                                                                           // Seq 1
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, // ID
 		0x04, 'n', 'e', 'w', 's', // Type
@@ -346,6 +347,7 @@ func TestGoldenPublish(t *testing.T) {
 		0x06, 0x00, 0x00, 0x00, // TTL zigzag(3) = 6, Hops, PlaceTTL, PlaceHops
 		0x03, 's', 'w', '1', // Origin
 		0x00, // Place ""
+		0x00, // Path: no places
 	}
 	assert.Equal(t, want, encode(t, m))
 	got, err := Decode(want, Limits{})
@@ -378,7 +380,7 @@ func (b builder) z(v int64) builder       { return binary.AppendVarint(b, v) }
 func (b builder) raw(p ...byte) builder   { return append(b, p...) }
 func (b builder) s(s string) builder      { return append(b.u(uint64(len(s))), s...) }
 func (b builder) id() builder             { return append(b, make([]byte, 16)...) }
-func (b builder) eventTail() builder      { return b.s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("") }
+func (b builder) eventTail() builder      { return b.s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(0) }
 func (b builder) eventAfterType() builder { return b.u(0).eventTail() }
 
 func TestDecodeMalformed(t *testing.T) {
@@ -398,9 +400,9 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty frame", nil, ErrMalformed, "wire: malformed frame: version: truncated at offset 0"},
 		{"no kind", []byte{FrameVersion}, ErrMalformed, "kind: truncated at offset 1"},
-		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 2 at offset 0"},
-		{"version 1", []byte{1, byte(KindBye)}, ErrVersion, "version 1, want 2"},
-		{"version 3", []byte{3, byte(KindBye)}, ErrVersion, "version 3, want 2"},
+		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 3 at offset 0"},
+		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 3"},
+		{"version 4", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 3"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
 		{"kind 16", newFrame(16), ErrMalformed, "unknown kind 16"},
@@ -411,6 +413,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"length prefix 2^62 for data", publish.s("t").u(0).s("").u(1 << 62), ErrMalformed, "event data: length 4611686018427387904 exceeds remaining"},
 		{"attribute count 2^62", publish.s("t").u(1 << 62), ErrMalformed, "event attribute count: count 4611686018427387904 needs at least 3 bytes per element"},
 		{"delivery count 2^62", newFrame(KindPullReply).u(0).u(1 << 62), ErrMalformed, "delivery count: count 4611686018427387904"},
+		{"path count over the limit", newFrame(KindPublish).u(0).id().s("t").u(0).s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(MaxPath + 1).raw(bytes.Repeat([]byte{0}, MaxPath+1)...), ErrTooLarge, "path count: count 65 exceeds limit 64"},
 		{"match count 2^62", newFrame(KindDeliver).id().s("t").eventAfterType().u(1 << 62), ErrMalformed, "match count"},
 		{"the doc's example", example, ErrMalformed, fmt.Sprintf("wire: malformed Publish frame: event attribute 3 name: length 900 exceeds remaining 12 bytes at offset %d", exampleOff)},
 		{"invalid UTF-8 in attribute name", publish.s("t").u(1).s("a\xffb").raw(valBool, 0).eventTail(), ErrMalformed, "event attribute 0 name: invalid UTF-8"},
