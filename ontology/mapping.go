@@ -450,3 +450,181 @@ func (m *Mapping) SourceTypes(targetType string) []string {
 	}
 	return out
 }
+
+// From returns the source ontology: the one whose events Apply converts.
+func (m *Mapping) From() *Ontology { return m.from }
+
+// To returns the target ontology: the one Apply converts events into.
+func (m *Mapping) To() *Ontology { return m.to }
+
+// ConversionMethod says how a Conversion computes a target value from a
+// source value.
+type ConversionMethod uint8
+
+const (
+	// ConvertPass: no AttributeRule applies and the target type has the
+	// attribute with a compatible kind (the same, or both numeric), so the
+	// value passes unchanged — an int stays an int even in a float
+	// attribute, and a float in an int attribute stays a float.
+	ConvertPass ConversionMethod = iota
+	// ConvertRename: a rule without conversion; the value is unchanged,
+	// except that an int into a float attribute becomes the nearest float64
+	// (exact up to 2^53 in magnitude).
+	ConvertRename
+	// ConvertLinear: out = fma(in, Scale, Offset), computed as Apply says:
+	// one rounding, and exact int64 arithmetic for an int into an int
+	// attribute with integral Scale and Offset.
+	ConvertLinear
+	// ConvertTable: the string value table Values; a value not in it is
+	// dropped, or passed unchanged when KeepUnmapped is set.
+	ConvertTable
+)
+
+var methodNames = [...]string{"pass", "rename", "linear", "table"}
+
+// String returns "pass", "rename", "linear" or "table".
+func (c ConversionMethod) String() string {
+	if int(c) < len(methodNames) {
+		return methodNames[c]
+	}
+	return "ConversionMethod(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Conversion is one row of the conversion table as it applies to events of
+// one source type (S1: the SI-GW converts with a conversion table): the
+// source attribute From, of the kind FromKind that the source type
+// declares, becomes the target attribute To, whose kind is ToKind, by
+// Method. Scale and Offset are set for ConvertLinear; Values and
+// KeepUnmapped for ConvertTable. Mapping.Conversions returns them; a
+// gateway inverts them to derive, from a filter over the target ontology,
+// the filters to register on the source side.
+//
+// A Conversion is a plain value, determined by its exported fields. Values
+// is shared with the Mapping and must not be modified; apart from that, a
+// Conversion is immutable and safe for concurrent use.
+type Conversion struct {
+	Type         string // canonical name of the source type
+	From         string // canonical source attribute
+	FromKind     Kind
+	To           string // canonical target attribute
+	ToKind       Kind
+	Method       ConversionMethod
+	Scale        float64
+	Offset       float64
+	Values       map[string]string
+	KeepUnmapped bool
+}
+
+// Conversions returns how events of the source type sourceType (name or
+// synonym) obtain the target attribute targetAttr (name or synonym in the
+// target ontology): one Conversion for each attribute in the source type's
+// vocabulary (own and inherited) that Apply turns into targetAttr, by a
+// rule or by passing it unchanged (ConvertPass: no rule applies and the
+// converted type has targetAttr with a kind compatible with the declared
+// source kind), sorted by source attribute name. Attributes that a Drop
+// rule removes are not listed. The result is nil when the type is unknown,
+// is not converted, or nothing becomes targetAttr — then converted events
+// of that type never have targetAttr. With two or more entries, an event
+// carrying more than one of those attributes (kept by their conversions)
+// fails to convert (Apply: two attributes convert to one name). Cost: a
+// scan of the type's vocabulary and of the rules; it allocates the result.
+func (m *Mapping) Conversions(sourceType, targetAttr string) []Conversion {
+	st, ok := m.from.Lookup(sourceType)
+	if !ok || m.target[st.ID] < 0 {
+		return nil
+	}
+	tt := m.target[st.ID]
+	want := m.to.CanonicalAttribute(targetAttr)
+	var out []Conversion
+	for _, a := range m.from.Vocabulary(st.ID) {
+		c := Conversion{Type: st.Name, From: a.Name, FromKind: a.Kind}
+		r := m.rule(st.ID, a.Name)
+		switch {
+		case r == nil:
+			c.To = m.to.CanonicalAttribute(a.Name)
+			ta, has := m.to.Attribute(tt, c.To)
+			if c.To != want || !has || !(ta.Kind == a.Kind || ta.Kind.Numeric() && a.Kind.Numeric()) {
+				continue
+			}
+			c.ToKind, c.Method = ta.Kind, ConvertPass
+		case r.Drop || r.to != want:
+			continue
+		default:
+			c.To, c.ToKind = r.to, r.toKind
+			c.Scale, c.Offset, c.Values, c.KeepUnmapped = r.Scale, r.Offset, r.Values, r.KeepUnmapped
+			switch {
+			case r.Values != nil:
+				c.Method = ConvertTable
+			case r.Scale != 0:
+				c.Method = ConvertLinear
+			default:
+				c.Method = ConvertRename
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Convert converts one value of the source attribute exactly as Apply does
+// for an event of c.Type: it returns the target value and whether the
+// attribute is kept (false: it is left out of the converted event, as for
+// a value missing from a table without KeepUnmapped, or a value whose kind
+// the target attribute cannot take under ConvertPass). The error wraps
+// ErrConversion: a value whose kind does not fit the conversion, or a
+// linear result that does not fit an int target.
+func (c Conversion) Convert(v Value) (Value, bool, error) {
+	if c.Method == ConvertPass {
+		return v, c.ToKind == v.Kind() || c.ToKind.Numeric() && v.Kind().Numeric(), nil
+	}
+	r := c.rule()
+	out, keep, err := r.convert(v)
+	if err != nil {
+		return Value{}, false, fmt.Errorf("%w: type %q, attribute %q: %w", ErrConversion, c.Type, c.From, err)
+	}
+	return out, keep, nil
+}
+
+// Unbounded returns what Convert returns for v when it succeeds and keeps
+// the value, and the zero Value when it drops it. Where Convert fails
+// because a linear result does not fit an int target, Unbounded returns
+// the result as if the target were a float: ±Inf when exact int64
+// arithmetic overflows, else the float64 result. For a numeric FromKind and
+// a ConvertPass, ConvertRename or ConvertLinear conversion it is therefore
+// a monotone function of v's numeric value over values of kind FromKind:
+// non-decreasing, or non-increasing for a negative Scale. Filters use it to
+// invert a conversion by search.
+func (c Conversion) Unbounded(v Value) Value {
+	out, keep, err := c.Convert(v)
+	switch {
+	case err == nil && keep:
+		return out
+	case err == nil || c.Method != ConvertLinear || !v.Kind().Numeric():
+		return Value{}
+	}
+	if c.ToKind == KindInt && v.Kind() == KindInt && integral(c.Scale) != nil && integral(c.Offset) != nil {
+		// Exact int64 arithmetic overflowed: the result has the sign of
+		// v*Scale (an overflowing sum has the sign of both terms).
+		if (v.Int() < 0) != (c.Scale < 0) {
+			return Float(math.Inf(-1))
+		}
+		return Float(math.Inf(1))
+	}
+	return Float(math.FMA(v.Float(), c.Scale, c.Offset))
+}
+
+// rule returns the attribute rule c stands for, so that Convert runs the
+// code Apply runs.
+func (c Conversion) rule() *attrRule {
+	r := &attrRule{from: c.From, to: c.To, fromKind: c.FromKind, toKind: c.ToKind}
+	switch c.Method {
+	case ConvertLinear:
+		r.Scale, r.Offset = c.Scale, c.Offset
+	case ConvertTable:
+		r.Values, r.KeepUnmapped = c.Values, c.KeepUnmapped
+		if r.Values == nil {
+			r.Values = map[string]string{}
+		}
+	}
+	return r
+}

@@ -210,3 +210,152 @@ func TestNewMappingErrors(t *testing.T) {
 		assert.Equal(t, "M", to, "nearest ruled ancestor")
 	})
 }
+
+func TestMappingConversions(t *testing.T) {
+	a, b := mappingOntologies(t)
+	m, err := NewMapping(a, b, testSpec())
+	require.NoError(t, err)
+	assert.Same(t, a, m.From())
+	assert.Same(t, b, m.To())
+	type row struct {
+		From   string
+		Method ConversionMethod
+		Kinds  [2]Kind
+	}
+	tests := []struct {
+		name, typ, attr string
+		want            []row
+	}{
+		{"linear, by attribute synonym", "Reading", "fahrenheit", []row{{"celsius", ConvertLinear, [2]Kind{KindFloat, KindFloat}}}},
+		{"linear int", "Reading", "anzahl", []row{{"count", ConvertLinear, [2]Kind{KindInt, KindInt}}}},
+		{"table", "Reading", "zustand", []row{{"state", ConvertTable, [2]Kind{KindString, KindString}}}},
+		{"pass-through", "Reading", "station", []row{{"station", ConvertPass, [2]Kind{KindString, KindString}}}},
+		{"inherited by a subtype", "IndoorReading", "station", []row{{"station", ConvertPass, [2]Kind{KindString, KindString}}}},
+		{"type-specific rename", "IndoorReading", "raum", []row{{"room", ConvertRename, [2]Kind{KindString, KindString}}}},
+		{"kind mismatch does not pass", "IndoorReading", "room", nil},
+		{"dropped attribute", "Reading", "secret", nil},
+		{"not in the target type", "Reading", "local", nil},
+		{"type dropped", "Calibration", "station", nil},
+		{"type without counterpart", "Alarm", "station", nil},
+		{"unknown type", "Nope", "station", nil},
+		{"unknown target attribute", "Reading", "nope", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []row
+			for _, c := range m.Conversions(tc.typ, tc.attr) {
+				got = append(got, row{c.From, c.Method, [2]Kind{c.FromKind, c.ToKind}})
+				st, _ := a.Lookup(tc.typ)
+				assert.Equal(t, st.Name, c.Type)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	t.Run("fields", func(t *testing.T) {
+		cs := m.Conversions("IndoorReading", "zustand")
+		require.Len(t, cs, 1)
+		assert.Equal(t, map[string]string{"on": "ein"}, cs[0].Values, "the subtype's rule wins")
+		assert.True(t, cs[0].KeepUnmapped)
+		cs = m.Conversions("Reading", "Fahrenheit")
+		assert.Empty(t, cs, "names are case-sensitive")
+		cs = m.Conversions("Reading", "fahrenheit")
+		require.Len(t, cs, 1)
+		assert.Equal(t, Conversion{Type: "Reading", From: "celsius", FromKind: KindFloat, To: "fahrenheit", ToKind: KindFloat,
+			Method: ConvertLinear, Scale: 1.8, Offset: 32}, cs[0])
+		assert.Equal(t, "linear", cs[0].Method.String())
+	})
+	t.Run("two producers", func(t *testing.T) {
+		m, err := NewMapping(a, b, MappingSpec{Types: []TypeRule{{From: "Reading", To: "Messung"}},
+			Attributes: []AttributeRule{{From: "state", To: "station"}}})
+		require.NoError(t, err)
+		cs := m.Conversions("Reading", "station")
+		require.Len(t, cs, 2)
+		assert.Equal(t, []string{"state", "station"}, []string{cs[0].From, cs[1].From})
+		assert.Equal(t, []ConversionMethod{ConvertRename, ConvertPass}, []ConversionMethod{cs[0].Method, cs[1].Method})
+	})
+}
+
+// TestConversionConvertIsApply: Convert gives, value for value, what Apply
+// gives for a one-attribute event, errors included.
+func TestConversionConvertIsApply(t *testing.T) {
+	src := mustNew(t, []TypeDef{{Name: "S", Attributes: []Attribute{
+		{Name: "f", Kind: KindFloat}, {Name: "i", Kind: KindInt}, {Name: "j", Kind: KindInt}, {Name: "k", Kind: KindInt},
+		{Name: "s", Kind: KindString}, {Name: "u", Kind: KindString}, {Name: "p", Kind: KindInt}, {Name: "q", Kind: KindFloat},
+	}}})
+	dst := mustNew(t, []TypeDef{{Name: "T", Attributes: []Attribute{
+		{Name: "F", Kind: KindFloat}, {Name: "I", Kind: KindFloat}, {Name: "J", Kind: KindInt}, {Name: "K", Kind: KindInt},
+		{Name: "S", Kind: KindString}, {Name: "U", Kind: KindString}, {Name: "p", Kind: KindFloat}, {Name: "q", Kind: KindInt},
+	}}})
+	m, err := NewMapping(src, dst, MappingSpec{Types: []TypeRule{{From: "S", To: "T"}}, Attributes: []AttributeRule{
+		{From: "f", To: "F", Scale: -1.8, Offset: 32},
+		{From: "i", To: "I"},
+		{From: "j", To: "J", Scale: -3, Offset: 7},
+		{From: "k", To: "K", Scale: 0.5},
+		{From: "s", To: "S", Values: map[string]string{"a": "x", "b": "x"}},
+		{From: "u", To: "U", Values: map[string]string{"a": "x"}, KeepUnmapped: true},
+	}})
+	require.NoError(t, err)
+	values := []Value{Int(0), Int(1), Int(-7), Int(math.MaxInt64), Int(math.MinInt64), Int(1<<53 + 1), Int(3074457345618258603),
+		Float(0), Float(math.Copysign(0, -1)), Float(2.5), Float(-1e300), Float(math.MaxFloat64), Float(5e-324), Float(8),
+		String("a"), String("b"), String("c"), Bool(true)}
+	for _, name := range []string{"F", "I", "J", "K", "S", "U", "p", "q"} {
+		cs := m.Conversions("S", name)
+		require.Len(t, cs, 1, name)
+		c := cs[0]
+		for _, v := range values {
+			_, out, ok, aerr := m.Apply("S", []Attr{{c.From, v}})
+			got, keep, err := c.Convert(v)
+			if aerr != nil {
+				assert.ErrorIs(t, err, ErrConversion, "%s(%v)", name, v)
+				continue
+			}
+			require.True(t, ok)
+			require.NoError(t, err, "%s(%v)", name, v)
+			require.Equal(t, len(out) == 1, keep, "%s(%v)", name, v)
+			if keep {
+				assert.Equal(t, out[0].Value.Kind(), got.Kind(), "%s(%v)", name, v)
+				assert.True(t, Equal(out[0].Value, got) || got.IsNaN(), "%s(%v): %v vs %v", name, v, got, out[0].Value)
+				assert.Equal(t, got, c.Unbounded(v))
+			}
+		}
+	}
+}
+
+// TestConversionUnboundedMonotone: over values of the source kind,
+// Unbounded is monotone in the direction of Scale, including where Convert
+// fails (int overflow, a fraction into an int attribute).
+func TestConversionUnboundedMonotone(t *testing.T) {
+	src := mustNew(t, []TypeDef{{Name: "S", Attributes: []Attribute{{Name: "i", Kind: KindInt}, {Name: "f", Kind: KindFloat}, {Name: "n", Kind: KindInt}}}})
+	dst := mustNew(t, []TypeDef{{Name: "T", Attributes: []Attribute{{Name: "I", Kind: KindInt}, {Name: "F", Kind: KindInt}, {Name: "N", Kind: KindFloat}}}})
+	for _, scale := range []float64{3, -3, 0.5, -0.5, 1e300} {
+		m, err := NewMapping(src, dst, MappingSpec{Types: []TypeRule{{From: "S", To: "T"}}, Attributes: []AttributeRule{
+			{From: "i", To: "I", Scale: scale, Offset: 5}, {From: "f", To: "F", Scale: scale, Offset: -1}, {From: "n", To: "N", Scale: scale, Offset: 0.25},
+		}})
+		require.NoError(t, err)
+		ints := []int64{math.MinInt64, math.MinInt64 + 1, -3074457345618258603, -1 << 53, -2, -1, 0, 1, 2, 1<<53 + 1, 3074457345618258602, 3074457345618258603, math.MaxInt64 - 1, math.MaxInt64}
+		floats := []float64{-math.MaxFloat64, -1e300, -3, -2.5, -5e-324, 0, 5e-324, 1, 2.5, 1e300, math.MaxFloat64}
+		check := func(c Conversion, vs []Value) {
+			for i := 1; i < len(vs); i++ {
+				x, y := c.Unbounded(vs[i-1]), c.Unbounded(vs[i])
+				require.True(t, x.IsValid() && y.IsValid())
+				cmp, ok := Compare(x, y)
+				require.True(t, ok)
+				if scale > 0 {
+					assert.LessOrEqual(t, cmp, 0, "scale %v: %v→%v, %v→%v", scale, vs[i-1], x, vs[i], y)
+				} else {
+					assert.GreaterOrEqual(t, cmp, 0, "scale %v: %v→%v, %v→%v", scale, vs[i-1], x, vs[i], y)
+				}
+			}
+		}
+		var iv, fv []Value
+		for _, i := range ints {
+			iv = append(iv, Int(i))
+		}
+		for _, f := range floats {
+			fv = append(fv, Float(f))
+		}
+		check(m.Conversions("S", "I")[0], iv)
+		check(m.Conversions("S", "N")[0], iv)
+		check(m.Conversions("S", "F")[0], fv)
+	}
+}

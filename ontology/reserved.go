@@ -44,6 +44,9 @@ const (
 	// LeaveType tells a switch's neighbours that it leaves the place, and
 	// where its children re-link (S1 release and re-establishment).
 	LeaveType = "sion.Leave"
+	// FederateType is a federation request from one event place to
+	// another: it asks for a gateway (S1 SI-GW).
+	FederateType = "sion.Federate"
 )
 
 // reservedDefs are the built-in types, in ID order: ControlType is ID 0.
@@ -62,12 +65,13 @@ var reservedDefs = []TypeDef{
 	{Name: ProbeType, Parents: []string{ControlType}, Label: "n-hop probe"},
 	{Name: ProbeReplyType, Parents: []string{ControlType}, Label: "probe reply"},
 	{Name: LeaveType, Parents: []string{ControlType}, Label: "leave"},
+	{Name: FederateType, Parents: []string{ControlType}, Label: "federation request"},
 }
 
 // NumReserved is the number of built-in types; they have IDs
 // 0..NumReserved-1 in every Ontology, and user types follow in the order
 // they were given to New.
-const NumReserved = 13
+const NumReserved = 14
 
 // IsReserved reports whether name begins with ReservedPrefix.
 func IsReserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }
