@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 )
 
@@ -59,6 +60,11 @@ type Control struct {
 	// Origin names the switch that accepted the event, and Place its
 	// place.
 	Origin, Place string
+	// Path lists the event places the event has been in, in order: its
+	// origin place first, the place it is in now last. A gateway never
+	// carries an event into a place on its path (S1 SI-GW), and no event
+	// crosses more than PlaceTTL gateways. Read it, never modify it.
+	Path []string
 }
 
 // Event is one event (S1: control information, semantic information,
@@ -145,7 +151,7 @@ func (p *EventPlace) admit(ev *Event, checkPayload bool) (*Event, error) {
 		Type:        ev.Type,
 		ContentType: ev.ContentType,
 		Condition:   ev.Condition,
-		Control:     Control{TTL: p.cfg.TTL, Place: p.cfg.Name},
+		Control:     Control{TTL: p.cfg.TTL, Place: p.cfg.Name, Path: []string{p.cfg.Name}},
 	}
 	if ev.Control.TTL > 0 && ev.Control.TTL < out.Control.TTL {
 		out.Control.TTL = ev.Control.TTL
@@ -252,9 +258,10 @@ func fitsLink(ev *Event, attrBytes int) error {
 		}
 	}
 	// Frame: the fields' bytes plus at most 12 bytes of lengths and kinds
-	// per attribute, 256 for the fixed fields, and the origin's switch
-	// and place names (MaxNameBytes each).
-	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256 + 2*MaxNameBytes
+	// per attribute, 256 for the fixed fields, the origin's switch and
+	// place names (MaxNameBytes each), and the longest path of places it
+	// may gather crossing gateways.
+	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256 + 2*MaxNameBytes + wire.MaxPath*(MaxNameBytes+3)
 	if ev.Condition != nil {
 		size += len(ev.Condition.String())
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -101,6 +103,14 @@ type PlaceConfig struct {
 	// and the refusal is logged at level Warn. It may be called from many
 	// goroutines at once.
 	Admit func(ctx context.Context, req AdmissionRequest) error
+	// Federation, when set, approves federation requests from other
+	// places (S1 SI-GW, see Switch.Federate): nil error approves, and the
+	// gateway opens; an error refuses it, and Federate returns an error
+	// wrapping ErrNotAdmitted and this one. nil refuses every request: a
+	// place is federated only with its consent. Admission (SharedKey,
+	// Admit with AdmissionRequest.Gateway set) is checked first. It may
+	// be called from many goroutines at once.
+	Federation func(ctx context.Context, req FederationRequest) error
 }
 
 // AdmissionRequest is what an admission hook is told about an entity that
@@ -122,6 +132,9 @@ type AdmissionRequest struct {
 	// link, so the hook is asked twice for a link: once for its session
 	// (Link false) and once for the link.
 	Link bool
+	// Gateway reports a federation request (Switch.Federate): Session is
+	// the gateway's name; PlaceConfig.Federation is asked after Admit.
+	Gateway bool
 }
 
 // EventPlace is a scope in which events spread, with one ontology (S1
@@ -147,6 +160,8 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 		return nil, fmt.Errorf("%w: PlaceConfig.MaxPayloadBytes is %d, below 0", ErrInvalidConfig, cfg.MaxPayloadBytes)
 	case len(cfg.Name) > MaxNameBytes:
 		return nil, fmt.Errorf("%w: PlaceConfig.Name has %d bytes, at most %d", ErrInvalidConfig, len(cfg.Name), MaxNameBytes)
+	case !utf8.ValidString(cfg.Name) || strings.ContainsAny(cfg.Name, "\x00\n"):
+		return nil, fmt.Errorf("%w: PlaceConfig.Name %q is not UTF-8 text without NUL and newline", ErrInvalidConfig, cfg.Name)
 	case cfg.TTL > 65535:
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, above 65535", ErrInvalidConfig, cfg.TTL)
 	case checkKey("PlaceConfig.SharedKey", cfg.SharedKey) != nil:

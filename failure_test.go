@@ -52,6 +52,17 @@ func (p *freezeProxy) addr() string { return p.l.Addr().String() }
 
 func (p *freezeProxy) freeze() { p.once.Do(func() { close(p.frozen) }) }
 
+// cut closes the connections through the proxy now (both ends see them
+// end); new ones pass again.
+func (p *freezeProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
 func (p *freezeProxy) accept() {
 	for {
 		in, err := p.l.Accept()

@@ -729,6 +729,9 @@ func (sw *Switch) Links() []LinkInfo {
 	var out []LinkInfo
 	parentUp := false
 	for _, r := range routers {
+		if r.gw != nil {
+			continue // see Gateways
+		}
 		r.mu.Lock()
 		li := LinkInfo{
 			Peer: r.peer, Parent: r.parent, State: *r.state.Load(), Since: r.upAt,
@@ -771,6 +774,14 @@ type RouteInfo struct {
 	Refs int
 	// Acknowledged reports whether the peer has acknowledged it (S2).
 	Acknowledged bool
+	// Places lists, for interest that came from other places through
+	// gateways, the places it came through, this one last; nil for this
+	// place's own interest.
+	Places []string
+	// Gateway names the gateway the key is registered over; "" for a
+	// shared link. Over a gateway, Filter is in the other place's
+	// ontology (converted by the gateway's Mapping).
+	Gateway string
 }
 
 // Routes returns the keys the switch has propagated over its shared links
@@ -784,12 +795,17 @@ func (sw *Switch) Routes() []RouteInfo {
 	for _, r := range routers {
 		r.mu.Lock()
 		for k, rt := range r.routes {
-			out = append(out, RouteInfo{Peer: r.peer, Filter: k, TTL: rt.sent, Refs: rt.refs, Acknowledged: rt.last.ok})
+			text, places := splitRouteKey(k)
+			ri := RouteInfo{Peer: r.peer, Filter: text, Places: places, TTL: rt.sent, Refs: rt.refs, Acknowledged: rt.last.ok}
+			if r.gw != nil {
+				ri.Gateway = r.gw.name
+			}
+			out = append(out, ri)
 		}
 		r.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b RouteInfo) int {
-		return cmp.Or(cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.Filter, b.Filter), cmp.Compare(a.TTL, b.TTL))
+		return cmp.Or(cmp.Compare(a.Gateway, b.Gateway), cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.Filter, b.Filter), slices.Compare(a.Places, b.Places), cmp.Compare(a.TTL, b.TTL))
 	})
 	return out
 }

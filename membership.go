@@ -172,8 +172,8 @@ func (sw *Switch) forwardProbe(from *router, id uint64, path []string, hops int,
 	sw.routeMu.Unlock()
 	n := 0
 	for _, r := range routers {
-		if r == from || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
-			continue
+		if r == from || r.gw != nil || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
+			continue // a probe stays in its place: gateways do not carry it
 		}
 		r.sendControl(ontology.ProbeType,
 			ontology.Attr{Name: "dir", Value: ontology.Int(int64(dir))},
@@ -225,7 +225,7 @@ func (sw *Switch) probeLinks(from *router, dir HopDirection) int {
 	defer sw.routeMu.Unlock()
 	n := 0
 	for _, r := range sw.routers {
-		if r != from && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
+		if r != from && r.gw == nil && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
 			n++
 		}
 	}
@@ -267,7 +267,7 @@ func (r *router) handleProbeReply(c controlAttrs) error {
 	routers := slices.Clone(sw.routers)
 	sw.routeMu.Unlock()
 	for _, back := range routers {
-		if back.peer == path[i-1] {
+		if back.gw == nil && back.peer == path[i-1] {
 			back.sendControl(ontology.ProbeReplyType, c...)
 			break
 		}

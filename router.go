@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,9 @@ type router struct {
 	sw     *Switch
 	conn   transport.Conn
 	lim    wire.Limits
-	peer   string // the peer switch's name
-	parent bool   // the peer is this switch's parent: this switch requested the link
+	peer   string      // the peer switch's name
+	parent bool        // the peer is this switch's parent: this switch requested the link
+	gw     *gatewayEnd // set when the link is a gateway's, between two places
 	sess   *Session
 	mode   RoutingMode
 	ctx    context.Context // ends when the link does
@@ -275,6 +277,10 @@ func (r *router) sendControl(typ string, attrs ...ontology.Attr) {
 // peer: one Forward frame with TTL lowered and Hops raised, encoded once
 // per event for all routers of the switch.
 func (r *router) forward(e *Event, shared *lazyDeliver) {
+	if r.gw != nil {
+		r.gw.forward(r, e)
+		return
+	}
 	if e.Control.TTL <= 0 {
 		r.expired.Add(1)
 		return
@@ -322,6 +328,10 @@ func (r *router) read() error {
 				continue
 			}
 			r.eventsRecv.Add(1)
+			if r.gw != nil {
+				r.gw.receive(r, &m.Event)
+				continue
+			}
 			r.receive(&m.Event)
 		case *wire.Bye:
 			return nil
@@ -368,11 +378,17 @@ func (r *router) control(w *wire.Event) error {
 	c := controlAttrs(w.Attrs)
 	switch w.Type {
 	case typeLinkRegister:
+		if r.gw != nil {
+			return r.gw.install(r, c)
+		}
 		return r.install(c)
 	case typeLinkRelease:
 		key, err := c.uint("key")
 		if err != nil {
 			return err
+		}
+		if r.gw != nil {
+			return r.gw.release(r, key)
 		}
 		sub, ok := r.proxies[key]
 		if !ok {
@@ -425,6 +441,10 @@ func (r *router) control(w *wire.Event) error {
 	case ontology.ProbeReplyType:
 		return r.handleProbeReply(c)
 	case ontology.LeaveType:
+		if r.gw != nil { // the other place ends the federation
+			r.gw.unfederated(r)
+			return nil
+		}
 		to, err := c.str("parent")
 		if err != nil {
 			return err
@@ -464,6 +484,10 @@ func (r *router) install(c controlAttrs) error {
 	if err != nil {
 		return err
 	}
+	var places []string
+	if p, err := c.str("places"); err == nil {
+		places = strings.Split(p, "\n")
+	}
 	ack := func(err error) {
 		msg := ""
 		if err != nil {
@@ -482,7 +506,7 @@ func (r *router) install(c controlAttrs) error {
 		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
 		return nil
 	}
-	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: int(ttl)}
+	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: int(ttl), places: places}
 	r.sess.mu.Lock()
 	r.sess.subs[sub.id] = sub
 	r.sess.mu.Unlock()
@@ -560,10 +584,29 @@ func closedAck(peer string) *linkAck {
 }
 
 // addRoute counts one more subscription needing key at the peer with ttl
+// and returns the acknowledgements the subscription's contract waits on.
+// A gateway converts the key first (gatewayEnd.addRoute).
+func (r *router) addRoute(key string, ttl int) []*linkAck {
+	if r.gw != nil {
+		return r.gw.addRoute(r, key)
+	}
+	return []*linkAck{r.register(key, ttl)}
+}
+
+// removeRoute undoes one addRoute.
+func (r *router) removeRoute(key string, ttl int) {
+	if r.gw != nil {
+		r.gw.removeRoute(r, key)
+		return
+	}
+	r.release(key, ttl)
+}
+
+// register counts one more subscription needing key at the peer with ttl
 // and registers it there on 0→1, or again when ttl is larger than the
 // one registered. It returns the acknowledgement the subscription's
 // contract waits on: of the register it caused, or of the last one.
-func (r *router) addRoute(key string, ttl int) *linkAck {
+func (r *router) register(key string, ttl int) *linkAck {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -582,18 +625,24 @@ func (r *router) addRoute(key string, ttl int) *linkAck {
 		rt.sent, rt.last = ttl, a
 		// Under mu: registers and releases of one key leave in the order
 		// of their reference-count changes.
-		r.sendControl(typeLinkRegister,
-			ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))},
-			ontology.Attr{Name: "filter", Value: ontology.String(key)},
-			ontology.Attr{Name: "key", Value: ontology.Int(int64(rt.id))},
-			ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
+		text, places := splitRouteKey(key)
+		attrs := []ontology.Attr{
+			{Name: "ack", Value: ontology.Int(int64(n))},
+			{Name: "filter", Value: ontology.String(text)},
+			{Name: "key", Value: ontology.Int(int64(rt.id))},
+			{Name: "ttl", Value: ontology.Int(int64(ttl))},
+		}
+		if places != nil {
+			attrs = append(attrs, ontology.Attr{Name: "places", Value: ontology.String(strings.Join(places, "\n"))})
+		}
+		r.sendControl(typeLinkRegister, attrs...)
 	}
 	return rt.last
 }
 
-// removeRoute counts one subscription fewer needing key with ttl and
+// release counts one subscription fewer needing key with ttl and
 // releases the key at the peer on 1→0.
-func (r *router) removeRoute(key string, ttl int) {
+func (r *router) release(key string, ttl int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt := r.routes[key]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +26,30 @@ func (sw *Switch) routeKeyOf(sub *Subscription) (string, int, bool) {
 	}
 	switch sw.place.cfg.Routing {
 	case RouteByFilter:
-		return sub.f.String(), sub.ttl - 1, true
+		return routeKey(sub.f.String(), sub.places), sub.ttl - 1, true
 	case RouteByEventType:
-		return typeFilter(sub.f.Type()), sub.ttl - 1, true
+		return routeKey(typeFilter(sub.f.Type()), sub.places), sub.ttl - 1, true
 	}
 	return "", 0, false
+}
+
+// routeKey returns the key of a proxy filter's text with the places its
+// interest came through (nil: this place alone): interest from other
+// places is kept apart, so that gateways can tell where it has been.
+func routeKey(text string, places []string) string {
+	if len(places) == 0 {
+		return text
+	}
+	return text + "\x00" + strings.Join(places, "\n")
+}
+
+// splitRouteKey returns the filter text and places of a key.
+func splitRouteKey(key string) (string, []string) {
+	text, places, ok := strings.Cut(key, "\x00")
+	if !ok {
+		return key, nil
+	}
+	return text, strings.Split(places, "\n")
 }
 
 // typeFilter returns the text of the filter on event type t alone.
@@ -91,7 +111,7 @@ func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 	var out []*linkAck
 	for _, r := range sw.routers {
 		if r.sess != sub.sess {
-			out = append(out, r.addRoute(k, ttl))
+			out = append(out, r.addRoute(k, ttl)...)
 		}
 	}
 	return out
@@ -123,7 +143,7 @@ func (sw *Switch) addRouter(r *router) []*linkAck {
 	sw.routers = append(sw.routers, r)
 	var out []*linkAck
 	if sw.place.cfg.Routing == RouteUnconditional {
-		out = append(out, r.addRoute(floodKey, 0))
+		out = append(out, r.addRoute(floodKey, 0)...)
 	} else {
 		subs := make([]*Subscription, 0, len(sw.routed))
 		for _, sub := range sw.routed {
@@ -135,7 +155,7 @@ func (sw *Switch) addRouter(r *router) []*linkAck {
 				continue
 			}
 			k, ttl, _ := sw.routeKeyOf(sub)
-			out = append(out, r.addRoute(k, ttl))
+			out = append(out, r.addRoute(k, ttl)...)
 		}
 	}
 	r.sendControl(typeLinkSynced)
@@ -156,7 +176,9 @@ func (sw *Switch) endRouter(r *router) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.ending = slices.DeleteFunc(sw.ending, func(x *router) bool { return x == r })
-	sw.ended.add(r)
+	if r.gw == nil { // a gateway's counters are its own (Gateways)
+		sw.ended.add(r)
+	}
 }
 
 // sendMarkers sends a marker on every link but except's and returns where

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
@@ -160,6 +161,11 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 	first, err := wire.Decode(frame, lim)
 	if fw, ok := first.(*wire.Forward); ok && err == nil && fw.Event.Type == typeLinkRequest {
 		sw.acceptLink(ctx, conn, sess, &fw.Event)
+		sess.Close()
+		return
+	}
+	if fw, ok := first.(*wire.Forward); ok && err == nil && fw.Event.Type == ontology.FederateType {
+		sw.acceptGateway(ctx, conn, sess, &fw.Event)
 		sess.Close()
 		return
 	}

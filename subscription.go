@@ -222,6 +222,11 @@ type Subscription struct {
 	// ttl is how many shared links the filter spreads over (S1 TTL of
 	// event-path propagation); -1 until register sets the place's.
 	ttl int
+	// places is, for a proxy subscription that stands for interest from
+	// other places (a gateway derived it), the places that interest came
+	// through, this one last; nil for interest of this place alone.
+	// Gateways never carry interest into a place on it.
+	places []string
 
 	// remote is, on a switch, the ID a remote session gave this
 	// subscription (see Dial), or 0 for a local subscription.

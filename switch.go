@@ -57,7 +57,8 @@ type Switch struct {
 	servers  sync.WaitGroup           // Serve calls
 	parent   *SharedLink              // mu; the link this switch requested (S1 tree rule: at most one)
 	children map[string]*childLink    // mu; links other switches requested, by their name
-	linkers  sync.WaitGroup           // supervisors of parent links
+	linkers  sync.WaitGroup           // supervisors of parent links and gateways
+	gateways map[string]*Gateway      // mu; the gateways this switch requested, by name
 	addrs    []string                 // mu; the addresses Serve listens on
 	left     bool                     // mu; Leave ran and no Link since: suspended
 
@@ -415,7 +416,9 @@ func (sw *Switch) Stats() Stats {
 	sw.routeMu.Lock()
 	st.Links = sw.ended
 	for _, r := range append(slices.Clone(sw.routers), sw.ending...) {
-		st.Links.add(r)
+		if r.gw == nil {
+			st.Links.add(r)
+		}
 	}
 	sw.routeMu.Unlock()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
@@ -453,9 +456,16 @@ func (sw *Switch) Close() error {
 	serving := sw.serving
 	sw.serving = nil
 	parent := sw.parent
+	gateways := make([]*Gateway, 0, len(sw.gateways))
+	for _, g := range sw.gateways {
+		gateways = append(gateways, g)
+	}
 	sw.mu.Unlock()
 	if parent != nil {
 		parent.Close()
+	}
+	for _, g := range gateways {
+		g.cancel() // not Close: the other place keeps its consent for when this switch returns
 	}
 	sw.linkers.Wait()
 	for _, stop := range serving {

@@ -73,7 +73,7 @@ func toWireEvent(e *Event) wire.Event {
 		ID: e.ID, Type: e.Type, Attrs: e.Attrs, ContentType: e.ContentType, Data: e.Data,
 		TTL: clamp32(e.Control.TTL), Hops: clamp32(e.Control.Hops),
 		PlaceTTL: clamp32(e.Control.PlaceTTL), PlaceHops: clamp32(e.Control.PlaceHops),
-		Origin: e.Control.Origin, Place: e.Control.Place,
+		Origin: e.Control.Origin, Place: e.Control.Place, Path: e.Control.Path,
 	}
 	if e.Condition != nil {
 		w.Condition = e.Condition.String()
@@ -88,7 +88,7 @@ func fromWireEvent(w *wire.Event) (*Event, error) {
 		ID: w.ID, Type: w.Type, Attrs: w.Attrs, ContentType: w.ContentType, Data: w.Data,
 		Control: Control{
 			TTL: int(w.TTL), Hops: int(w.Hops), PlaceTTL: int(w.PlaceTTL), PlaceHops: int(w.PlaceHops),
-			Origin: w.Origin, Place: w.Place,
+			Origin: w.Origin, Place: w.Place, Path: w.Path,
 		},
 	}
 	if w.Condition != "" {
