@@ -56,6 +56,15 @@
 //     it and hearing back from the links it propagated it on. A timeout
 //     (PlaceConfig.ContractTimeout) refuses the subscription with
 //     ErrNotGranted and releases what was installed.
+//   - Gateway (S1 SI-GW, gateway.go): a link between switches of two
+//     places (Switch.Federate, approved by PlaceConfig.Federation), whose
+//     ends are routers. The requesting switch holds a Mapping and firewall
+//     filters per direction: interest from the target place is converted
+//     backwards (filter.Derive) and intersected with the firewall
+//     (filter.Conjoin) before it is registered in the source place;
+//     events are checked and converted as they cross. Control.Path and
+//     PlaceTTL keep events from returning to a place or crossing too many
+//     gateways; interest carries the places it came through likewise.
 //   - Membership (S1): a switch is Suspended until it serves or links,
 //     Active while it does, NonExistent once closed. Each child probes
 //     its ancestors (Probe, n hops toward parents) and re-links to the
@@ -95,7 +104,10 @@
 // register or marker waiting for acknowledgements from further links; a
 // requested link has a supervisor that re-establishes it. They stop when
 // the link ends, SharedLink.Close or Switch.Close runs, which wait for
-// them. Switch.routeMu orders filter propagation: it is taken before
+// them; a requested gateway's supervisor likewise stops on Gateway.Close
+// or Switch.Close. A gateway end's route lock is taken under
+// Switch.routeMu, before its router's lock; its proxy lock is never taken
+// under Switch.routeMu. Switch.routeMu orders filter propagation: it is taken before
 // Switch.mu and a router's locks, and never while a frame is sent.
 // Switch.mu may be held while a SharedLink's lock is taken, never the
 // reverse; a router's own lock is taken before its queue's.

@@ -90,6 +90,13 @@
 //
 // # Matching
 //
+// Derive converts a filter over one ontology back through an
+// ontology.Mapping into the filters over the source ontology whose events
+// convert to ones it matches (a gateway's interest, S1 SI-GW): never
+// narrower than that, exact for type tests, renames, linear conversions
+// and value tables (see Derive for the cases it widens); Conjoin
+// intersects two filters (a firewall and derived interest).
+//
 // Index is the matcher; BruteForce, which evaluates every filter in turn,
 // is its oracle. Index groups filters by event type and, inside a group,
 // uses one of two engines per filter:
