@@ -54,8 +54,9 @@ type Control struct {
 	// Hops how many it has taken. At Publish, a TTL of 0 or less, or
 	// above the place's, means the place's.
 	TTL, Hops int
-	// PlaceTTL is how many more gateways the event may cross; PlaceHops
-	// how many it has crossed.
+	// PlaceTTL is how many more gateways the event may cross (at Publish
+	// DefaultTTL, 16, or less if the publisher asks); PlaceHops how many
+	// it has crossed.
 	PlaceTTL, PlaceHops int
 	// Origin names the switch that accepted the event, and Place its
 	// place.

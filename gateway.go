@@ -79,15 +79,18 @@ type DirectionConfig struct {
 	// see ontology.Mapping); events of types it does not convert do not
 	// cross. For Export its source ontology must be this switch's place's
 	// (the same *Ontology); for Import its target must be. nil passes
-	// events unchanged, for places that share an ontology: the other
-	// place then refuses (and counts) the events its ontology does not
-	// know.
+	// events and filters unchanged, for places that share an ontology
+	// (which Federate cannot check: it never sees the other place's):
+	// the other place then refuses (and counts) the events its ontology
+	// does not know, and filters naming types this place does not know
+	// are not derived (logged).
 	Mapping *ontology.Mapping
 	// Firewall lists filters over the source place's ontology (filter
 	// syntax, see filter/SYNTAX.md): an event crosses only if one of them
 	// matches it — all types ("{}"), some types ("{type ⊑ Alarm}") or
 	// content conditions. nil lets every event the Mapping converts
-	// cross, as far as the target place's interest asks for it.
+	// cross, as far as the target place's interest asks for it; an empty,
+	// non-nil list lets nothing cross.
 	Firewall []string
 }
 
@@ -126,7 +129,11 @@ type FederationRequest struct {
 
 // GatewayCounters counts what one direction of a gateway did with the
 // events that reached it (S1 SI-GW statistics). Each event is counted
-// once, under the first reason it did not cross, or as Forwarded.
+// once, under the first reason it did not cross, or as Forwarded. Each
+// end counts what it does: the requesting end checks the firewall and
+// converts (Filtered, Unmapped, Converted are counted there); the other
+// end only forwards and delivers. A copy that arrives over a redundant
+// gateway crosses and is dropped where it enters (Duplicates).
 type GatewayCounters struct {
 	// Forwarded: events that crossed (sent by the source side, delivered
 	// into the place by the target side); Converted: of those, the ones
@@ -393,8 +400,8 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 	sw.linkers.Add(1)
 	sw.mu.Unlock()
 	r, err := g.connect(ctx)
-	if err == nil && sw.isClosed() {
-		err = fmt.Errorf("%w: switch %q closed while it federated", ErrClosed, sw.cfg.Name)
+	if sw.isClosed() && (err == nil || g.ctx.Err() != nil) {
+		err = fmt.Errorf("%w: switch %q closed while it federated: %v", ErrClosed, sw.cfg.Name, err)
 	}
 	if err != nil {
 		if r != nil {
@@ -674,7 +681,7 @@ func (g *Gateway) Close() error {
 // flushLeave gives the Leave just queued on r a moment to be written
 // before the link closes.
 func (g *Gateway) flushLeave(r *router) {
-	a := r.marker(0)
+	a := r.marker(0, 0)
 	t := time.NewTimer(probeTimeout)
 	defer t.Stop()
 	select {
@@ -697,7 +704,7 @@ func (sw *Switch) Unfederate(name string) error {
 	for _, r := range sw.gatewayRouters() {
 		if !r.gw.requested() && r.gw.name == name {
 			r.sendControl(ontology.LeaveType)
-			a := r.marker(0)
+			a := r.marker(0, 0)
 			t := time.NewTimer(probeTimeout)
 			select {
 			case <-a.done:

@@ -672,7 +672,7 @@ func (sl *SharedLink) waitUp(ctx context.Context) bool {
 func (c *childLink) alive(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	a := c.r.marker(0)
+	a := c.r.marker(0, 0)
 	select {
 	case <-a.done:
 		return a.ok

@@ -418,9 +418,10 @@ func (r *router) control(w *wire.Event) error {
 		// Everything the peer sent before the marker has been delivered
 		// here and queued on the other links: pass the marker on and
 		// acknowledge once they have.
+		gateways, _ := c.int("gateways") // missing: 0
 		var waits []*linkAck
 		if ttl > 0 {
-			waits = r.sw.sendMarkers(r, int(ttl)-1)
+			waits = r.sw.sendMarkers(r, int(ttl)-1, int(gateways))
 		}
 		r.wg.Go(func() {
 			msg := ""
@@ -662,14 +663,15 @@ func (r *router) release(key string, ttl int) {
 
 // marker sends a marker with ttl and returns its acknowledgement; ok is
 // false when the link ended first.
-func (r *router) marker(ttl int) *linkAck {
+func (r *router) marker(ttl, gateways int) *linkAck {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return closedAck(r.peer)
 	}
 	n, a := r.newAck()
-	r.sendControl(typeLinkMarker, ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))}, ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
+	r.sendControl(typeLinkMarker, ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))},
+		ontology.Attr{Name: "gateways", Value: ontology.Int(int64(gateways))}, ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
 	return a
 }
 

@@ -181,16 +181,22 @@ func (sw *Switch) endRouter(r *router) {
 	}
 }
 
-// sendMarkers sends a marker on every link but except's and returns where
-// their acknowledgements arrive.
-func (sw *Switch) sendMarkers(except *router, ttl int) []*linkAck {
+// sendMarkers sends a marker on every link but except's, and over
+// gateways while it may still cross some (gateways: how many more), and
+// returns where their acknowledgements arrive. Places joined by gateways
+// may form cycles, so a marker crosses a bounded number of gateways.
+func (sw *Switch) sendMarkers(except *router, ttl, gateways int) []*linkAck {
 	sw.routeMu.Lock()
 	routers := slices.Clone(sw.routers)
 	sw.routeMu.Unlock()
 	var out []*linkAck
 	for _, r := range routers {
-		if r != except {
-			out = append(out, r.marker(ttl))
+		switch {
+		case r == except:
+		case r.gw == nil:
+			out = append(out, r.marker(ttl, gateways))
+		case gateways > 0:
+			out = append(out, r.marker(ttl, gateways-1))
 		}
 	}
 	return out
@@ -198,16 +204,18 @@ func (sw *Switch) sendMarkers(except *router, ttl int) []*linkAck {
 
 // Flush returns once every event this switch forwarded over its shared
 // links before the call has been handed to the subscriptions of every
-// switch it reached (within the place's TTL): a marker follows the events
-// along every link, and each switch acknowledges it after passing it on
-// and hearing back (S2 markers). Links that end meanwhile count as done.
+// switch it reached (within the place's TTL) in this place and in the
+// places one gateway away: a marker follows the events along every link
+// and gateway, and each switch acknowledges it after passing it on and
+// hearing back (S2 markers); it crosses one gateway at most, since places
+// and gateways may form cycles. Links that end meanwhile count as done.
 // It returns ctx's error if ctx ends first. Cost: two control events per
 // link in the place. Safe for concurrent use.
 func (sw *Switch) Flush(ctx context.Context) error {
 	if sw.isClosed() {
 		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	}
-	for _, a := range sw.sendMarkers(nil, sw.place.cfg.TTL) {
+	for _, a := range sw.sendMarkers(nil, sw.place.cfg.TTL, 1) {
 		select {
 		case <-a.done:
 			if a.err != nil {
