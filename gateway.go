@@ -665,8 +665,7 @@ func (g *Gateway) Close() error {
 	r := g.cur
 	g.mu.Unlock()
 	if r != nil && g.ctx.Err() == nil {
-		r.sendControl(ontology.LeaveType)
-		g.flushLeave(r)
+		sendLeave(r)
 	}
 	g.cancel()
 	<-g.done
@@ -678,9 +677,11 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
-// flushLeave gives the Leave just queued on r a moment to be written
-// before the link closes.
-func (g *Gateway) flushLeave(r *router) {
+// sendLeave tells the other end of gateway r that the federation ends,
+// and gives the Leave a moment (a marker's round trip, at most
+// probeTimeout) to arrive before the link closes.
+func sendLeave(r *router) {
+	r.sendControl(ontology.LeaveType)
 	a := r.marker(0, 0)
 	t := time.NewTimer(probeTimeout)
 	defer t.Stop()
@@ -703,14 +704,7 @@ func (sw *Switch) Unfederate(name string) error {
 	}
 	for _, r := range sw.gatewayRouters() {
 		if !r.gw.requested() && r.gw.name == name {
-			r.sendControl(ontology.LeaveType)
-			a := r.marker(0, 0)
-			t := time.NewTimer(probeTimeout)
-			select {
-			case <-a.done:
-			case <-t.C:
-			}
-			t.Stop()
+			sendLeave(r)
 			r.close()
 			<-r.finished
 			return nil
@@ -1078,23 +1072,11 @@ func (e *gatewayEnd) install(r *router, c controlAttrs) error {
 	if old != nil {
 		cancelAll(r, old.subs)
 	}
-	r.wg.Go(func() {
-		msg := ""
-		if err != nil {
-			msg = fmt.Sprintf("gateway %q at switch %q: %v", e.name, r.sw.cfg.Name, err)
-		}
-		for _, a := range waits {
-			select {
-			case <-a.done:
-				if a.err != nil && msg == "" {
-					msg = a.err.Error()
-				}
-			case <-r.ctx.Done():
-				return
-			}
-		}
-		r.sendAck(n, msg)
-	})
+	msg := ""
+	if err != nil {
+		msg = fmt.Sprintf("gateway %q at switch %q: %v", e.name, r.sw.cfg.Name, err)
+	}
+	r.ackAfter(n, msg, waits)
 	return nil
 }
 
@@ -1183,18 +1165,10 @@ func (e *gatewayEnd) forward(r *router, ev *Event) {
 		r.sw.log.Warn("sion: event does not fit the gateway's frames", "switch", r.sw.cfg.Name, "gateway", e.name, "event", ev.ID, "err", err)
 		return
 	}
-	if !r.enqueue(f, true) {
+	if !r.sendData(f) {
 		cnt.dropped.Add(1)
-		r.dropped.Add(1)
-		if !r.dropping.Swap(true) {
-			r.sw.log.Warn("sion: gateway is full, dropping events", "switch", r.sw.cfg.Name, "gateway", e.name)
-		}
 		return
 	}
-	if r.dropping.Load() {
-		r.dropping.Store(false)
-	}
-	r.eventsSent.Add(1)
 	cnt.forwarded.Add(1)
 	if converted {
 		cnt.converted.Add(1)

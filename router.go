@@ -294,17 +294,24 @@ func (r *router) forward(e *Event, shared *lazyDeliver) {
 		r.sw.log.Warn("sion: event not forwarded", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
 		return
 	}
+	r.sendData(f)
+}
+
+// sendData queues data frame f and counts it as sent, or, when the queue
+// is full, as dropped (logged once per episode of drops) and returns false.
+func (r *router) sendData(f []byte) bool {
 	if !r.enqueue(f, true) {
 		r.dropped.Add(1)
 		if !r.dropping.Swap(true) {
-			r.sw.log.Warn("sion: shared link is full, dropping events", "switch", r.sw.cfg.Name, "peer", r.peer)
+			r.sw.log.Warn("sion: shared link or gateway is full, dropping events", "switch", r.sw.cfg.Name, "peer", r.peer)
 		}
-		return
+		return false
 	}
 	if r.dropping.Load() { // the episode ended: a read per event, a write per episode
 		r.dropping.Store(false)
 	}
 	r.eventsSent.Add(1)
+	return true
 }
 
 // read handles the peer's frames until the connection ends.
@@ -423,20 +430,7 @@ func (r *router) control(w *wire.Event) error {
 		if ttl > 0 {
 			waits = r.sw.sendMarkers(r, int(ttl)-1, int(gateways))
 		}
-		r.wg.Go(func() {
-			msg := ""
-			for _, a := range waits {
-				select {
-				case <-a.done:
-					if a.err != nil && msg == "" {
-						msg = a.err.Error()
-					}
-				case <-r.ctx.Done():
-					return
-				}
-			}
-			r.sendAck(n, msg)
-		})
+		r.ackAfter(n, "", waits)
 	case ontology.ProbeType:
 		return r.handleProbe(c)
 	case ontology.ProbeReplyType:
@@ -525,25 +519,31 @@ func (r *router) install(c controlAttrs) error {
 		r.sess.forget(old)
 		old.cancel()
 	}
+	r.ackAfter(n, "", waits)
+	return nil
+}
+
+// ackAfter acknowledges the peer's register or marker n once every one of
+// waits is acknowledged (S2: after the links it went on have), with msg,
+// or else the first error among them; nothing if the link ends first.
+func (r *router) ackAfter(n uint64, msg string, waits []*linkAck) {
 	if len(waits) == 0 {
-		ack(nil)
-		return nil
+		r.sendAck(n, msg)
+		return
 	}
 	r.wg.Go(func() {
 		for _, a := range waits {
 			select {
 			case <-a.done:
-				if a.err != nil {
-					ack(a.err)
-					return
+				if a.err != nil && msg == "" {
+					msg = a.err.Error()
 				}
 			case <-r.ctx.Done():
 				return
 			}
 		}
-		ack(nil)
+		r.sendAck(n, msg)
 	})
-	return nil
 }
 
 // sendAck acknowledges the peer's register or marker n; msg is "" or why
