@@ -72,6 +72,14 @@
 //     (Leave) tells its children to link to its parent, or elects one as
 //     the new root. Absorb, LinkConfig.Merge and SharedLink.Close absorb
 //     a switch, combine places and split them.
+//   - Entity (S1, entity.go, discovery.go, search.go): one switch per
+//     place it belongs to, discovery by UDP broadcast (transport/udp) into
+//     the base place, advertisement of its properties as one filter per
+//     place on DiscoveryType events addressed to its identifiers, and
+//     event-place search (Entity.Search), which joins places through the
+//     entities that answer. Discovery events are the one reserved type
+//     routed like user events (ontology.IsRouted); gateways do not carry
+//     them.
 //   - Admission (S1 security assurance unit): the place's Admit hook
 //     decides on every session and link; with PlaceConfig.SharedKey an
 //     entity must also prove it knows the key (HMAC-SHA256 challenge and

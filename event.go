@@ -142,8 +142,10 @@ func (e *Event) String() string {
 // converted), attributes sorted by name. Errors wrap ErrUnknownEventType
 // or ErrInvalidEvent and name the attribute. checkPayload is false for
 // an event that arrived over a shared link: the switch it was published
-// at parsed its payload already.
-func (p *EventPlace) admit(ev *Event, checkPayload bool) (*Event, error) {
+// at parsed its payload already. routed admits the reserved types that are
+// routed like user events (ontology.IsRouted: discovery), which sion
+// itself publishes; Publish refuses every reserved type.
+func (p *EventPlace) admit(ev *Event, checkPayload, routed bool) (*Event, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
@@ -163,7 +165,7 @@ func (p *EventPlace) admit(ev *Event, checkPayload bool) (*Event, error) {
 	}
 	t, known := o.Lookup(ev.Type)
 	switch {
-	case known && ontology.IsReserved(t.Name):
+	case known && ontology.IsReserved(t.Name) && !(routed && ontology.IsRouted(t.Name)):
 		return nil, fmt.Errorf("%w: event type %q is reserved for sion's control traffic", ErrInvalidEvent, t.Name)
 	case known:
 		out.Type = t.Name

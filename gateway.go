@@ -919,7 +919,7 @@ func (e *gatewayEnd) addRoute(r *router, key string) []*linkAck {
 	}
 	text, places := splitRouteKey(key)
 	path, ok := e.interestPath(r.sw.place.Name(), places)
-	if !ok {
+	if !ok || isDiscoveryKey(text) {
 		return nil
 	}
 	e.routeMu.Lock()
@@ -1143,6 +1143,8 @@ func (e *gatewayEnd) forward(r *router, ev *Event) {
 	case slices.Contains(ev.Control.Path, e.peerPlace):
 		cnt.looped.Add(1)
 		return
+	case ontology.IsRouted(ev.Type):
+		return // discovery stays in its place: a search joins places instead (S1)
 	}
 	w := toWireEvent(ev)
 	converted := false
@@ -1216,7 +1218,7 @@ func (e *gatewayEnd) receive(r *router, w *wire.Event) {
 		converted = c.mapping != nil
 		in.Type, in.Attrs = typ, attrs
 	}
-	ev, err := sw.place.admit(in, false)
+	ev, err := sw.place.admit(in, false, false)
 	if err != nil {
 		cnt.refused.Add(1)
 		sw.log.Warn("sion: event from gateway refused", "switch", sw.cfg.Name, "gateway", e.name, "event", in.ID, "err", err)

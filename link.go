@@ -226,7 +226,7 @@ func (sl *SharedLink) connectTo(ctx context.Context, addr string) (*router, erro
 		return fail(err)
 	}
 	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
-		{Name: "addr", Value: ontology.String(sw.addr())},
+		{Name: "addr", Value: ontology.String(sw.addrFor(conn))},
 		{Name: "link", Value: ontology.Int(sl.id)},
 		{Name: "merge", Value: ontology.Bool(sl.cfg.Merge)},
 		{Name: "place", Value: ontology.String(sw.place.Name())},

@@ -118,9 +118,9 @@ func TestMalformedLinkFrames(t *testing.T) {
 				return f
 			}, "release of key 99"},
 			{"an unknown control type", func() []byte {
-				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.DiscoveryType}})
+				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.LinkAcceptType}})
 				return f
-			}, `unexpected control event "sion.Discovery"`},
+			}, `unexpected control event "sion.LinkAccept"`},
 			{"a key of the wrong kind", func() []byte {
 				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.AckType, Attrs: attrs("ack", "one")}})
 				return f

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -12,24 +14,28 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// SwitchState is a switch's membership state in its place's network (S1
-// "state transition of SI-SW"). Local sessions work in every state but
-// NonExistent.
-type SwitchState int
+// State is the S1 life-cycle state ("state transition of an entity" and
+// "of SI-SW") of an Entity (see Entity.State) and of a Switch in its
+// place's network (see Switch.State). Local sessions work in every state
+// of their switch but NonExistent.
+type State int
 
 const (
-	// Suspended: the switch belongs to no network of its place: it has
-	// no shared link and serves no listener, or it has left (Leave).
-	Suspended SwitchState = iota
-	// Active: the switch is a member of its place's network: it serves
-	// link requests or has a shared link.
+	// Suspended: a switch belongs to no network of its place: it has no
+	// shared link and serves no listener, or it has left (Leave). An
+	// entity runs but is not part of the network yet: it is looking for
+	// an entry point (discovery).
+	Suspended State = iota
+	// Active: a switch is a member of its place's network: it serves
+	// link requests or has a shared link. An entity is a member of its
+	// base event place, answers probes and advertises its properties.
 	Active
-	// NonExistent: the switch is closed.
+	// NonExistent: the switch or entity is closed (or not made yet).
 	NonExistent
 )
 
 // String returns the state's name.
-func (s SwitchState) String() string {
+func (s State) String() string {
 	switch s {
 	case Suspended:
 		return "suspended"
@@ -38,11 +44,11 @@ func (s SwitchState) String() string {
 	case NonExistent:
 		return "non-existent"
 	}
-	return fmt.Sprintf("SwitchState(%d)", int(s))
+	return fmt.Sprintf("State(%d)", int(s))
 }
 
 // State returns the switch's membership state now.
-func (sw *Switch) State() SwitchState {
+func (sw *Switch) State() State {
 	sw.mu.RLock()
 	closed, left, serving, parent := sw.closed, sw.left, len(sw.addrs) > 0, sw.parent != nil
 	sw.mu.RUnlock()
@@ -68,6 +74,32 @@ func (sw *Switch) addr() string {
 		return ""
 	}
 	return sw.addrs[0]
+}
+
+// addrFor returns the address the switch gives the peer at the other end
+// of conn: its first served address, with an unspecified host (a listener
+// on 0.0.0.0 or ::) replaced by conn's local address — the interface that
+// faces that peer. A peer is never told 0.0.0.0 (CASES.md B15).
+func (sw *Switch) addrFor(conn transport.Conn) string {
+	return concreteAddr(sw.addr(), conn.LocalAddr())
+}
+
+// concreteAddr returns addr ("host:port") with an empty or unspecified
+// host replaced by local's host; any other addr, or one that is not
+// host:port (mem), as it is.
+func concreteAddr(addr string, local net.Addr) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || local == nil {
+		return addr
+	}
+	if ip, err := netip.ParseAddr(host); host != "" && (err != nil || !ip.IsUnspecified()) {
+		return addr
+	}
+	lh, _, err := net.SplitHostPort(local.String())
+	if err != nil {
+		return addr
+	}
+	return net.JoinHostPort(lh, port)
 }
 
 // HopDirection restricts which shared links an n-hop probe follows (S1
@@ -206,7 +238,7 @@ func (r *router) handleProbe(c controlAttrs) error {
 	r.sw.mu.RUnlock()
 	pending := dir == int64(TowardParents) && !further && parent != nil && parent.target() == "" && !parent.released()
 	r.sendControl(ontology.ProbeReplyType,
-		ontology.Attr{Name: "addr", Value: ontology.String(r.sw.addr())},
+		ontology.Attr{Name: "addr", Value: ontology.String(r.sw.addrFor(r.conn))},
 		ontology.Attr{Name: "end", Value: ontology.Bool(!further)},
 		ontology.Attr{Name: "pending", Value: ontology.Bool(pending)},
 		ontology.Attr{Name: "hops", Value: ontology.Int(int64(len(path)))},
@@ -394,7 +426,7 @@ func (sw *Switch) Absorb(ctx context.Context, tr transport.Transport, addr strin
 		return fmt.Errorf("sion: absorb %s: %w", addr, err)
 	}
 	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
-		{Name: "absorb", Value: ontology.String(self)},
+		{Name: "absorb", Value: ontology.String(concreteAddr(self, conn.LocalAddr()))},
 		{Name: "link", Value: ontology.Int(0)},
 		{Name: "place", Value: ontology.String(sw.place.Name())},
 		{Name: "switch", Value: ontology.String(sw.cfg.Name)},

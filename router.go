@@ -327,7 +327,7 @@ func (r *router) read() error {
 		}
 		switch m := m.(type) {
 		case *wire.Forward:
-			if ontology.IsReserved(m.Event.Type) {
+			if ontology.IsReserved(m.Event.Type) && !ontology.IsRouted(m.Event.Type) {
 				r.ctlRecv.Add(1)
 				if err := r.control(&m.Event); err != nil {
 					return r.protocolError(err)

@@ -219,7 +219,7 @@ func (sw *Switch) unregister(sub *Subscription) {
 // The rest of the backend of local sessions.
 
 func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
-	e, err := sw.place.admit(ev, true)
+	e, err := sw.place.admit(ev, true, false)
 	if err != nil {
 		return err
 	}

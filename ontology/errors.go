@@ -16,7 +16,8 @@ var (
 	ErrUnknownField = errors.New("unknown field")
 	// ErrEmptyName: a type, parent, synonym or attribute name is "".
 	ErrEmptyName = errors.New("empty name")
-	// ErrReserved: a user type or synonym name begins with ReservedPrefix.
+	// ErrReserved: a user type, attribute or synonym name begins with
+	// ReservedPrefix.
 	ErrReserved = errors.New("reserved name")
 	// ErrDuplicateType: two types have the same canonical name.
 	ErrDuplicateType = errors.New("duplicate type")

@@ -231,6 +231,13 @@ func New(defs []TypeDef) (*Ontology, error) {
 				return nil, loadErr(d, fmt.Errorf("%w: synonym %q: names beginning %q belong to sion", ErrReserved, s, ReservedPrefix))
 			}
 		}
+		for _, a := range d.Attributes {
+			for _, n := range append([]string{a.Name}, a.Synonyms...) {
+				if IsReserved(n) {
+					return nil, loadErr(d, fmt.Errorf("%w: attribute %q: names beginning %q belong to sion", ErrReserved, n, ReservedPrefix))
+				}
+			}
+		}
 		all = append(all, *d)
 	}
 	o := &Ontology{

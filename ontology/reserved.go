@@ -3,7 +3,7 @@ package ontology
 import "strings"
 
 // ReservedPrefix begins every name reserved for sion's own control types.
-// A user type or synonym whose name begins with it is a load error
+// A user type, attribute or synonym whose name begins with it is a load error
 // (ErrReserved); user types may still name reserved types as parents.
 const ReservedPrefix = "sion."
 
@@ -47,6 +47,20 @@ const (
 	// FederateType is a federation request from one event place to
 	// another: it asks for a gateway (S1 SI-GW).
 	FederateType = "sion.Federate"
+	// DiscoveryAnswerType answers a DiscoveryType event: the answering
+	// entity's name, places and addresses, addressed to the seeker by
+	// name (S1 event-place search) and routed like it.
+	DiscoveryAnswerType = "sion.DiscoveryAnswer"
+)
+
+// Attributes of the discovery types (S1 advertisement): AddressAttr holds
+// the identifier a discovery event is addressed to ("name:…" unicast,
+// "attr:key=value" multicast, and so on); SearchAttr the search it belongs
+// to. Entities advertise filters on AddressAttr; user attribute names
+// beginning with ReservedPrefix are refused, so these never clash.
+const (
+	AddressAttr = "sion.to"
+	SearchAttr  = "sion.search"
 )
 
 // reservedDefs are the built-in types, in ID order: ControlType is ID 0.
@@ -56,7 +70,8 @@ var reservedDefs = []TypeDef{
 	{Name: LinkRequestType, Parents: []string{ControlType}, Label: "shared-link request"},
 	{Name: AdvertisementType, Parents: []string{ControlType}, Label: "advertisement"},
 	{Name: MarkerType, Parents: []string{ControlType}, Label: "in-band marker"},
-	{Name: DiscoveryType, Parents: []string{ControlType}, Label: "discovery"},
+	{Name: DiscoveryType, Parents: []string{ControlType}, Label: "discovery", Attributes: []Attribute{
+		{Name: AddressAttr, Kind: KindString}, {Name: SearchAttr, Kind: KindString}}},
 	{Name: LinkAcceptType, Parents: []string{ControlType}, Label: "shared-link accept"},
 	{Name: RegisterType, Parents: []string{ControlType}, Label: "proxy filter register"},
 	{Name: ReleaseType, Parents: []string{ControlType}, Label: "proxy filter release"},
@@ -66,12 +81,19 @@ var reservedDefs = []TypeDef{
 	{Name: ProbeReplyType, Parents: []string{ControlType}, Label: "probe reply"},
 	{Name: LeaveType, Parents: []string{ControlType}, Label: "leave"},
 	{Name: FederateType, Parents: []string{ControlType}, Label: "federation request"},
+	{Name: DiscoveryAnswerType, Parents: []string{ControlType}, Label: "discovery answer", Attributes: []Attribute{
+		{Name: AddressAttr, Kind: KindString}, {Name: SearchAttr, Kind: KindString}}},
 }
 
 // NumReserved is the number of built-in types; they have IDs
 // 0..NumReserved-1 in every Ontology, and user types follow in the order
 // they were given to New.
-const NumReserved = 14
+const NumReserved = 15
+
+// IsRouted reports whether events of the reserved type name are routed
+// between switches like user events, by the filters entities advertise
+// (the discovery types), rather than handled hop by hop as link control.
+func IsRouted(name string) bool { return name == DiscoveryType || name == DiscoveryAnswerType }
 
 // IsReserved reports whether name begins with ReservedPrefix.
 func IsReserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }

@@ -1,0 +1,399 @@
+package sion
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sion-go/sion/transport/udp"
+)
+
+// probeVersion is the version of the probe protocol's datagrams.
+const probeVersion = 1
+
+// probeMsg is one datagram of the probe protocol (S1 discovery by
+// broadcast): a probe from a Suspended (or lone) entity, broadcast to the
+// discovery port, or an answer sent back to the prober's own socket.
+type probeMsg struct {
+	V     int    `json:"v"`
+	Kind  string `json:"kind"` // "probe" or "answer"
+	ID    uint64 `json:"id,string"`
+	Name  string `json:"name"`
+	Base  string `json:"base"`
+	Nonce uint64 `json:"nonce,string"`
+	// Probes only: only roots answer (an Active root looking for others).
+	Roots bool `json:"roots,omitempty"`
+	// Answers only.
+	Active bool   `json:"active,omitempty"`
+	Root   bool   `json:"root,omitempty"` // Active, and its base switch has no parent link
+	Addr   string `json:"addr,omitempty"` // the base switch, reachable from the prober
+}
+
+// probeAnswer is an answer as the prober keeps it.
+type probeAnswer struct {
+	probeMsg
+	from netip.AddrPort
+}
+
+func random64() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+func decodeProbe(b []byte) (probeMsg, error) {
+	var m probeMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, err
+	}
+	if m.V != probeVersion || (m.Kind != "probe" && m.Kind != "answer") || m.ID == 0 {
+		return m, fmt.Errorf("not a version %d probe or answer", probeVersion)
+	}
+	return m, nil
+}
+
+// answerProbes answers the probes broadcast to the discovery port until
+// the entity closes.
+func (e *Entity) answerProbes() {
+	defer e.wg.Done()
+	var recent [64][2]uint64 // the probes answered last: (prober ID, nonce)
+	next := 0
+	for {
+		b, from, err := e.answerConn.Recv(e.ctx)
+		if e.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			e.stats.badDatagrams.Add(1)
+			e.log.Debug("sion: discovery port", "entity", e.cfg.Name, "from", from, "err", err)
+			continue
+		}
+		m, err := decodeProbe(b)
+		if err != nil || m.Kind != "probe" {
+			e.stats.badDatagrams.Add(1)
+			e.log.Debug("sion: not a probe on the discovery port", "entity", e.cfg.Name, "from", from, "err", err)
+			continue
+		}
+		if m.ID == e.id {
+			e.stats.ownProbes.Add(1)
+			continue // its own broadcast: never answer, nor link to, itself
+		}
+		// Active members of the place the prober looks for answer with an
+		// address; Suspended entities of the same base place answer too
+		// (not to roots' probes), so that entities starting together can
+		// elect who founds.
+		st, place := e.State(), e.member(m.Base)
+		if place == nil || (st != Active && (m.Base != e.cfg.BasePlace || m.Roots)) {
+			continue
+		}
+		if slices.Contains(recent[:], [2]uint64{m.ID, m.Nonce}) {
+			continue // answered already: the same probe over another interface (loopback and eth0 broadcasts both reach this host)
+		}
+		e.stats.probesReceived.Add(1)
+		a := probeMsg{V: probeVersion, Kind: "answer", ID: e.id, Name: e.cfg.Name, Base: m.Base, Nonce: m.Nonce}
+		if st == Active {
+			a.Active, a.Root = true, place.requested() == nil
+			a.Addr = e.reachableAddr(place.l.Addr().String(), from.Addr())
+			if m.Roots && !a.Root {
+				continue
+			}
+			if a.Addr == "" {
+				e.log.Debug("sion: no address reachable from the prober over this interface; not answering", "entity", e.cfg.Name, "prober", from)
+				continue
+			}
+		}
+		out, _ := json.Marshal(a)
+		if err := e.answerConn.Send(e.ctx, out, from); err != nil {
+			e.log.Debug("sion: probe answer not sent", "entity", e.cfg.Name, "to", from, "err", err)
+			continue
+		}
+		recent[next%len(recent)], next = [2]uint64{m.ID, m.Nonce}, next+1
+		e.stats.probeAnswersSent.Add(1)
+	}
+}
+
+// readProbeAnswers passes the answers to the entity's probes on to
+// probeRound.
+func (e *Entity) readProbeAnswers() {
+	defer e.wg.Done()
+	for {
+		b, from, err := e.probeConn.Recv(e.ctx)
+		if e.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			e.stats.badDatagrams.Add(1)
+			continue
+		}
+		m, err := decodeProbe(b)
+		if err != nil || m.Kind != "answer" || m.Base != e.cfg.BasePlace {
+			e.stats.badDatagrams.Add(1)
+			continue
+		}
+		if m.ID == e.id {
+			continue // never itself
+		}
+		if m.Active && !usableAddr(m.Addr, from.Addr()) {
+			e.log.Warn("sion: probe answer with an unusable address ignored", "entity", e.cfg.Name, "from", from, "addr", m.Addr)
+			e.stats.badDatagrams.Add(1)
+			continue
+		}
+		e.stats.probeAnswersReceived.Add(1)
+		select {
+		case e.answers <- probeAnswer{m, from}:
+		default:
+			e.log.Debug("sion: probe answers not read fast enough; one dropped", "entity", e.cfg.Name, "from", from)
+		}
+	}
+}
+
+// usableAddr reports whether addr ("ip:port") may be dialed for a peer
+// whose datagrams come from src: never an unspecified address, never
+// loopback unless the peer is on this host (its datagrams came over
+// loopback).
+func usableAddr(addr string, src netip.Addr) bool {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || ap.Port() == 0 {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	return !ip.IsUnspecified() && !ip.IsMulticast() && (!ip.IsLoopback() || src.Unmap().IsLoopback())
+}
+
+// reachableAddr returns the address of the listener at listen ("host:port")
+// to give a peer at IP peer: AdvertiseHost when set, else listen's host
+// when it is concrete, else the local address the kernel sends from to
+// reach peer — the interface that faces it. It returns "" rather than an
+// unspecified address, or a loopback address for a peer elsewhere. peer
+// may be invalid (unknown): the first non-loopback interface address is
+// taken then.
+func (e *Entity) reachableAddr(listen string, peer netip.Addr) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen // not an IP transport (mem): its addresses are names
+	}
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case e.cfg.AdvertiseHost != "":
+		ip, err = netip.ParseAddr(e.cfg.AdvertiseHost)
+	case err == nil && !ip.IsUnspecified():
+	case peer.IsValid():
+		ip, err = udp.SourceFor(peer.Unmap())
+	default:
+		ip, err = firstInterfaceAddr()
+	}
+	if err != nil || ip.IsUnspecified() || (ip.IsLoopback() && peer.IsValid() && !peer.Unmap().IsLoopback()) {
+		return ""
+	}
+	return net.JoinHostPort(ip.Unmap().String(), port)
+}
+
+// firstInterfaceAddr returns the host's first non-loopback IPv4 interface
+// address, or the loopback address when it has none.
+func firstInterfaceAddr() (netip.Addr, error) {
+	bs, err := udp.BroadcastAddrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, b := range bs {
+		if !b.Local.Addr().IsLoopback() {
+			return b.Local.Addr(), nil
+		}
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
+}
+
+// probeRound broadcasts one probe and returns the answers that arrive
+// within ProbeWait, one per entity, in order of arrival; roots asks only
+// Active roots to answer.
+func (e *Entity) probeRound(roots bool) []probeAnswer {
+	if e.cfg.NoBroadcast {
+		return nil
+	}
+	for len(e.answers) > 0 { // answers to earlier rounds
+		<-e.answers
+	}
+	nonce := random64()
+	msg, _ := json.Marshal(probeMsg{V: probeVersion, Kind: "probe", ID: e.id, Name: e.cfg.Name, Base: e.cfg.BasePlace, Nonce: nonce, Roots: roots})
+	if _, err := e.probeConn.Broadcast(e.ctx, msg, e.cfg.DiscoveryPort); err != nil {
+		e.log.Warn("sion: probe not broadcast", "entity", e.cfg.Name, "err", err)
+	} else {
+		e.stats.probesSent.Add(1)
+	}
+	t := time.NewTimer(e.cfg.ProbeWait)
+	defer t.Stop()
+	var out []probeAnswer
+	seen := map[uint64]bool{}
+	for {
+		select {
+		case <-e.ctx.Done():
+			return nil
+		case <-t.C:
+			return out
+		case a := <-e.answers:
+			if a.Nonce == nonce && !seen[a.ID] {
+				seen[a.ID] = true
+				out = append(out, a)
+			}
+		}
+	}
+}
+
+// run is the entity's life cycle: discovery while Suspended, the base
+// link's check while Active.
+func (e *Entity) run() {
+	defer e.wg.Done()
+	downChecks := 0
+	for e.ctx.Err() == nil {
+		if e.State() == Suspended {
+			e.discover()
+			downChecks = 0
+			continue
+		}
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-time.After(e.cfg.CheckInterval):
+		}
+		e.check(&downChecks)
+	}
+}
+
+// discover probes until the entity links to an Active entity that
+// answered, to a seed, or founds the base place, and makes it Active.
+func (e *Entity) discover() {
+	silent, lowest := 0, 0
+	for e.ctx.Err() == nil {
+		answers := e.probeRound(false)
+		lower := false // a Suspended entity with a lower ID answered: it founds
+		for _, a := range answers {
+			if a.Active {
+				if e.linkBase(a.Addr, a.Name) == nil {
+					e.setState(Active)
+					return
+				}
+			} else if a.ID < e.id {
+				lower = true
+			}
+		}
+		switch {
+		case len(answers) == 0:
+			silent++
+		case !lower:
+			lowest++ // only Suspended entities with higher IDs answered
+		}
+		if lower {
+			lowest = 0
+		}
+		if !e.cfg.NoBroadcast && silent < e.cfg.ProbeRounds && lowest < 2 {
+			continue
+		}
+		for _, s := range e.cfg.Seeds {
+			if e.linkBase(s, "seed "+s) == nil {
+				e.setState(Active)
+				return
+			}
+		}
+		if e.ctx.Err() != nil {
+			return
+		}
+		e.log.Info("sion: entity founds its base place", "entity", e.cfg.Name, "place", e.cfg.BasePlace)
+		e.setState(Active)
+		return
+	}
+}
+
+// check runs every CheckInterval while the entity is Active: an entity
+// whose requested base link stayed down for two checks is Suspended (it
+// rediscovers); a root (no requested base link: a founder) probes for
+// other roots and links to one with a lower ID, so base places founded
+// apart merge into one tree; a lone root (no link at all) also tries its
+// seeds.
+func (e *Entity) check(downChecks *int) {
+	base := e.member(e.cfg.BasePlace)
+	if base == nil {
+		return
+	}
+	if l := base.requested(); l != nil {
+		if st, _ := l.State(); st == LinkUp || st == LinkConnecting {
+			*downChecks = 0
+			return
+		}
+		if *downChecks++; *downChecks < 2 {
+			return
+		}
+		base.setRequested(nil, "")
+		l.Close()
+		if len(base.sw.Links()) == 0 {
+			e.setState(Suspended)
+		}
+		return
+	}
+	for _, a := range e.probeRound(true) {
+		if a.Active && a.Root && a.ID < e.id && e.linkBase(a.Addr, a.Name) == nil {
+			return
+		}
+	}
+	if len(base.sw.Links()) > 0 {
+		return
+	}
+	for _, s := range e.cfg.Seeds {
+		if s != base.l.Addr().String() && e.linkBase(s, "seed "+s) == nil {
+			return
+		}
+	}
+}
+
+// linkBase links the base switch to the switch at addr (entity via).
+func (e *Entity) linkBase(addr, via string) error {
+	base := e.member(e.cfg.BasePlace)
+	if base == nil {
+		return fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
+	}
+	return e.linkTo(base, addr, via)
+}
+
+// linkTo requests m's shared link to the switch at addr, of entity via.
+func (e *Entity) linkTo(m *member, addr, via string) error {
+	ctx, cancel := context.WithTimeout(e.ctx, linkTimeout(e.cfg.Link))
+	defer cancel()
+	l, err := m.sw.Link(ctx, e.cfg.Transport, addr, e.cfg.Link)
+	if err != nil {
+		e.log.Info("sion: entity cannot link", "entity", e.cfg.Name, "place", m.place.Name(), "to", via, "addr", addr, "err", err)
+		return err
+	}
+	m.setRequested(l, via)
+	e.log.Info("sion: entity linked", "entity", e.cfg.Name, "place", m.place.Name(), "to", via, "addr", addr)
+	return nil
+}
+
+func linkTimeout(c LinkConfig) time.Duration {
+	if c.HandshakeTimeout > 0 {
+		return c.HandshakeTimeout
+	}
+	return 5 * time.Second
+}
+
+func (e *Entity) member(place string) *member {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.places[place]
+}
+
+func (m *member) requested() *SharedLink {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.link
+}
+
+func (m *member) setRequested(l *SharedLink, via string) {
+	m.mu.Lock()
+	m.link, m.via = l, via
+	m.mu.Unlock()
+}

@@ -1,0 +1,614 @@
+package sion
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/udp"
+)
+
+// Defaults of EntityConfig.
+const (
+	// DefaultBasePlace is the name of the base event place (S1: the
+	// entry point every entity joins first).
+	DefaultBasePlace = "base"
+	// DefaultDiscoveryPort is the UDP port probes are broadcast to.
+	DefaultDiscoveryPort = 47474
+	// DefaultProbeWait is how long one probe round collects answers.
+	DefaultProbeWait = 250 * time.Millisecond
+	// DefaultProbeRounds is how many rounds without any answer an entity
+	// probes before it tries its seeds, then founds a base place alone.
+	DefaultProbeRounds = 3
+	// DefaultCheckInterval is how often an Active entity checks its base
+	// link, and a lone one probes again to join others.
+	DefaultCheckInterval = 2 * time.Second
+)
+
+// EntityConfig configures an Entity. Name, Ontology (or Place) and
+// Transport are required; the zero value of every other field means its
+// default.
+type EntityConfig struct {
+	// Name is the entity's name: its unicast identifier in every place
+	// (S1 advertisement: "name:" + Name), and the name of each of its
+	// switches. Required; unique in the network; at most MaxNameBytes
+	// bytes of UTF-8 without NUL or newline.
+	Name string
+	// Nickname and Group are further properties a search can ask for
+	// (identifiers "nickname:" and "group:"); optional.
+	Nickname, Group string
+	// Attributes are the entity's multicast identifiers ("attr:key=value"):
+	// a search for an attribute reaches every entity that has it. Keys
+	// must not contain "="; keys and values no NUL or newline.
+	Attributes map[string]string
+	// Ontology is the event types of every place the entity joins, used
+	// when Place is nil.
+	Ontology *ontology.Ontology
+	// Place returns the configuration of a place the entity joins (the
+	// base place, or one a search reaches): an entity can only join a
+	// place whose ontology it knows. nil means PlaceConfig{Name: name,
+	// Ontology: Ontology, SharedKey: SharedKey}. It may return an error to
+	// refuse a place; a search then passes it by.
+	Place func(name string) (PlaceConfig, error)
+	// SharedKey is the shared key of the places made when Place is nil.
+	SharedKey []byte
+	// BasePlace names the base event place, the one discovery joins;
+	// default DefaultBasePlace. Probes name it: only entities that belong
+	// to it answer, so a network can have several entry places.
+	BasePlace string
+	// Transport carries the entity's shared links (tcp in practice);
+	// required.
+	Transport transport.Transport
+	// ListenHost is the host each of the entity's switches listens on,
+	// each on a fresh port; default "0.0.0.0" (every interface). Peers
+	// are never given an unspecified address: see AdvertiseHost.
+	ListenHost string
+	// AdvertiseHost, when set, is the only host given to peers (probe
+	// answers, search answers, link requests). When empty, a peer is given
+	// ListenHost if it is a concrete address, else the local address of
+	// the interface that faces that peer — so a loopback address only to
+	// a peer on this host (CASES.md B15).
+	AdvertiseHost string
+	// DiscoveryPort is the UDP port probes are broadcast to and answered
+	// from; default DefaultDiscoveryPort. Every entity of a network uses
+	// the same one; entities on one host share it.
+	DiscoveryPort uint16
+	// NoBroadcast disables the probes: the entity links to a seed, or
+	// founds a base place. It still answers probes.
+	NoBroadcast bool
+	// Seeds are well-known base entities (addresses on Transport of
+	// switches of the base place) tried, in order, when no probe is
+	// answered (S1: "a well-known base entity can be used").
+	Seeds []string
+	// ProbeWait, ProbeRounds and CheckInterval tune discovery; defaults
+	// DefaultProbeWait, DefaultProbeRounds and DefaultCheckInterval.
+	ProbeWait     time.Duration
+	ProbeRounds   int
+	CheckInterval time.Duration
+	// AdvertiseTTL bounds, in hops, how far the entity's advertisement
+	// filters spread in each place; 0 means the place's TTL.
+	AdvertiseTTL int
+	// Link configures the shared links the entity requests.
+	Link LinkConfig
+	// OnStateChange, when set, is called with each change of the entity's
+	// state, in order, from one goroutine of the entity's; it must not
+	// block for long nor call Close.
+	OnStateChange func(from, to State)
+	// Logger receives the entity's and its switches' log records; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Entity is an S1 entity: a process's member of a sion network, holding
+// one switch (with its listener and advertisement session) per event
+// place it belongs to, and through them its shared links; gateways can be
+// added with its switches' Federate. It goes through the S1 life cycle:
+// NewEntity makes it Suspended (NonExistent before), discovery makes it
+// Active, losing its base link makes it Suspended again until discovery
+// succeeds anew, and Close makes it NonExistent.
+//
+// Discovery (S1): a Suspended entity broadcasts a probe naming its base
+// place to DiscoveryPort on every interface; Active entities that belong
+// to that place (as their base place or any other) answer with the
+// address their switch there can be reached at from the prober;
+// it links its base switch to the first that answered (or to a seed when
+// nobody answers; or, when nobody answers and no seed is reachable, it
+// founds the base place alone). Entities that start together and hear
+// only each other's Suspended answers elect the one with the lowest ID to
+// found. An Active entity without any link probes every CheckInterval
+// and joins a non-lone network, or a lone entity with a lower ID, that
+// answers, so separately founded places merge.
+//
+// Advertisement (S1): in each place, the entity subscribes one filter on
+// DiscoveryType events whose AddressAttr is one of its identifiers
+// ("name:", "nickname:", "group:", "attr:key=value", "place:" for each
+// place it belongs to), with AdvertiseTTL; it spreads over shared links
+// like any filter, so a discovery event addressed to a name reaches that
+// entity (unicast) and one addressed to an attribute reaches every entity
+// that has it (multicast), within the TTL. See Search.
+//
+// An Entity is safe for concurrent use.
+type Entity struct {
+	cfg EntityConfig
+	id  uint64 // random: tells the entity's own broadcasts from others'
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	state    State                      // mu
+	changed  chan struct{}              // mu; closed and replaced at each state change
+	places   map[string]*member         // mu
+	searches map[string]chan EntityInfo // mu; by search ID
+	closed   bool                       // mu
+
+	stateMu sync.Mutex // serializes OnStateChange calls in order
+
+	probeConn, answerConn *udp.Conn
+	answers               chan probeAnswer // readProbeAnswers → probeRound
+	stats                 entityCounters
+}
+
+// member is the entity's part of one place.
+type member struct {
+	place *EventPlace
+	sw    *Switch
+	l     transport.Listener
+	sess  *Session
+	adv   *Subscription // the advertisement filter
+	link  *SharedLink   // mu; the link the entity requested, if any
+	via   string        // mu; the entity it was joined through
+	serve chan struct{} // closed when Serve returns
+	ids   []string      // advMu; the identifiers adv carries
+	advMu sync.Mutex    // serializes advertise
+	mu    sync.Mutex    // link, via
+}
+
+// entityCounters are the messages discovery and search sent and received.
+type entityCounters struct {
+	probesSent, probesReceived, probeAnswersSent, probeAnswersReceived atomic.Uint64
+	badDatagrams, ownProbes                                            atomic.Uint64
+	discoverySent, discoveryReceived, answersSent, answersReceived     atomic.Uint64
+}
+
+// EntityStats counts an entity's discovery and search messages (see
+// Entity.Stats): UDP datagrams of the probe protocol, and discovery
+// events (DiscoveryType, DiscoveryAnswerType) it published and received.
+// The shared-link frames those events took are in its switches' Stats.
+type EntityStats struct {
+	State                                                              State
+	ProbesSent, ProbesReceived, ProbeAnswersSent, ProbeAnswersReceived uint64
+	// BadDatagrams counts datagrams on the discovery port that were not
+	// a probe or answer of this protocol (ignored, logged at Debug);
+	// OwnProbes the entity's own probes it received back (ignored: an
+	// entity never answers or links to itself).
+	BadDatagrams, OwnProbes                                        uint64
+	DiscoverySent, DiscoveryReceived, AnswersSent, AnswersReceived uint64
+}
+
+// NewEntity makes an entity (NonExistent → Suspended): its base switch,
+// serving on a fresh port of ListenHost, and its discovery, which runs in
+// the background until Close. Use WaitState (or OnStateChange) to learn
+// when it is Active. Errors wrap ErrInvalidConfig (a missing or bad
+// field, naming it), or are the listener's errors.
+func NewEntity(cfg EntityConfig) (*Entity, error) {
+	if err := checkEntityConfig(&cfg); err != nil {
+		return nil, err
+	}
+	e := &Entity{cfg: cfg, log: cfg.Logger, places: map[string]*member{}, searches: map[string]chan EntityInfo{}, answers: make(chan probeAnswer, 256), state: NonExistent, changed: make(chan struct{})}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	e.id = binary.BigEndian.Uint64(b[:]) | 1 // never 0
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	var err error
+	e.answerConn, err = udp.Listen(fmt.Sprintf("0.0.0.0:%d", cfg.DiscoveryPort), udp.Config{Shared: true}) // a socket bound to one address hears no broadcasts
+	if err != nil {
+		e.cancel()
+		return nil, fmt.Errorf("sion: entity %q: discovery port: %w", cfg.Name, err)
+	}
+	e.probeConn, err = udp.Listen("0.0.0.0:0", udp.Config{})
+	if err != nil {
+		e.answerConn.Close()
+		e.cancel()
+		return nil, fmt.Errorf("sion: entity %q: probe socket: %w", cfg.Name, err)
+	}
+	if _, err := e.join(cfg.BasePlace); err != nil {
+		e.probeConn.Close()
+		e.answerConn.Close()
+		e.cancel()
+		return nil, err
+	}
+	e.setState(Suspended)
+	e.wg.Add(3)
+	go e.answerProbes()
+	go e.readProbeAnswers()
+	go e.run()
+	return e, nil
+}
+
+func checkEntityConfig(cfg *EntityConfig) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: entity: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if err := checkName("entity name", cfg.Name); err != nil {
+		return bad("%v", err)
+	}
+	for what, s := range map[string]string{"Nickname": cfg.Nickname, "Group": cfg.Group} {
+		if strings.ContainsAny(s, "\x00\n") || len(s) > MaxNameBytes {
+			return bad("%s %.40q: at most %d bytes, no NUL or newline", what, s, MaxNameBytes)
+		}
+	}
+	for k, v := range cfg.Attributes {
+		if k == "" || strings.ContainsAny(k, "=\x00\n") || strings.ContainsAny(v, "\x00\n") || len(k)+len(v) > MaxNameBytes {
+			return bad("attribute %.40q=%.40q: a non-empty key without '=', no NUL or newline, at most %d bytes", k, v, MaxNameBytes)
+		}
+	}
+	if cfg.Transport == nil {
+		return bad("Transport is required (the shared links' transport)")
+	}
+	if cfg.Place == nil && cfg.Ontology == nil {
+		return bad("Ontology (or Place) is required")
+	}
+	if cfg.BasePlace == "" {
+		cfg.BasePlace = DefaultBasePlace
+	}
+	if cfg.ListenHost == "" {
+		cfg.ListenHost = "0.0.0.0"
+	}
+	if cfg.AdvertiseHost != "" {
+		if ip, err := netip.ParseAddr(cfg.AdvertiseHost); err != nil || ip.IsUnspecified() {
+			return bad("AdvertiseHost %q is not a concrete IP address", cfg.AdvertiseHost)
+		}
+	}
+	if cfg.DiscoveryPort == 0 {
+		cfg.DiscoveryPort = DefaultDiscoveryPort
+	}
+	if cfg.ProbeWait <= 0 {
+		cfg.ProbeWait = DefaultProbeWait
+	}
+	if cfg.ProbeRounds <= 0 {
+		cfg.ProbeRounds = DefaultProbeRounds
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = DefaultCheckInterval
+	}
+	if cfg.AdvertiseTTL < 0 {
+		return bad("AdvertiseTTL %d is negative", cfg.AdvertiseTTL)
+	}
+	cfg.Attributes = maps.Clone(cfg.Attributes)
+	cfg.Seeds = slices.Clone(cfg.Seeds)
+	return nil
+}
+
+// Name returns the entity's name.
+func (e *Entity) Name() string { return e.cfg.Name }
+
+// State returns the entity's life-cycle state now (S1).
+func (e *Entity) State() State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// WaitState waits until the entity is in state s and returns nil, or
+// returns ctx's error, or an error wrapping ErrClosed when the entity
+// closes first (unless s is NonExistent).
+func (e *Entity) WaitState(ctx context.Context, s State) error {
+	for {
+		e.mu.Lock()
+		st, ch := e.state, e.changed
+		e.mu.Unlock()
+		switch {
+		case st == s:
+			return nil
+		case st == NonExistent:
+			return fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("sion: entity %q waiting to be %v (it is %v): %w", e.cfg.Name, s, st, ctx.Err())
+		}
+	}
+}
+
+func (e *Entity) setState(s State) {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	e.mu.Lock()
+	from := e.state
+	if from == s || (from == NonExistent && s != Suspended) {
+		e.mu.Unlock()
+		return
+	}
+	e.state = s
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.mu.Unlock()
+	e.log.Info("sion: entity state", "entity", e.cfg.Name, "from", from, "to", s)
+	if e.cfg.OnStateChange != nil {
+		e.cfg.OnStateChange(from, s)
+	}
+}
+
+// Switch returns the entity's switch in place, or nil when it does not
+// belong to it.
+func (e *Entity) Switch(place string) *Switch {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m := e.places[place]; m != nil {
+		return m.sw
+	}
+	return nil
+}
+
+// Places returns the names of the places the entity belongs to, sorted.
+func (e *Entity) Places() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.places))
+}
+
+// Addr returns the address the entity's switch in place listens on, or ""
+// when it does not belong to it. Peers get a concrete form of it.
+func (e *Entity) Addr(place string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m := e.places[place]; m != nil {
+		return m.l.Addr().String()
+	}
+	return ""
+}
+
+// Stats returns the entity's discovery and search counters.
+func (e *Entity) Stats() EntityStats {
+	c := &e.stats
+	return EntityStats{
+		State:      e.State(),
+		ProbesSent: c.probesSent.Load(), ProbesReceived: c.probesReceived.Load(),
+		ProbeAnswersSent: c.probeAnswersSent.Load(), ProbeAnswersReceived: c.probeAnswersReceived.Load(),
+		BadDatagrams: c.badDatagrams.Load(), OwnProbes: c.ownProbes.Load(),
+		DiscoverySent: c.discoverySent.Load(), DiscoveryReceived: c.discoveryReceived.Load(),
+		AnswersSent: c.answersSent.Load(), AnswersReceived: c.answersReceived.Load(),
+	}
+}
+
+// Close makes the entity NonExistent: it stops discovery, closes its
+// switches (their links and gateways end, peers are told) and waits for
+// all of its goroutines. Idempotent; returns nil.
+func (e *Entity) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		e.wg.Wait()
+		return nil
+	}
+	e.closed = true
+	ms := slices.Collect(maps.Values(e.places))
+	e.mu.Unlock()
+	e.cancel()
+	e.probeConn.Close()
+	e.answerConn.Close()
+	for _, m := range ms {
+		m.sw.Close()
+		<-m.serve
+	}
+	e.wg.Wait()
+	e.setState(NonExistent)
+	return nil
+}
+
+// join makes the entity's switch in place (listening, advertising), or
+// returns the one it has.
+func (e *Entity) join(place string) (*member, error) {
+	e.mu.Lock()
+	if m := e.places[place]; m != nil {
+		e.mu.Unlock()
+		return m, nil
+	}
+	if e.closed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
+	}
+	e.mu.Unlock()
+	pc := PlaceConfig{Name: place, Ontology: e.cfg.Ontology, SharedKey: e.cfg.SharedKey}
+	if e.cfg.Place != nil {
+		var err error
+		if pc, err = e.cfg.Place(place); err != nil {
+			return nil, fmt.Errorf("sion: entity %q cannot join place %q: %w", e.cfg.Name, place, err)
+		}
+		if pc.Name != place {
+			return nil, fmt.Errorf("%w: entity %q: EntityConfig.Place(%q) returned place %q", ErrInvalidConfig, e.cfg.Name, place, pc.Name)
+		}
+	}
+	p, err := NewEventPlace(pc)
+	if err != nil {
+		return nil, fmt.Errorf("sion: entity %q: place %q: %w", e.cfg.Name, place, err)
+	}
+	sw, err := NewSwitch(SwitchConfig{Name: e.cfg.Name, Place: p, Logger: e.cfg.Logger, Transport: e.cfg.Transport})
+	if err != nil {
+		return nil, err
+	}
+	l, err := e.cfg.Transport.Listen(net.JoinHostPort(e.cfg.ListenHost, "0"))
+	if err != nil {
+		sw.Close()
+		return nil, fmt.Errorf("sion: entity %q: listen for place %q: %w", e.cfg.Name, place, err)
+	}
+	m := &member{place: p, sw: sw, l: l, serve: make(chan struct{})}
+	go func() {
+		defer close(m.serve)
+		sw.Serve(e.ctx, l)
+	}()
+	m.sess, err = sw.Open(e.ctx, SessionConfig{Name: e.cfg.Name + "/advertisement"})
+	if err == nil {
+		e.mu.Lock()
+		if e.closed {
+			err = fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
+		} else {
+			e.places[place] = m
+		}
+		e.mu.Unlock()
+	}
+	if err != nil {
+		sw.Close()
+		<-m.serve
+		return nil, err
+	}
+	if err := e.subscribeAnswers(m); err != nil {
+		return m, err
+	}
+	if err := e.advertiseAll(); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// subscribeAnswers subscribes the answers to the entity's searches in m's
+// place: DiscoveryAnswerType events addressed to its name, with the
+// place's TTL — as far as its discovery events go, however short its
+// AdvertiseTTL.
+func (e *Entity) subscribeAnswers(m *member) error {
+	f, err := filter.Build(filter.Spec{Type: ontology.DiscoveryAnswerType, Predicates: []filter.Predicate{
+		{Operand: filter.Attr(ontology.AddressAttr), Op: filter.OpEQ, Value: ontology.String("name:" + e.cfg.Name)}}})
+	if err == nil {
+		_, err = m.sess.SubscribeFilter(e.ctx, f, WithHandler(func(d Delivery) { e.discovered(m, d.Event) }), WithQueue(256))
+	}
+	if err != nil {
+		return fmt.Errorf("sion: entity %q: subscribe answers in place %q: %w", e.cfg.Name, m.place.Name(), err)
+	}
+	return nil
+}
+
+// identifiers returns the entity's advertised identifiers (S1 entity
+// properties), sorted.
+func (e *Entity) identifiers() []string {
+	ids := []string{"name:" + e.cfg.Name}
+	if e.cfg.Nickname != "" {
+		ids = append(ids, "nickname:"+e.cfg.Nickname)
+	}
+	if e.cfg.Group != "" {
+		ids = append(ids, "group:"+e.cfg.Group)
+	}
+	for k, v := range e.cfg.Attributes {
+		ids = append(ids, "attr:"+k+"="+v)
+	}
+	for _, p := range e.Places() {
+		ids = append(ids, "place:"+p)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// advertiseAll (re)subscribes the advertisement filter in every place the
+// entity belongs to, once its identifiers changed (a place joined).
+func (e *Entity) advertiseAll() error {
+	e.mu.Lock()
+	ms := slices.Collect(maps.Values(e.places))
+	e.mu.Unlock()
+	var errs []error
+	for _, m := range ms {
+		errs = append(errs, e.advertise(m))
+	}
+	return errors.Join(errs...)
+}
+
+// advertise subscribes m's advertisement filter for the entity's
+// identifiers now, the new one before the old one goes, so the entity is
+// reachable throughout.
+func (e *Entity) advertise(m *member) error {
+	m.advMu.Lock()
+	defer m.advMu.Unlock()
+	ids := e.identifiers()
+	if slices.Equal(ids, m.ids) {
+		return nil
+	}
+	set := make([]ontology.Value, len(ids))
+	for i, id := range ids {
+		set[i] = ontology.String(id)
+	}
+	f, err := filter.Build(filter.Spec{Type: ontology.DiscoveryType, Predicates: []filter.Predicate{{Operand: filter.Attr(ontology.AddressAttr), Op: filter.OpIn, Set: set}}})
+	if err != nil {
+		return fmt.Errorf("sion: entity %q: advertisement filter: %w", e.cfg.Name, err)
+	}
+	opts := []SubscribeOption{WithHandler(func(d Delivery) { e.discovered(m, d.Event) }), WithQueue(256)}
+	if e.cfg.AdvertiseTTL > 0 {
+		opts = append(opts, WithTTL(e.cfg.AdvertiseTTL))
+	}
+	sub, err := m.sess.SubscribeFilter(e.ctx, f, opts...)
+	if err != nil {
+		return fmt.Errorf("sion: entity %q: advertise in place %q: %w", e.cfg.Name, m.place.Name(), err)
+	}
+	if m.adv != nil {
+		m.sess.Unsubscribe(m.adv)
+	}
+	m.adv, m.ids = sub, ids
+	return nil
+}
+
+// isDiscoveryKey reports whether a route key's filter text selects
+// discovery events, which stay in their place (gateways do not carry
+// them).
+func isDiscoveryKey(text string) bool {
+	f, err := filter.Parse(text)
+	return err == nil && ontology.IsRouted(f.Type)
+}
+
+// checkName refuses an empty name, one over MaxNameBytes, or one that is
+// not UTF-8 text without NUL and newline.
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > MaxNameBytes:
+		return fmt.Errorf("%s has %d bytes, at most %d", what, len(s), MaxNameBytes)
+	case !utf8.ValidString(s) || strings.ContainsAny(s, "\x00\n"):
+		return fmt.Errorf("%s %q is not UTF-8 text without NUL and newline", what, s)
+	}
+	return nil
+}
+
+// Join makes the entity a member of place: it makes its switch there
+// (serving, advertising) and, when addr is not "", links it to the switch
+// at addr (another entity's, in that place). With addr "" the entity is
+// the place's first member, which others join. Joining a place it belongs
+// to already (with a link, or addr "") does nothing. Errors: those of
+// EntityConfig.Place, NewEventPlace, the listener and Switch.Link;
+// ErrClosed after Close. Safe for concurrent use.
+func (e *Entity) Join(ctx context.Context, place, addr string) error {
+	if err := checkName("place name", place); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	m, err := e.join(place)
+	if err != nil || addr == "" || m.requested() != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, linkTimeout(e.cfg.Link))
+	defer cancel()
+	l, err := m.sw.Link(ctx, e.cfg.Transport, addr, e.cfg.Link)
+	if err != nil {
+		return err
+	}
+	m.setRequested(l, addr)
+	return nil
+}
