@@ -96,8 +96,11 @@ type EntityConfig struct {
 	// switches of the base place) tried, in order, when no probe is
 	// answered (S1: "a well-known base entity can be used").
 	Seeds []string
-	// ProbeWait, ProbeRounds and CheckInterval tune discovery; defaults
-	// DefaultProbeWait, DefaultProbeRounds and DefaultCheckInterval.
+	// ProbeWait, ProbeRounds and CheckInterval tune discovery; 0 means
+	// DefaultProbeWait, DefaultProbeRounds and DefaultCheckInterval; a
+	// negative value is refused. An Active entity notices the loss of its
+	// base link at its next checks: it is Suspended at most two
+	// CheckIntervals after the link went down.
 	ProbeWait     time.Duration
 	ProbeRounds   int
 	CheckInterval time.Duration
@@ -130,10 +133,14 @@ type EntityConfig struct {
 // it links its base switch to the first that answered (or to a seed when
 // nobody answers; or, when nobody answers and no seed is reachable, it
 // founds the base place alone). Entities that start together and hear
-// only each other's Suspended answers elect the one with the lowest ID to
-// found. An Active entity without any link probes every CheckInterval
-// and joins a non-lone network, or a lone entity with a lower ID, that
-// answers, so separately founded places merge.
+// only each other's Suspended answers elect the one with the lowest ID (a
+// random 64-bit number each entity draws at NewEntity) to found. A root
+// (an Active entity with no requested base link) probes the other roots
+// every CheckInterval and links to one with a lower ID, so base places
+// founded apart merge into one tree; a lone root also tries its seeds.
+// Probes and answers are small JSON datagrams (version 1, within
+// udp.DefaultMaxDatagramBytes); anything else on the port is counted in
+// EntityStats.BadDatagrams and ignored.
 //
 // Advertisement (S1): in each place, the entity subscribes one filter on
 // DiscoveryType events whose AddressAttr is one of its identifiers
@@ -273,6 +280,9 @@ func checkEntityConfig(cfg *EntityConfig) error {
 	if cfg.BasePlace == "" {
 		cfg.BasePlace = DefaultBasePlace
 	}
+	if err := checkPlaceName(cfg.BasePlace); err != nil {
+		return bad("BasePlace: %v", err)
+	}
 	if cfg.ListenHost == "" {
 		cfg.ListenHost = "0.0.0.0"
 	}
@@ -284,13 +294,16 @@ func checkEntityConfig(cfg *EntityConfig) error {
 	if cfg.DiscoveryPort == 0 {
 		cfg.DiscoveryPort = DefaultDiscoveryPort
 	}
-	if cfg.ProbeWait <= 0 {
+	if cfg.ProbeWait < 0 || cfg.ProbeRounds < 0 || cfg.CheckInterval < 0 {
+		return bad("negative ProbeWait %v, ProbeRounds %d or CheckInterval %v", cfg.ProbeWait, cfg.ProbeRounds, cfg.CheckInterval)
+	}
+	if cfg.ProbeWait == 0 {
 		cfg.ProbeWait = DefaultProbeWait
 	}
-	if cfg.ProbeRounds <= 0 {
+	if cfg.ProbeRounds == 0 {
 		cfg.ProbeRounds = DefaultProbeRounds
 	}
-	if cfg.CheckInterval <= 0 {
+	if cfg.CheckInterval == 0 {
 		cfg.CheckInterval = DefaultCheckInterval
 	}
 	if cfg.AdvertiseTTL < 0 {
@@ -406,6 +419,7 @@ func (e *Entity) Close() error {
 	}
 	e.closed = true
 	ms := slices.Collect(maps.Values(e.places))
+	e.places = map[string]*member{} // Places, Switch and Addr tell nothing after Close
 	e.mu.Unlock()
 	e.cancel()
 	e.probeConn.Close()
@@ -596,9 +610,10 @@ func checkName(what, s string) error {
 // EntityConfig.Place, NewEventPlace, the listener and Switch.Link;
 // ErrClosed after Close. Safe for concurrent use.
 func (e *Entity) Join(ctx context.Context, place, addr string) error {
-	if err := checkName("place name", place); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	if err := checkPlaceName(place); err != nil {
+		return fmt.Errorf("%w: Join: %v", ErrInvalidConfig, err)
 	}
+	member := e.member(place) != nil
 	m, err := e.join(place)
 	if err != nil || addr == "" || m.requested() != nil {
 		return err
@@ -607,8 +622,23 @@ func (e *Entity) Join(ctx context.Context, place, addr string) error {
 	defer cancel()
 	l, err := m.sw.Link(ctx, e.cfg.Transport, addr, e.cfg.Link)
 	if err != nil {
+		if !member {
+			e.leave(place) // a failed Join leaves no isolated member behind
+		}
 		return err
 	}
 	m.setRequested(l, addr)
+	return nil
+}
+
+// checkPlaceName refuses a place name an entity cannot join: checkName's
+// rules, no blank name, and not beginning with ontology.ReservedPrefix.
+func checkPlaceName(place string) error {
+	if err := checkName("place name", place); err != nil {
+		return err
+	}
+	if strings.TrimSpace(place) == "" || ontology.IsReserved(place) {
+		return fmt.Errorf("place name %q is blank or begins with %q (reserved)", place, ontology.ReservedPrefix)
+	}
 	return nil
 }

@@ -351,12 +351,14 @@ func TestEntityBadInput(t *testing.T) {
 	n := newEntityNet(t)
 	o := n.o
 	for name, cfg := range map[string]sion.EntityConfig{
-		"no name":      {Ontology: o, Transport: n.tr},
-		"no transport": {Name: "x", Ontology: o},
-		"no ontology":  {Name: "x", Transport: n.tr},
-		"bad attr":     {Name: "x", Ontology: o, Transport: n.tr, Attributes: map[string]string{"a=b": "c"}},
-		"bad host":     {Name: "x", Ontology: o, Transport: n.tr, AdvertiseHost: "0.0.0.0"},
-		"newline":      {Name: "x\ny", Ontology: o, Transport: n.tr},
+		"no name":       {Ontology: o, Transport: n.tr},
+		"no transport":  {Name: "x", Ontology: o},
+		"no ontology":   {Name: "x", Transport: n.tr},
+		"bad attr":      {Name: "x", Ontology: o, Transport: n.tr, Attributes: map[string]string{"a=b": "c"}},
+		"bad host":      {Name: "x", Ontology: o, Transport: n.tr, AdvertiseHost: "0.0.0.0"},
+		"newline":       {Name: "x\ny", Ontology: o, Transport: n.tr},
+		"negative":      {Name: "x", Ontology: o, Transport: n.tr, ProbeWait: -time.Second},
+		"reserved base": {Name: "x", Ontology: o, Transport: n.tr, BasePlace: "sion.base"},
 	} {
 		_, err := sion.NewEntity(cfg)
 		assert.ErrorIs(t, err, sion.ErrInvalidConfig, name)
@@ -376,4 +378,16 @@ func TestEntityBadInput(t *testing.T) {
 	assert.Equal(t, "a", parentOf(b, n.base), "a still answers probes")
 	_, err = a.Search(context.Background(), sion.Need{}, sion.SearchOptions{})
 	assert.ErrorIs(t, err, sion.ErrInvalidConfig)
+
+	ctx := context.Background()
+	for _, p := range []string{"", " ", "sion.x", "a\nb"} {
+		assert.ErrorIs(t, a.Join(ctx, p, ""), sion.ErrInvalidConfig, "place %q", p)
+	}
+	require.Error(t, a.Join(ctx, "zeta", "127.0.0.1:1"))
+	assert.NotContains(t, a.Places(), "zeta", "a failed Join leaves no isolated member behind")
+	assert.Nil(t, a.Switch("zeta"))
+	require.NoError(t, a.Close())
+	assert.Empty(t, a.Places())
+	assert.Nil(t, a.Switch(n.base))
+	assert.ErrorIs(t, a.Join(ctx, "zeta", ""), sion.ErrClosed)
 }

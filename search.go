@@ -103,8 +103,9 @@ type SearchHop struct {
 // SearchResult is the outcome of a search.
 type SearchResult struct {
 	// Met reports whether the need was met; Found is then the entity
-	// that met it, and Place the place reached (Need.Place, or the first
-	// of Found's places).
+	// that met it, and Place the place reached: Need.Place, or else the
+	// first of Found's places the entity did not belong to (the place the
+	// search was in when Found belongs to no other).
 	Met   bool
 	Found EntityInfo
 	Place string
@@ -197,8 +198,14 @@ func (e *Entity) Search(ctx context.Context, need Need, opts SearchOptions) (Sea
 		}
 		for _, a := range answers {
 			target := need.Place
-			if target == "" && len(a.Places) > 0 {
-				target = a.Places[0]
+			if target == "" { // the first of its places the entity did not belong to, else this one
+				target = place
+				for _, p := range a.Places {
+					if !visited[p] && e.member(p) == nil {
+						target = p
+						break
+					}
+				}
 			}
 			if need.Place != "" && !slices.Contains(a.Places, need.Place) {
 				continue
