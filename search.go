@@ -75,7 +75,10 @@ type SearchOptions struct {
 	// discovery event; default 500 ms.
 	Wait time.Duration
 	// TTL is the hop limit of the discovery events in each place; 0 means
-	// the place's TTL.
+	// the place's TTL. Both it and the answering entities' AdvertiseTTL
+	// bound how far a search sees (S1): a discovery event that reaches an
+	// entity within its own TTL goes on along the filters installed
+	// there, so to keep a search near, bound the event's TTL too.
 	TTL int
 }
 
