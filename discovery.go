@@ -178,6 +178,18 @@ func (e *Entity) reachableAddr(listen string, peer netip.Addr) string {
 	if err != nil {
 		return listen // not an IP transport (mem): its addresses are names
 	}
+	ip, err := e.hostFor(host, peer)
+	if err != nil || ip.IsUnspecified() || (ip.IsLoopback() && peer.IsValid() && !peer.Unmap().IsLoopback()) {
+		return ""
+	}
+	return net.JoinHostPort(ip.String(), port)
+}
+
+// hostFor returns the IP to give a peer at peer (possibly invalid:
+// unknown) for a listener on host: AdvertiseHost, else host when it is
+// concrete, else the interface that faces peer, else the first
+// non-loopback interface address.
+func (e *Entity) hostFor(host string, peer netip.Addr) (netip.Addr, error) {
 	ip, err := netip.ParseAddr(host)
 	switch {
 	case e.cfg.AdvertiseHost != "":
@@ -188,10 +200,7 @@ func (e *Entity) reachableAddr(listen string, peer netip.Addr) string {
 	default:
 		ip, err = firstInterfaceAddr()
 	}
-	if err != nil || ip.IsUnspecified() || (ip.IsLoopback() && peer.IsValid() && !peer.Unmap().IsLoopback()) {
-		return ""
-	}
-	return net.JoinHostPort(ip.Unmap().String(), port)
+	return ip.Unmap(), err
 }
 
 // firstInterfaceAddr returns the host's first non-loopback IPv4 interface
@@ -356,12 +365,12 @@ func (e *Entity) linkBase(addr, via string) error {
 	if base == nil {
 		return fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
 	}
-	return e.linkTo(base, addr, via)
+	return e.linkTo(e.ctx, base, addr, via)
 }
 
 // linkTo requests m's shared link to the switch at addr, of entity via.
-func (e *Entity) linkTo(m *member, addr, via string) error {
-	ctx, cancel := context.WithTimeout(e.ctx, linkTimeout(e.cfg.Link))
+func (e *Entity) linkTo(ctx context.Context, m *member, addr, via string) error {
+	ctx, cancel := context.WithTimeout(ctx, linkTimeout(e.cfg.Link))
 	defer cancel()
 	l, err := m.sw.Link(ctx, e.cfg.Transport, addr, e.cfg.Link)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/ontology"
@@ -588,20 +587,6 @@ func isDiscoveryKey(text string) bool {
 	return err == nil && ontology.IsRouted(f.Type)
 }
 
-// checkName refuses an empty name, one over MaxNameBytes, or one that is
-// not UTF-8 text without NUL and newline.
-func checkName(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%s is empty", what)
-	case len(s) > MaxNameBytes:
-		return fmt.Errorf("%s has %d bytes, at most %d", what, len(s), MaxNameBytes)
-	case !utf8.ValidString(s) || strings.ContainsAny(s, "\x00\n"):
-		return fmt.Errorf("%s %q is not UTF-8 text without NUL and newline", what, s)
-	}
-	return nil
-}
-
 // Join makes the entity a member of place: it makes its switch there
 // (serving, advertising) and, when addr is not "", links it to the switch
 // at addr (another entity's, in that place). With addr "" the entity is
@@ -618,16 +603,12 @@ func (e *Entity) Join(ctx context.Context, place, addr string) error {
 	if err != nil || addr == "" || m.requested() != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, linkTimeout(e.cfg.Link))
-	defer cancel()
-	l, err := m.sw.Link(ctx, e.cfg.Transport, addr, e.cfg.Link)
-	if err != nil {
+	if err := e.linkTo(ctx, m, addr, addr); err != nil {
 		if !member {
 			e.leave(place) // a failed Join leaves no isolated member behind
 		}
 		return err
 	}
-	m.setRequested(l, addr)
 	return nil
 }
 

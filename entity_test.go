@@ -319,6 +319,11 @@ func TestSearchUnicastMulticast(t *testing.T) {
 	for _, e := range append(es, hub) {
 		require.NoError(t, e.Switch(n.base).Flush(ctx))
 	}
+	// A subscriber to every event type sees none of the discovery
+	// traffic: AnyType does not match sion's reserved types.
+	app, err := es[0].Switch(n.base).Open(ctx, sion.SessionConfig{Name: "app"})
+	require.NoError(t, err)
+	everything := collector(t, app, `{}`)
 	opts := sion.SearchOptions{Wait: 300 * time.Millisecond}
 	res, err := hub.Search(ctx, sion.Need{Name: "n2"}, opts)
 	require.NoError(t, err)
@@ -342,6 +347,7 @@ func TestSearchUnicastMulticast(t *testing.T) {
 		assert.Equal(t, uint64(1), s.DiscoveryReceived, "n%d: sensors get the multicast, the actuator only its unicast", i)
 		assert.Equal(t, uint64(1), s.AnswersSent, "n%d", i)
 	}
+	assert.Zero(t, everything.len(), "no discovery event reached a {type ⊑ *} subscriber")
 }
 
 // TestEntityBadInput: bad configurations are refused naming the field; a

@@ -149,19 +149,16 @@ type EventPlace struct {
 // missing name or ontology, a negative TTL or payload limit, or an unknown
 // routing mode returns an error wrapping ErrInvalidConfig.
 func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
+	if err := checkName("PlaceConfig.Name", cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	switch {
-	case cfg.Name == "":
-		return nil, fmt.Errorf("%w: PlaceConfig.Name is empty", ErrInvalidConfig)
 	case cfg.Ontology == nil:
 		return nil, fmt.Errorf("%w: PlaceConfig.Ontology is nil", ErrInvalidConfig)
 	case cfg.TTL < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, below 0", ErrInvalidConfig, cfg.TTL)
 	case cfg.MaxPayloadBytes < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.MaxPayloadBytes is %d, below 0", ErrInvalidConfig, cfg.MaxPayloadBytes)
-	case len(cfg.Name) > MaxNameBytes:
-		return nil, fmt.Errorf("%w: PlaceConfig.Name has %d bytes, at most %d", ErrInvalidConfig, len(cfg.Name), MaxNameBytes)
-	case !utf8.ValidString(cfg.Name) || strings.ContainsAny(cfg.Name, "\x00\n"):
-		return nil, fmt.Errorf("%w: PlaceConfig.Name %q is not UTF-8 text without NUL and newline", ErrInvalidConfig, cfg.Name)
 	case cfg.TTL > 65535:
 		return nil, fmt.Errorf("%w: PlaceConfig.TTL is %d, above 65535", ErrInvalidConfig, cfg.TTL)
 	case checkKey("PlaceConfig.SharedKey", cfg.SharedKey) != nil:
@@ -191,3 +188,18 @@ func (p *EventPlace) Ontology() *ontology.Ontology { return p.cfg.Ontology }
 
 // Config returns the place's configuration with defaults filled in.
 func (p *EventPlace) Config() PlaceConfig { return p.cfg }
+
+// checkName refuses a name of a place, switch or entity that is empty,
+// over MaxNameBytes, or not UTF-8 text without NUL and newline (names
+// travel in frames and logs, and newline separates them in route keys).
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > MaxNameBytes:
+		return fmt.Errorf("%s has %d bytes, at most %d", what, len(s), MaxNameBytes)
+	case !utf8.ValidString(s) || strings.ContainsAny(s, "\x00\n"):
+		return fmt.Errorf("%s %q is not UTF-8 text without NUL and newline", what, s)
+	}
+	return nil
+}

@@ -218,7 +218,7 @@ func (e *Entity) Search(ctx context.Context, need Need, opts SearchOptions) (Sea
 				places = a.Places
 			}
 			for _, p := range places {
-				if err := e.joinThrough(place, p, a, &res); err != nil && p == target {
+				if err := e.joinThrough(ctx, place, p, a, &res); err != nil && p == target {
 					e.log.Info("sion: search cannot join", "entity", e.cfg.Name, "place", p, "through", a.Name, "err", err)
 				}
 			}
@@ -234,7 +234,7 @@ func (e *Entity) Search(ctx context.Context, need Need, opts SearchOptions) (Sea
 					continue
 				}
 				visited[p] = true
-				if e.joinThrough(place, p, a, &res) == nil {
+				if e.joinThrough(ctx, place, p, a, &res) == nil {
 					joined++
 					frontier = append(frontier, p)
 				}
@@ -247,7 +247,7 @@ func (e *Entity) Search(ctx context.Context, need Need, opts SearchOptions) (Sea
 
 // joinThrough joins place p through answering entity a (found in place
 // from), unless the entity belongs to p already.
-func (e *Entity) joinThrough(from, p string, a EntityInfo, res *SearchResult) error {
+func (e *Entity) joinThrough(ctx context.Context, from, p string, a EntityInfo, res *SearchResult) error {
 	if e.member(p) != nil {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (e *Entity) joinThrough(from, p string, a EntityInfo, res *SearchResult) er
 	if err != nil {
 		return err
 	}
-	if err := e.linkTo(m, addr, a.Name); err != nil {
+	if err := e.linkTo(ctx, m, addr, a.Name); err != nil {
 		e.leave(p)
 		return err
 	}
@@ -329,28 +329,28 @@ func (e *Entity) searchRound(ctx context.Context, place string, need Need, opts 
 	}
 }
 
-// seekerAddr returns the IP the entity's peers in m's place reach it at,
-// or "" when it cannot tell.
+// seekerAddr returns the IP the entity's peers in m's place reach it at
+// (AdvertiseHost, a concrete listen host, or the interface facing the
+// switch it linked to there), or "" when it cannot tell.
 func (e *Entity) seekerAddr(m *member) string {
-	if e.cfg.AdvertiseHost != "" {
-		return e.cfg.AdvertiseHost
-	}
-	host, _, err := net.SplitHostPort(m.l.Addr().String())
-	if ip, perr := netip.ParseAddr(host); err == nil && perr == nil && !ip.IsUnspecified() {
-		return ip.String()
-	}
-	m.mu.Lock()
-	l := m.link
-	m.mu.Unlock()
-	if l != nil {
+	var peer netip.Addr
+	if l := m.requested(); l != nil {
 		if ap, err := netip.ParseAddrPort(l.target()); err == nil {
-			if a := e.reachableAddr(net.JoinHostPort("0.0.0.0", "1"), ap.Addr()); a != "" {
-				h, _, _ := net.SplitHostPort(a)
-				return h
-			}
+			peer = ap.Addr()
 		}
 	}
-	return ""
+	host, _, err := net.SplitHostPort(m.l.Addr().String())
+	if err != nil {
+		return ""
+	}
+	if h, err := netip.ParseAddr(host); e.cfg.AdvertiseHost == "" && !peer.IsValid() && (err != nil || h.IsUnspecified()) {
+		return "" // no better guess than the answerer's own
+	}
+	ip, err := e.hostFor(host, peer)
+	if err != nil {
+		return ""
+	}
+	return ip.String()
 }
 
 // discovered handles a discovery event that fired the entity's

@@ -20,7 +20,8 @@ import (
 // SwitchConfig configures a Switch.
 type SwitchConfig struct {
 	// Name identifies the switch in logs, stats and events' control
-	// information (Control.Origin); required, at most MaxNameBytes, and
+	// information (Control.Origin); required, at most MaxNameBytes of
+	// UTF-8 text without NUL or newline, and
 	// unique in its place (probes and Leave find switches by name).
 	Name string
 	// Place is the event place the switch belongs to; required.
@@ -84,13 +85,11 @@ type Switch struct {
 // NewSwitch returns a switch for cfg. A missing Name or Place returns an
 // error wrapping ErrInvalidConfig.
 func NewSwitch(cfg SwitchConfig) (*Switch, error) {
-	switch {
-	case cfg.Name == "":
-		return nil, fmt.Errorf("%w: SwitchConfig.Name is empty", ErrInvalidConfig)
-	case cfg.Place == nil:
+	if err := checkName("SwitchConfig.Name", cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	if cfg.Place == nil {
 		return nil, fmt.Errorf("%w: SwitchConfig.Place is nil", ErrInvalidConfig)
-	case len(cfg.Name) > MaxNameBytes:
-		return nil, fmt.Errorf("%w: SwitchConfig.Name has %d bytes, at most %d", ErrInvalidConfig, len(cfg.Name), MaxNameBytes)
 	}
 	log := cfg.Logger
 	if log == nil {

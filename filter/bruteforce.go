@@ -86,6 +86,9 @@ func (b *BruteForce) Match(ev Event, fn func(id uint64, score float64)) {
 		if e.typeID >= 0 && (evType < 0 || !b.ont.IsA(evType, e.typeID)) {
 			continue
 		}
+		if e.typeID < 0 && evType >= 0 && evType < ontology.NumReserved {
+			continue // AnyType does not match sion's own (reserved) types
+		}
 		if ok, score := e.f.Eval(ev); ok {
 			fn(e.id, score)
 		}

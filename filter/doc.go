@@ -73,7 +73,8 @@
 //
 // A filter on type T matches events of T and of every descendant of T in
 // the ontology (multiple inheritance included); AnyType matches every
-// event. Values are typed (string, int64, float64, bool, time):
+// event but those of the reserved "sion." types (sion's control traffic,
+// such as discovery), which only filters naming them match. Values are typed (string, int64, float64, bool, time):
 // integers and floats compare by exact mathematical value (2^53+1 as an
 // int is not 2^53 as a float; 0 = 0.0 = -0.0), strings by bytes and case
 // sensitively, times as instants. NaN matches nothing (but exists holds).

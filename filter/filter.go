@@ -13,7 +13,9 @@ import (
 	"github.com/sion-go/sion/ontology"
 )
 
-// AnyType is the event type of a filter that matches every event type.
+// AnyType is the event type of a filter that matches every event type but
+// the reserved ones (ontology.ReservedPrefix: sion's own control traffic),
+// which only a filter naming them or an ancestor matches.
 const AnyType = "*"
 
 // Mode says how many of a filter's predicates must hold for it to match

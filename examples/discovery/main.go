@@ -63,8 +63,7 @@ const (
 	step = 30 * time.Second
 )
 
-// searchOpts are the options of every search (the beta entity's and the
-// newcomer's).
+// searchOpts are the options of the newcomer's search.
 var searchOpts = sion.SearchOptions{Wait: 300 * time.Millisecond}
 
 func main() {
@@ -110,7 +109,7 @@ func ontologyOf() (*ontology.Ontology, error) {
 
 // newEntity starts an entity on loopback that knows nothing but the
 // discovery port.
-func newEntity(name, base string, port uint16, attrs map[string]string, ttl int) (*sion.Entity, error) {
+func newEntity(name, base string, port uint16, attrs map[string]string) (*sion.Entity, error) {
 	o, err := ontologyOf()
 	if err != nil {
 		return nil, err
@@ -122,22 +121,18 @@ func newEntity(name, base string, port uint16, attrs map[string]string, ttl int)
 	return sion.NewEntity(sion.EntityConfig{
 		Name: name, Attributes: attrs, Ontology: o, Transport: tr,
 		BasePlace: base, ListenHost: "127.0.0.1", DiscoveryPort: port,
-		AdvertiseTTL: ttl,
 		// No periodic probes for alternative parents, so that the link
 		// frames counted are those of discovery and search alone.
 		Link: sion.LinkConfig{ProbeHops: -1},
 	})
 }
 
-// role returns entity i's attributes and advertisement TTL.
-func role(i, n int) (map[string]string, int) {
-	switch i {
-	case 1:
-		return map[string]string{"topic": "weather"}, 8
-	case n - 1:
-		return map[string]string{"topic": "weather"}, 8
+// role returns entity i's attributes.
+func role(i, n int) map[string]string {
+	if i == 1 || i == n-1 {
+		return map[string]string{"topic": "weather"}
 	}
-	return map[string]string{"topic": "traffic"}, 8
+	return map[string]string{"topic": "traffic"}
 }
 
 // counters are one entity's figures, as a child reports them in a
@@ -214,12 +209,12 @@ func sum(cs []counters, k string) uint64 {
 func runChild(i, n int, port uint16) error {
 	ctx := context.Background()
 	start := time.Now()
-	attrs, ttl := role(i, n)
+	attrs := role(i, n)
 	base := basePlace
 	if i == n-1 {
 		base = "alpha" // the beta entity's entry point is place alpha
 	}
-	e, err := newEntity(fmt.Sprintf("e%d", i), base, port, attrs, ttl)
+	e, err := newEntity(fmt.Sprintf("e%d", i), base, port, attrs)
 	if err != nil {
 		return err
 	}
@@ -526,7 +521,7 @@ func run(n int, port uint16) (err error) {
 		return err
 	}
 	nstart := time.Now()
-	nc, err := newEntity("newcomer", basePlace, port, nil, 0)
+	nc, err := newEntity("newcomer", basePlace, port, nil)
 	if err != nil {
 		return err
 	}
