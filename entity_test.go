@@ -397,3 +397,37 @@ func TestEntityBadInput(t *testing.T) {
 	assert.Nil(t, a.Switch(n.base))
 	assert.ErrorIs(t, a.Join(ctx, "zeta", ""), sion.ErrClosed)
 }
+
+// TestEntityHoldsSeveralNetworkEntities: one entity holds switches in two
+// places, the routers of its shared links, and a gateway between its own
+// places (S1: network entities live in an entity); an event crosses from
+// one of its places to the other and on to a linked entity.
+func TestEntityHoldsSeveralNetworkEntities(t *testing.T) {
+	n := newEntityNet(t)
+	consent := func(name string) (sion.PlaceConfig, error) {
+		return sion.PlaceConfig{Name: name, Ontology: n.o, Federation: func(context.Context, sion.FederationRequest) error { return nil }}, nil
+	}
+	a := n.entity("a", func(c *sion.EntityConfig) { c.NoBroadcast, c.Place = true, consent })
+	waitActive(t, a)
+	b := n.entity("b", func(c *sion.EntityConfig) { c.NoBroadcast, c.Seeds, c.Place = true, []string{a.Addr(n.base)}, consent })
+	waitActive(t, b)
+	ctx := context.Background()
+	require.NoError(t, a.Join(ctx, "lab", ""))
+	g, err := a.Switch("lab").Federate(ctx, n.tr, a.Addr(n.base), sion.GatewayConfig{Name: "lab-to-base", Export: &sion.DirectionConfig{}})
+	require.NoError(t, err)
+	defer g.Close()
+
+	s, err := b.Switch(n.base).Open(ctx, sion.SessionConfig{Name: "app"})
+	require.NoError(t, err)
+	got := collector(t, s, `{type ⊑ Notice}`)
+	require.NoError(t, b.Switch(n.base).Flush(ctx))
+	require.NoError(t, a.Switch("lab").Flush(ctx))
+	pub, err := a.Switch("lab").Open(ctx, sion.SessionConfig{Name: "pub"})
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, &sion.Event{Type: "Notice", Attrs: kv("seq", 3)}))
+	require.Eventually(t, func() bool { return got.len() == 1 }, 5*time.Second, 10*time.Millisecond)
+	ev := got.events()[0]
+	assert.Equal(t, []string{"lab", n.base}, ev.Control.Path, "crossed a's gateway, then a's shared link to b")
+	assert.Len(t, a.Switch("lab").Gateways(), 1)
+	assert.Equal(t, "a", parentOf(b, n.base))
+}
