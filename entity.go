@@ -109,8 +109,10 @@ type EntityConfig struct {
 	// Link configures the shared links the entity requests.
 	Link LinkConfig
 	// OnStateChange, when set, is called with each change of the entity's
-	// state, in order, from one goroutine of the entity's; it must not
-	// block for long nor call Close.
+	// state, in order, one at a time, just before the change shows in
+	// State and WaitState (so a WaitState that returns has seen its call
+	// return). It must not block for long, wait for the entity's state,
+	// nor call Close.
 	OnStateChange func(from, to State)
 	// Logger receives the entity's and its switches' log records; nil
 	// discards them.
@@ -346,22 +348,23 @@ func (e *Entity) WaitState(ctx context.Context, s State) error {
 }
 
 func (e *Entity) setState(s State) {
-	e.stateMu.Lock()
+	e.stateMu.Lock() // the only writer of e.state: changes happen one at a time, in order
 	defer e.stateMu.Unlock()
 	e.mu.Lock()
 	from := e.state
+	e.mu.Unlock()
 	if from == s || (from == NonExistent && s != Suspended) {
-		e.mu.Unlock()
 		return
 	}
+	e.log.Info("sion: entity state", "entity", e.cfg.Name, "from", from, "to", s)
+	if e.cfg.OnStateChange != nil {
+		e.cfg.OnStateChange(from, s) // before the change shows: whoever WaitState releases sees it reported
+	}
+	e.mu.Lock()
 	e.state = s
 	close(e.changed)
 	e.changed = make(chan struct{})
 	e.mu.Unlock()
-	e.log.Info("sion: entity state", "entity", e.cfg.Name, "from", from, "to", s)
-	if e.cfg.OnStateChange != nil {
-		e.cfg.OnStateChange(from, s)
-	}
 }
 
 // Switch returns the entity's switch in place, or nil when it does not
