@@ -1,11 +1,14 @@
 package sion
 
 import (
+	"bytes"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -16,6 +19,40 @@ import (
 
 // probeVersion is the version of the probe protocol's datagrams.
 const probeVersion = 1
+
+// probeBytes is the size, in bytes, that a probe is padded to with
+// trailing spaces (JSON whitespace, which decoders ignore): the datagram
+// limit of the probe sockets, so that every answer that can be sent at
+// all is no longer than the probe it answers (QUIC pads its Initial
+// packets likewise, RFC 9000 section 14.1).
+const probeBytes = udp.DefaultMaxDatagramBytes
+
+// ProbeAnswersPerSecond and ProbeAnswerBurst limit the answers an entity
+// sends to one source address (an IP address: all of its ports are one
+// source) with a token bucket: a source that probes in a burst gets at
+// most ProbeAnswerBurst answers at once, and ProbeAnswersPerSecond answers
+// a second after that; the probes beyond are not answered
+// (EntityStats.ThrottledProbes). A prober sends one probe per round (4 a
+// second with DefaultProbeWait) until it is answered, a root one per
+// CheckInterval, and several entities of one host probe from one address,
+// often together. Sources with a loopback address are not limited: no
+// other host can send from one (RFC 1122 section 3.2.1.3), and every
+// entity of the host probes from it.
+const (
+	ProbeAnswersPerSecond = 4
+	ProbeAnswerBurst      = 16
+)
+
+// discoveryLogInterval is how often, at most, each kind of log record
+// about a datagram of the probe protocol (a refusal, junk) is written per
+// source address; the record carries the number suppressed since the
+// last one.
+const discoveryLogInterval = 10 * time.Second
+
+// maxDiscoverySources is how many source addresses the answer rate limit
+// and the log limit each remember; when full, they forget the one used
+// longest ago.
+const maxDiscoverySources = 1024
 
 // probeMsg is one datagram of the probe protocol (S1 discovery by
 // broadcast): a probe from a Suspended (or lone) entity, broadcast to the
@@ -47,6 +84,9 @@ func random64() uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
+// decodeProbe decodes one datagram of the probe protocol: a JSON object,
+// possibly followed by padding (JSON whitespace). It returns an error for
+// anything that is not a probe or answer of probeVersion with an ID.
 func decodeProbe(b []byte) (probeMsg, error) {
 	var m probeMsg
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -59,7 +99,10 @@ func decodeProbe(b []byte) (probeMsg, error) {
 }
 
 // answerProbes answers the probes broadcast to the discovery port until
-// the entity closes.
+// the entity closes. It never sends more bytes than the probe had, nor
+// more answers to one source than answerLimit lets through, so the port
+// cannot be used to reflect traffic at another address (a probe's source
+// address can be forged), let alone amplify it.
 func (e *Entity) answerProbes() {
 	defer e.wg.Done()
 	var recent [64][2]uint64 // the probes answered last: (prober ID, nonce)
@@ -71,13 +114,13 @@ func (e *Entity) answerProbes() {
 		}
 		if err != nil {
 			e.stats.badDatagrams.Add(1)
-			e.log.Debug("sion: discovery port", "entity", e.cfg.Name, "from", from, "err", err)
+			e.logDatagram(slog.LevelDebug, "sion: discovery port", from, "err", err)
 			continue
 		}
 		m, err := decodeProbe(b)
 		if err != nil || m.Kind != "probe" {
 			e.stats.badDatagrams.Add(1)
-			e.log.Debug("sion: not a probe on the discovery port", "entity", e.cfg.Name, "from", from, "err", err)
+			e.logDatagram(slog.LevelDebug, "sion: not a probe on the discovery port", from, "err", err)
 			continue
 		}
 		if m.ID == e.id {
@@ -104,18 +147,101 @@ func (e *Entity) answerProbes() {
 				continue
 			}
 			if a.Addr == "" {
-				e.log.Debug("sion: no address reachable from the prober over this interface; not answering", "entity", e.cfg.Name, "prober", from)
+				e.logDatagram(slog.LevelDebug, "sion: no address reachable from the prober over this interface; not answering", from)
 				continue
 			}
 		}
 		out, _ := json.Marshal(a)
+		if len(out) > len(b) {
+			e.stats.shortProbes.Add(1)
+			e.logDatagram(slog.LevelInfo, "sion: probe shorter than its answer (not padded); not answering", from, "probe_bytes", len(b), "answer_bytes", len(out))
+			continue
+		}
+		if !from.Addr().IsLoopback() && !e.answerLimit.allow(from.Addr(), time.Now()) {
+			e.stats.throttledProbes.Add(1)
+			e.logDatagram(slog.LevelInfo, "sion: probes from this source over the answer rate; not answering", from, "answers_per_second", ProbeAnswersPerSecond, "burst", ProbeAnswerBurst)
+			continue
+		}
 		if err := e.answerConn.Send(e.ctx, out, from); err != nil {
-			e.log.Debug("sion: probe answer not sent", "entity", e.cfg.Name, "to", from, "err", err)
+			e.logDatagram(slog.LevelDebug, "sion: probe answer not sent", from, "err", err)
 			continue
 		}
 		recent[next%len(recent)], next = [2]uint64{m.ID, m.Nonce}, next+1
 		e.stats.probeAnswersSent.Add(1)
 	}
+}
+
+// logDatagram logs a record about a datagram from from, at level, at most
+// once per discoveryLogInterval for each msg and source address, with the
+// number of those records suppressed since the last one ("suppressed"),
+// so that a flood of datagrams cannot flood the log. args follow "entity"
+// and "from".
+func (e *Entity) logDatagram(level slog.Level, msg string, from netip.AddrPort, args ...any) {
+	e.logDatagramAt(time.Now(), level, msg, from, args...)
+}
+
+// logDatagramAt is logDatagram at now.
+func (e *Entity) logDatagramAt(now time.Time, level slog.Level, msg string, from netip.AddrPort, args ...any) {
+	if !e.log.Enabled(e.ctx, level) {
+		return
+	}
+	ok, suppressed := e.logLimit.Allow(msg+"\x00"+from.Addr().String(), now)
+	if !ok {
+		return
+	}
+	args = append([]any{"entity", e.cfg.Name, "from", from}, args...)
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	e.log.Log(e.ctx, level, msg, args...)
+}
+
+// answerLimit is a token bucket per source address: each source may be
+// sent ProbeAnswerBurst answers at once, and its bucket refills at
+// ProbeAnswersPerSecond. It remembers at most max sources and forgets the
+// one used longest ago when full (which then may have a full burst
+// again). It is used by answerProbes alone, so it has no lock.
+type answerLimit struct {
+	rate, burst float64 // tokens per second; tokens
+	max         int
+	buckets     map[netip.Addr]*list.Element // of *answerBucket
+	lru         *list.List                   // of *answerBucket, least recently used first
+}
+
+type answerBucket struct {
+	src    netip.Addr
+	tokens float64
+	at     time.Time // when tokens was counted
+}
+
+func newAnswerLimit(perSecond, burst, max int) *answerLimit {
+	return &answerLimit{rate: float64(perSecond), burst: float64(burst), max: max, buckets: map[netip.Addr]*list.Element{}, lru: list.New()}
+}
+
+// allow reports whether an answer may be sent to src at now, and takes
+// its token if so.
+func (l *answerLimit) allow(src netip.Addr, now time.Time) bool {
+	el, ok := l.buckets[src]
+	if !ok {
+		if l.lru.Len() >= l.max {
+			old := l.lru.Front()
+			l.lru.Remove(old)
+			delete(l.buckets, old.Value.(*answerBucket).src)
+		}
+		el = l.lru.PushBack(&answerBucket{src: src, tokens: l.burst, at: now})
+		l.buckets[src] = el
+	}
+	l.lru.MoveToBack(el)
+	b := el.Value.(*answerBucket)
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(l.burst, b.tokens+d.Seconds()*l.rate)
+		b.at = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // readProbeAnswers passes the answers to the entity's probes on to
@@ -140,7 +266,7 @@ func (e *Entity) readProbeAnswers() {
 			continue // never itself
 		}
 		if m.Active && !usableAddr(m.Addr, from.Addr()) {
-			e.log.Warn("sion: probe answer with an unusable address ignored", "entity", e.cfg.Name, "from", from, "addr", m.Addr)
+			e.logDatagram(slog.LevelWarn, "sion: probe answer with an unusable address ignored", from, "addr", m.Addr)
 			e.stats.badDatagrams.Add(1)
 			continue
 		}
@@ -148,7 +274,7 @@ func (e *Entity) readProbeAnswers() {
 		select {
 		case e.answers <- probeAnswer{m, from}:
 		default:
-			e.log.Debug("sion: probe answers not read fast enough; one dropped", "entity", e.cfg.Name, "from", from)
+			e.logDatagram(slog.LevelDebug, "sion: probe answers not read fast enough; one dropped", from)
 		}
 	}
 }
@@ -230,6 +356,9 @@ func (e *Entity) probeRound(roots bool) []probeAnswer {
 	}
 	nonce := random64()
 	msg, _ := json.Marshal(probeMsg{V: probeVersion, Kind: "probe", ID: e.id, Name: e.cfg.Name, Base: e.cfg.BasePlace, Nonce: nonce, Roots: roots})
+	if len(msg) < probeBytes {
+		msg = append(msg, bytes.Repeat([]byte{' '}, probeBytes-len(msg))...) // room for any answer: none is longer than its probe
+	}
 	if _, err := e.probeConn.Broadcast(e.ctx, msg, e.cfg.DiscoveryPort); err != nil {
 		e.log.Warn("sion: probe not broadcast", "entity", e.cfg.Name, "err", err)
 	} else {

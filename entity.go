@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/guard"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/udp"
@@ -139,9 +140,21 @@ type EntityConfig struct {
 // (an Active entity with no requested base link) probes the other roots
 // every CheckInterval and links to one with a lower ID, so base places
 // founded apart merge into one tree; a lone root also tries its seeds.
-// Probes and answers are small JSON datagrams (version 1, within
-// udp.DefaultMaxDatagramBytes); anything else on the port is counted in
-// EntityStats.BadDatagrams and ignored.
+// Probes and answers are JSON datagrams (version 1). A probe is padded
+// with trailing spaces to udp.DefaultMaxDatagramBytes (1,200 bytes), and
+// an entity never answers with more bytes than the probe had: a shorter
+// probe, such as an unpadded one, whose answer would be longer is not
+// answered (EntityStats.ShortProbes). Nor does it answer one source
+// address more than ProbeAnswerBurst times at once and
+// ProbeAnswersPerSecond after that (EntityStats.ThrottledProbes); sources
+// on its own host (loopback) are not limited. A probe's source address
+// can be forged, so these two rules keep the discovery port from
+// reflecting traffic at another host, and from amplifying it. Anything
+// else on the port is counted in EntityStats.BadDatagrams and ignored.
+// Each kind of log record about a datagram (junk, a refused probe, an
+// answer with an unusable address) is written at most once per source
+// address every 10 seconds, with the number suppressed since the last
+// one as "suppressed"; the counters count every datagram.
 //
 // Advertisement (S1): in each place, the entity subscribes one filter on
 // DiscoveryType events whose AddressAttr is one of its identifiers
@@ -172,6 +185,8 @@ type Entity struct {
 
 	probeConn, answerConn *udp.Conn
 	answers               chan probeAnswer // readProbeAnswers → probeRound
+	answerLimit           *answerLimit     // answerProbes only
+	logLimit              *guard.Every     // logDatagram
 	stats                 entityCounters
 }
 
@@ -193,7 +208,7 @@ type member struct {
 // entityCounters are the messages discovery and search sent and received.
 type entityCounters struct {
 	probesSent, probesReceived, probeAnswersSent, probeAnswersReceived atomic.Uint64
-	badDatagrams, ownProbes                                            atomic.Uint64
+	badDatagrams, ownProbes, shortProbes, throttledProbes              atomic.Uint64
 	discoverySent, discoveryReceived, answersSent, answersReceived     atomic.Uint64
 }
 
@@ -205,10 +220,17 @@ type EntityStats struct {
 	State                                                              State
 	ProbesSent, ProbesReceived, ProbeAnswersSent, ProbeAnswersReceived uint64
 	// BadDatagrams counts datagrams on the discovery port that were not
-	// a probe or answer of this protocol (ignored, logged at Debug);
-	// OwnProbes the entity's own probes it received back (ignored: an
-	// entity never answers or links to itself).
-	BadDatagrams, OwnProbes                                        uint64
+	// a probe or answer of this protocol (ignored, logged at Debug), and
+	// answers with an unusable address (logged at Warn); OwnProbes the
+	// entity's own probes it received back (ignored: an entity never
+	// answers or links to itself).
+	BadDatagrams, OwnProbes uint64
+	// ShortProbes counts probes not answered because the answer would
+	// have had more bytes than the probe (an unpadded probe, or a forged
+	// one meant to amplify traffic); ThrottledProbes those not answered
+	// because their source address had had ProbeAnswerBurst answers and
+	// was over ProbeAnswersPerSecond. Both are in ProbesReceived too.
+	ShortProbes, ThrottledProbes                                   uint64
 	DiscoverySent, DiscoveryReceived, AnswersSent, AnswersReceived uint64
 }
 
@@ -221,7 +243,9 @@ func NewEntity(cfg EntityConfig) (*Entity, error) {
 	if err := checkEntityConfig(&cfg); err != nil {
 		return nil, err
 	}
-	e := &Entity{cfg: cfg, log: cfg.Logger, places: map[string]*member{}, searches: map[string]chan EntityInfo{}, answers: make(chan probeAnswer, 256), state: NonExistent, changed: make(chan struct{})}
+	e := &Entity{cfg: cfg, log: cfg.Logger, places: map[string]*member{}, searches: map[string]chan EntityInfo{}, answers: make(chan probeAnswer, 256), state: NonExistent, changed: make(chan struct{}),
+		answerLimit: newAnswerLimit(ProbeAnswersPerSecond, ProbeAnswerBurst, maxDiscoverySources),
+		logLimit:    guard.NewEvery(discoveryLogInterval, maxDiscoverySources)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -404,6 +428,7 @@ func (e *Entity) Stats() EntityStats {
 		ProbesSent: c.probesSent.Load(), ProbesReceived: c.probesReceived.Load(),
 		ProbeAnswersSent: c.probeAnswersSent.Load(), ProbeAnswersReceived: c.probeAnswersReceived.Load(),
 		BadDatagrams: c.badDatagrams.Load(), OwnProbes: c.ownProbes.Load(),
+		ShortProbes: c.shortProbes.Load(), ThrottledProbes: c.throttledProbes.Load(),
 		DiscoverySent: c.discoverySent.Load(), DiscoveryReceived: c.discoveryReceived.Load(),
 		AnswersSent: c.answersSent.Load(), AnswersReceived: c.answersReceived.Load(),
 	}

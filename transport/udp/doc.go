@@ -19,6 +19,13 @@
 //	src, err := udp.SourceFor(from.Addr()) // the address from can reach
 //	err = responder.Send(ctx, answer(src), from)
 //
+// A datagram's sender address can be forged, so a responder that answers
+// whatever reaches it can be made to send traffic at a third party. It
+// should answer with no more bytes than the probe had, probers padding
+// their probes to make room (QUIC's anti-amplification rule, RFC 9000
+// sections 8.1 and 14.1), and limit how often it answers each sender
+// address; sion's Entity does both.
+//
 // # Datagram size
 //
 // Each Conn has its own limit, Config.MaxDatagramBytes, which Send and
