@@ -30,9 +30,12 @@ const (
 	// DefaultWriteTimeout bounds a Send blocked on a full write buffer,
 	// and the flush of a closed Conn.
 	DefaultWriteTimeout = 10 * time.Second
-	// DefaultBacklogConns is the number of connections a Listener
-	// establishes ahead of Accept.
+	// DefaultBacklogConns is the number of established connections a
+	// Listener holds for Accept before it stops taking in sockets.
 	DefaultBacklogConns = 128
+	// DefaultMaxHandshakes is the number of connections a Listener holds
+	// in their handshake at once: 256.
+	DefaultMaxHandshakes = 256
 )
 
 // MaxFrameBytesLimit is the largest value of Config.MaxFrameBytes, in
@@ -104,18 +107,37 @@ type Config struct {
 	// the buffer is empty. 0 means DefaultReadBufferBytes.
 	ReadBufferBytes int
 
-	// BacklogConns is how many connections a Listener takes in ahead of
-	// Accept, established or in their handshake; past it, the Listener
-	// stops accepting sockets, and a Dial waits in the kernel's backlog
-	// until an Accept makes room, its ctx is done or its
-	// HandshakeTimeout passes. 0 means DefaultBacklogConns.
+	// BacklogConns is how many established connections a Listener holds
+	// for Accept before it stops taking in sockets: a Dial then waits in
+	// the kernel's backlog until an Accept makes room, its ctx is done or
+	// its HandshakeTimeout passes. The handshakes in progress when the
+	// Listener stops may still complete, so up to BacklogConns +
+	// MaxHandshakes connections may wait for Accept. Connections in their
+	// handshake do not count: MaxHandshakes bounds them. 0 means
+	// DefaultBacklogConns.
 	BacklogConns int
 
-	// Logger receives a Warn record for every connection a Listener
-	// refuses during its handshake — a TLS failure (with mutual TLS: a
-	// client without a certificate the server trusts) or a bad preamble —
-	// naming the remote address and the reason, so that refusals that
-	// never reach Accept are not silent. nil discards them.
+	// MaxHandshakes is how many connections a Listener holds in their
+	// handshake (TLS and preamble) at once. When a socket arrives with
+	// MaxHandshakes in progress, the Listener evicts one — it closes the
+	// oldest handshake of the source (the remote IP) that holds the most —
+	// so that connections that send nothing cannot keep others out: the
+	// Listener never stops taking sockets because of handshakes. A
+	// legitimate handshake, done within a few round trips, is evicted
+	// only by more than MaxHandshakes new connections within them. 0
+	// means DefaultMaxHandshakes.
+	MaxHandshakes int
+
+	// Logger receives a Warn record when a Listener refuses a connection
+	// during its handshake — a TLS failure (with mutual TLS: a client
+	// without a certificate the server trusts), a bad preamble, a
+	// HandshakeTimeout passed — naming the remote address and the
+	// reason, and when it evicts a handshake (MaxHandshakes), naming the
+	// source, so that refusals that never reach Accept are not silent.
+	// Records are rate-limited: at most one per source (remote IP) and
+	// kind every 10 s, each with the number of records suppressed for
+	// that source and kind since the last one ("suppressed"), so that a
+	// flood costs a few lines. nil discards them.
 	Logger *slog.Logger
 }
 
@@ -145,6 +167,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.BacklogConns == 0 {
 		cfg.BacklogConns = DefaultBacklogConns
 	}
+	if cfg.MaxHandshakes == 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
 	return cfg
 }
 
@@ -158,6 +183,7 @@ func (cfg Config) validate() error {
 		{"WriteBufferBytes", cfg.WriteBufferBytes},
 		{"ReadBufferBytes", cfg.ReadBufferBytes},
 		{"BacklogConns", cfg.BacklogConns},
+		{"MaxHandshakes", cfg.MaxHandshakes},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("tcp: Config.%s is %d, want >= 0", f.name, f.v)

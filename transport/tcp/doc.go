@@ -74,6 +74,33 @@
 // dead. A writer blocked on a full socket sends no heartbeat, but then
 // the peer is not reading either.
 //
+// # Listener
+//
+// A Listener's accept goroutine takes in sockets as they come and starts
+// a goroutine per socket for its handshake: the TLS handshake, if any,
+// and the preambles, within Config.HandshakeTimeout. At most
+// Config.MaxHandshakes (256) handshakes are in progress: when a socket
+// arrives with that many, the Listener evicts one — it closes the oldest
+// handshake of the source (the remote IP) that holds the most, which in a
+// flood is the flood's — so connections that connect and send nothing
+// cannot keep others out, and the accept goroutine never stops because
+// of handshakes. A legitimate handshake is done within a few round
+// trips; only more than MaxHandshakes new connections within them can
+// evict it.
+//
+// Established connections wait for Accept in the backlog. While
+// Config.BacklogConns (128) of them wait, the application is slow to
+// accept: the accept goroutine stops taking in sockets, and Dials wait in
+// the kernel's backlog until an Accept makes room (or their ctx is done,
+// or their HandshakeTimeout passes). The handshakes in progress when it
+// stops may still complete, so up to BacklogConns + MaxHandshakes
+// connections may wait.
+//
+// The Listener logs (Config.Logger) a Warn record for a connection it
+// refuses in its handshake and for a handshake it evicts, at most one per
+// source and kind every 10 s; the next record says how many were
+// suppressed ("suppressed"), so a flood costs a few lines.
+//
 // # Close
 //
 // Conn.Close fails pending and later calls with transport.ErrClosed and
@@ -114,6 +141,10 @@
 //
 // Each of a Conn's two queues has a mutex guarding its frames; Conn.dmu
 // guards the socket's read deadline; Listener.mu is a barrier between
-// Close and the handshakes that may still queue a connection. No lock is
-// held while another is taken, and none while blocking on the network.
+// Close and the handshakes that may still queue a connection; the
+// Listener's table of handshakes and its log rate limit (package
+// internal/guard) each have their own. No lock is held while another is
+// taken, except Listener.mu while the Listener aborts a connection
+// (which takes that Conn's write queue's mutex), and none while blocking
+// on the network.
 package tcp

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/sion-go/sion/internal/guard"
 	"github.com/sion-go/sion/transport"
 )
 
@@ -18,6 +20,17 @@ const (
 	maxAcceptBackoff = time.Second
 )
 
+// The rate limit of a Listener's log records: at most one per source and
+// kind per logInterval, for up to logSources sources at once.
+const (
+	logInterval = 10 * time.Second
+	logSources  = 4096
+)
+
+// errEvicted is the cause of a handshake's end when the table of
+// handshakes evicts it.
+var errEvicted = errors.New("tcp: handshake evicted")
+
 // Listener is a TCP listener; it implements transport.Listener. Listen
 // returns a *Listener as a transport.Listener.
 //
@@ -25,10 +38,14 @@ const (
 // come, and one goroutine per connection in its handshake (TLS and
 // preamble), so that a slow or failing handshake delays no other. Accept
 // returns only established connections; those whose handshake fails are
-// closed and never returned. At most Config.BacklogConns connections are
-// in their handshake or established and waiting for Accept. Close stops
-// every goroutine of the Listener, and of its connections not yet
-// accepted, before it returns.
+// closed and never returned. At most Config.MaxHandshakes connections are
+// in their handshake: when a socket arrives with that many, the Listener
+// closes the oldest handshake of the source that holds the most, so it
+// never stops taking sockets because of handshakes. It stops while
+// Config.BacklogConns established connections wait for Accept (the
+// handshakes then in progress may still add up to MaxHandshakes more).
+// See the package doc, "Listener". Close stops every goroutine of the
+// Listener, and of its connections not yet accepted, before it returns.
 //
 // A Listener is safe for concurrent use by multiple goroutines.
 type Listener struct {
@@ -39,8 +56,11 @@ type Listener struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept goroutine and the handshakes
 
-	slots   chan struct{} // one per connection taken in and not yet returned by Accept
+	handshakes *guard.Handshakes // the connections in their handshake
+	logs       *guard.Every      // rate of log records, per kind and source
+
 	backlog chan *Conn    // established connections, waiting for Accept
+	room    chan struct{} // signalled when Accept takes from backlog
 	once    sync.Once
 
 	// mu orders Close after the handshakes that may still put a Conn in
@@ -55,10 +75,14 @@ var _ transport.Listener = (*Listener)(nil)
 // its accept goroutine.
 func newListener(nl net.Listener, cfg Config) *Listener {
 	l := &Listener{
-		nl:      nl,
-		cfg:     cfg,
-		slots:   make(chan struct{}, cfg.BacklogConns),
-		backlog: make(chan *Conn, cfg.BacklogConns),
+		nl:         nl,
+		cfg:        cfg,
+		handshakes: guard.NewHandshakes(cfg.MaxHandshakes),
+		logs:       guard.NewEvery(logInterval, logSources),
+		// Room for every connection established while the accept loop
+		// has not yet stopped, so that a handshake rarely waits.
+		backlog: make(chan *Conn, cfg.BacklogConns+cfg.MaxHandshakes),
+		room:    make(chan struct{}, 1),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Add(1)
@@ -85,7 +109,10 @@ func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
 			<-c.Done()
 			return nil, l.closedErr()
 		}
-		<-l.slots
+		select {
+		case l.room <- struct{}{}:
+		default: // the accept loop has a signal already
+		}
 		return c, nil
 	case <-l.ctx.Done():
 		return nil, l.closedErr()
@@ -123,20 +150,18 @@ func (l *Listener) Close() error {
 // Addr returns the address the Listener is bound to, a *net.TCPAddr.
 func (l *Listener) Addr() net.Addr { return l.nl.Addr() }
 
-// acceptLoop is the accept goroutine: it takes in a socket whenever a
-// slot is free, and starts its handshake.
+// acceptLoop is the accept goroutine: it takes in a socket whenever fewer
+// than BacklogConns established connections wait for Accept, and starts
+// its handshake.
 func (l *Listener) acceptLoop() {
 	defer l.wg.Done()
 	backoff := time.Duration(0)
 	for {
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.ctx.Done():
+		if !l.waitRoom() {
 			return
 		}
 		raw, err := l.nl.Accept()
 		if err != nil {
-			<-l.slots
 			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -147,32 +172,76 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		// The backlog may have filled while the loop waited for raw.
+		if !l.waitRoom() {
+			raw.Close()
+			return
+		}
+		ctx, cancel := context.WithCancelCause(l.ctx)
+		done, victim, evicted := l.handshakes.Start(guard.Source(raw.RemoteAddr()), func() { cancel(errEvicted) })
+		if evicted {
+			l.warn(time.Now(), "evicted", victim, "tcp: handshake evicted: too many connections in their handshake",
+				slog.String("source", victim), slog.Int("max_handshakes", l.cfg.MaxHandshakes))
+		}
 		l.wg.Add(1)
-		go l.handshake(raw)
+		go l.handshake(ctx, cancel, done, raw)
 	}
 }
 
-// handshake establishes the connection of raw and puts it in the
-// backlog, or closes it if its handshake fails or the Listener closes.
-func (l *Listener) handshake(raw net.Conn) {
-	defer l.wg.Done()
-	c, err := establish(l.ctx, raw, l.cfg.TLS, true, l.cfg)
-	if err != nil {
-		if l.cfg.Logger != nil && l.ctx.Err() == nil {
-			l.cfg.Logger.Warn("tcp: connection refused in its handshake", "listener", l.Addr().String(), "remote", raw.RemoteAddr().String(), "err", err)
+// waitRoom waits until fewer than BacklogConns established connections
+// wait for Accept; it reports false if the Listener closes first.
+func (l *Listener) waitRoom() bool {
+	for len(l.backlog) >= l.cfg.BacklogConns {
+		select {
+		case <-l.room:
+		case <-l.ctx.Done():
+			return false
 		}
-		<-l.slots
+	}
+	return true
+}
+
+// handshake establishes the connection of raw and puts it in the
+// backlog, or closes it if its handshake fails, is evicted (ctx's cause
+// is errEvicted) or the Listener closes. It calls done when the
+// handshake ends, and cancel when it returns.
+func (l *Listener) handshake(ctx context.Context, cancel context.CancelCauseFunc, done func(), raw net.Conn) {
+	defer l.wg.Done()
+	defer cancel(nil)
+	c, err := establish(ctx, raw, l.cfg.TLS, true, l.cfg)
+	done()
+	if err != nil {
+		if l.ctx.Err() == nil && context.Cause(ctx) != errEvicted {
+			l.warn(time.Now(), "refused", guard.Source(raw.RemoteAddr()), "tcp: connection refused in its handshake",
+				slog.String("remote", raw.RemoteAddr().String()), slog.Any("err", err))
+		}
 		return
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.ctx.Err() != nil {
-		c.abort()
-		<-c.Done()
+	select {
+	case <-l.ctx.Done():
+	case l.backlog <- c: // waits only in a rare race with an eviction
 		return
 	}
-	// Never blocks: backlog has room for every slot.
-	l.backlog <- c
+	c.abort()
+	<-c.Done()
+}
+
+// warn logs, at now, a Warn record of kind about source, with attrs,
+// unless one was logged for them within logInterval; the record counts
+// those suppressed since the last.
+func (l *Listener) warn(now time.Time, kind, source, msg string, attrs ...slog.Attr) {
+	if l.cfg.Logger == nil {
+		return
+	}
+	ok, suppressed := l.logs.Allow(kind+" "+source, now)
+	if !ok {
+		return
+	}
+	attrs = append([]slog.Attr{slog.String("listener", l.Addr().String())}, attrs...)
+	attrs = append(attrs, slog.Uint64("suppressed", suppressed))
+	l.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
 }
 
 func (l *Listener) closedErr() error {

@@ -66,8 +66,9 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 // connection, the TLS handshake (if Config.TLS is set) and the exchange
 // of preambles, bounded by Config.HandshakeTimeout; the Listener then
 // holds the connection for Accept. A Listener that holds
-// Config.BacklogConns connections not yet accepted answers no more, so
-// Dial waits until an Accept makes room, up to HandshakeTimeout. ctx
+// Config.BacklogConns established connections not yet accepted takes in
+// no more, so Dial waits until an Accept makes room, up to
+// HandshakeTimeout. ctx
 // unblocks Dial, which then returns ctx's error, wrapped; it does not
 // limit the Conn.
 //
