@@ -158,3 +158,24 @@ type Conn interface {
 	// both ends.
 	MaxFrameBytes() int
 }
+
+// Admitter is implemented by a Conn whose accepted end holds the peer to a
+// small receive budget until the application admits it, so that a peer
+// that has not proved who it is (by the application's own handshake)
+// costs the server little. Until Admit, such a Conn buffers few bytes of
+// received frames and refuses frames larger than its budget: one breaks
+// the connection, whose Recv then returns an error wrapping ErrClosed.
+// The implementation documents the budget and the error.
+//
+// A server calls Admit on each accepted Conn that implements Admitter as
+// soon as its handshake has admitted the peer, and before it tells the
+// peer so, so that the frames the peer sends then find the budget lifted
+// to the Conn's full buffers and MaxFrameBytes. A Conn returned by Dial is
+// admitted from the start, and a transport within one process (mem) need
+// not implement Admitter.
+type Admitter interface {
+	// Admit lifts the receive budget of the Conn. It is idempotent, never
+	// blocks, and is safe to call concurrently with every method of the
+	// Conn.
+	Admit()
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )
 
@@ -185,4 +186,101 @@ func TestFloodLoggedOncePerSource(t *testing.T) {
 			t.Logf("%d connections: %v; first: %v", floodConns, n, attrs[tc.want])
 		})
 	}
+}
+
+func TestPendingBudget(t *testing.T) {
+	// Until Admit, an accepted Conn takes frames of at most
+	// PendingReadBytes, and a larger one breaks the protocol; after, up
+	// to MaxFrameBytes. The dialed end is admitted from the start.
+	const budget, limit = 1 << 10, 8 << 10
+	cfg := tcp.Config{PendingReadBytes: budget, MaxFrameBytes: limit}
+	for _, tc := range []struct {
+		name    string
+		admit   bool
+		frame   int
+		wantErr string // a regexp; "" for none
+	}{
+		{"at the budget", false, budget, ""},
+		{"over the budget", false, budget + 1,
+			`^tcp: protocol violation: 127\.0\.0\.1:\d+ sent a frame of 1025 bytes before it was admitted, over PendingReadBytes 1024; connection closed: transport: closed$`},
+		{"over MaxFrameBytes", false, limit + 1,
+			`^tcp: protocol violation: 127\.0\.0\.1:\d+ sent a frame of 8193 bytes, over MaxFrameBytes 8192; connection closed: transport: closed$`},
+		{"admitted, over the budget", true, budget + 1, ""},
+		{"admitted, at MaxFrameBytes", true, limit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			tr := newTransport(t, cfg)
+			l := listen(t, tr)
+			nc := rawDial(t, l.Addr().String())
+			_, err := nc.Write(preamble(limit))
+			require.NoError(t, err)
+			readPreamble(t, nc, limit)
+			sc, err := l.Accept(ctx)
+			require.NoError(t, err)
+			s := sc.(*tcp.Conn)
+			closeAtEnd(t, s)
+			if tc.admit {
+				s.Admit()
+				s.Admit() // idempotent
+			}
+			_, err = nc.Write(append(record([]byte("before")), record(frame(1, tc.frame))...))
+			require.NoError(t, err)
+			f, err := s.Recv(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "before", string(f))
+			f, err = s.Recv(ctx)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, frame(1, tc.frame), f)
+				nc.Close() // or s, closed, waits for the end of the peer's stream
+				return
+			}
+			require.ErrorIs(t, err, tcp.ErrProtocol)
+			require.ErrorIs(t, err, transport.ErrClosed)
+			assert.Regexp(t, tc.wantErr, err.Error())
+			await(t, s.Done(), "end of the Conn")
+			requireEnd(t, nc, "the raw peer sees the end")
+		})
+	}
+	t.Run("dialed end", func(t *testing.T) {
+		ctx := testCtx(t)
+		c, s := pair(t, cfg)
+		require.NoError(t, s.Send(ctx, frame(1, limit)))
+		f, err := c.Recv(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, frame(1, limit), f)
+	})
+}
+
+func TestPendingQueue(t *testing.T) {
+	// Until Admit, an accepted Conn holds at most PendingReadBytes of
+	// received frames and stops reading; Admit lifts that to
+	// ReadBufferBytes, and the frames arrive whole and in order.
+	const budget, size, frames = 4 << 10, 1020, 64 // 4 frames of 1 KiB on the wire fill the budget
+	ctx := testCtx(t)
+	tr := newTransport(t, tcp.Config{PendingReadBytes: budget})
+	l := listen(t, tr)
+	nc := rawDial(t, l.Addr().String())
+	_, err := nc.Write(preamble(transport.DefaultMaxFrameBytes))
+	require.NoError(t, err)
+	sc, err := l.Accept(ctx)
+	require.NoError(t, err)
+	s := sc.(*tcp.Conn)
+	closeAtEnd(t, s)
+	var wire []byte
+	for i := range frames {
+		wire = append(wire, record(frame(i, size))...)
+	}
+	_, err = nc.Write(wire) // the kernel's buffers hold what the Conn does not
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool { return tcp.ReceiveQueued(s) >= budget }, waitTimeout, time.Millisecond,
+		"the receive queue fills up to the budget")
+	assert.Equal(t, budget, tcp.ReceiveQueued(s), "bytes queued before Admit")
+	s.Admit()
+	require.Eventually(t, func() bool { return tcp.ReceiveQueued(s) == frames*(size+4) }, waitTimeout, time.Millisecond,
+		"after Admit, the receive queue takes every frame")
+	recvSeq(t, ctx, s, frames, size)
+	nc.Close()
 }

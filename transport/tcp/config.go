@@ -36,6 +36,9 @@ const (
 	// DefaultMaxHandshakes is the number of connections a Listener holds
 	// in their handshake at once: 256.
 	DefaultMaxHandshakes = 256
+	// DefaultPendingReadBytes is the receive budget, in bytes, of an
+	// accepted Conn until Admit: 64 KiB.
+	DefaultPendingReadBytes = 64 << 10
 )
 
 // MaxFrameBytesLimit is the largest value of Config.MaxFrameBytes, in
@@ -128,6 +131,18 @@ type Config struct {
 	// means DefaultMaxHandshakes.
 	MaxHandshakes int
 
+	// PendingReadBytes is the receive budget, in bytes, of an accepted
+	// Conn until the application admits its peer (Conn.Admit): the Conn
+	// holds at most that many bytes of received frames (each counted
+	// with its 4-byte length prefix; a frame larger than the budget is
+	// held alone), and a frame announced larger than PendingReadBytes
+	// breaks the protocol (ErrProtocol: the Conn closes). Admit lifts
+	// them to ReadBufferBytes and MaxFrameBytes. A budget over either
+	// counts as it. Conns returned by Dial are admitted from the start. 0
+	// means DefaultPendingReadBytes. See the package doc, "Bounds for
+	// unadmitted peers".
+	PendingReadBytes int
+
 	// Logger receives a Warn record when a Listener refuses a connection
 	// during its handshake — a TLS failure (with mutual TLS: a client
 	// without a certificate the server trusts), a bad preamble, a
@@ -170,6 +185,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxHandshakes == 0 {
 		cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
+	if cfg.PendingReadBytes == 0 {
+		cfg.PendingReadBytes = DefaultPendingReadBytes
+	}
 	return cfg
 }
 
@@ -184,6 +202,7 @@ func (cfg Config) validate() error {
 		{"ReadBufferBytes", cfg.ReadBufferBytes},
 		{"BacklogConns", cfg.BacklogConns},
 		{"MaxHandshakes", cfg.MaxHandshakes},
+		{"PendingReadBytes", cfg.PendingReadBytes},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("tcp: Config.%s is %d, want >= 0", f.name, f.v)

@@ -20,6 +20,11 @@ import (
 // goroutines and its socket, one each way.
 const socketBufferBytes = 32 << 10
 
+// firstChunkBytes is how much of a frame the reader allocates when its
+// length arrives; it doubles what it holds each time that is full, so
+// that the memory of a frame follows its bytes as they arrive.
+const firstChunkBytes = 64 << 10
+
 // Conn is one end of a TCP connection, with TLS if the Transport has a
 // TLS config; it implements transport.Conn. Dial and Accept return a
 // *Conn as a transport.Conn.
@@ -32,12 +37,21 @@ const socketBufferBytes = 32 << 10
 // peer closes, dies or breaks the protocol; Done reports it. See the
 // package doc.
 //
+// The Conn that Accept returns holds its peer to a small receive budget,
+// Config.PendingReadBytes, until Admit; the Conn that Dial returns is
+// admitted from the start. See the package doc, "Bounds for unadmitted
+// peers".
+//
 // A Conn is safe for concurrent use by multiple goroutines.
 type Conn struct {
 	nc            net.Conn             // the TLS connection over raw, or raw itself
 	raw           net.Conn             // the TCP socket
 	tlsState      *tls.ConnectionState // nil for plain TCP
 	maxFrameBytes int
+
+	admitted          atomic.Bool
+	pendingFrameBytes int // the largest frame the reader takes until admitted
+	readBufferBytes   int // rq's limit once admitted
 
 	heartbeatInterval, deadAfter, writeTimeout time.Duration
 
@@ -61,25 +75,36 @@ type Conn struct {
 	closeDeadline time.Time // zero until Close; dmu
 }
 
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn     = (*Conn)(nil)
+	_ transport.Admitter = (*Conn)(nil)
+)
 
 // newConn returns a Conn over nc, established by a handshake that
-// settled on maxFrameBytes, and starts its goroutines.
-func newConn(nc, raw net.Conn, state *tls.ConnectionState, maxFrameBytes int, cfg Config) *Conn {
+// settled on maxFrameBytes, and starts its goroutines. The accepted end
+// (server) is not admitted.
+func newConn(nc, raw net.Conn, state *tls.ConnectionState, maxFrameBytes int, cfg Config, server bool) *Conn {
+	rqLimit := cfg.ReadBufferBytes
+	if server {
+		rqLimit = min(cfg.PendingReadBytes, cfg.ReadBufferBytes)
+	}
 	c := &Conn{
 		nc:                nc,
 		raw:               raw,
 		tlsState:          state,
 		maxFrameBytes:     maxFrameBytes,
+		pendingFrameBytes: min(cfg.PendingReadBytes, maxFrameBytes),
+		readBufferBytes:   cfg.ReadBufferBytes,
 		heartbeatInterval: cfg.HeartbeatInterval,
 		deadAfter:         cfg.DeadAfter,
 		writeTimeout:      cfg.WriteTimeout,
 		wq:                newQueue(cfg.WriteBufferBytes),
-		rq:                newQueue(cfg.ReadBufferBytes),
+		rq:                newQueue(rqLimit),
 		bw:                bufio.NewWriterSize(nc, socketBufferBytes),
 		done:              make(chan struct{}),
 		over:              make(chan struct{}),
 	}
+	c.admitted.Store(!server)
 	c.br = bufio.NewReaderSize(socketReader{c}, socketBufferBytes)
 	c.running.Store(2)
 	go c.readLoop()
@@ -204,6 +229,22 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// Admit tells c that the application has admitted its peer: it lifts the
+// receive budget of an accepted Conn, Config.PendingReadBytes, to
+// Config.ReadBufferBytes for the frames c holds and to MaxFrameBytes for
+// the frames the peer may send. Until then, a frame announced larger
+// than PendingReadBytes closes c with an error wrapping ErrProtocol. Call
+// Admit before telling the peer it is admitted, so that the frames it
+// sends then find the budget lifted. A Conn returned by Dial is admitted
+// from the start. Admit is idempotent, never blocks, and is safe to call
+// concurrently with every other method; it implements
+// transport.Admitter.
+func (c *Conn) Admit() {
+	if c.admitted.CompareAndSwap(false, true) {
+		c.rq.setLimit(c.readBufferBytes)
+	}
+}
+
 // abort closes c at once, without delivering queued frames: for a Conn
 // that its Listener closes before Accept returned it.
 func (c *Conn) abort() {
@@ -278,14 +319,39 @@ func (c *Conn) readFrames() error {
 		if n > uint32(c.maxFrameBytes) {
 			return errFrameOverLimit(c.RemoteAddr(), n, c.maxFrameBytes)
 		}
-		f := make([]byte, n)
-		if _, err := io.ReadFull(c.br, f); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
+		if n > uint32(c.pendingFrameBytes) && !c.admitted.Load() {
+			return errFrameOverBudget(c.RemoteAddr(), n, c.pendingFrameBytes)
+		}
+		f, err := readFrame(c.br, int(n))
+		if err != nil {
 			return err
 		}
 		c.deliver(f)
+	}
+}
+
+// readFrame reads a frame of n bytes from r. It allocates the frame's
+// memory as its bytes arrive: firstChunkBytes at first, then twice what
+// it holds whenever that is full, up to n; so a peer that announces a
+// frame and sends little of it costs little. An end of r before n bytes
+// is io.ErrUnexpectedEOF.
+func readFrame(r io.Reader, n int) ([]byte, error) {
+	f := make([]byte, min(n, firstChunkBytes))
+	for got := 0; ; {
+		m, err := io.ReadFull(r, f[got:])
+		got += m
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if got == n {
+			return f, nil
+		}
+		g := make([]byte, min(n, 2*got))
+		copy(g, f)
+		f = g
 	}
 }
 

@@ -8,7 +8,8 @@
 // returns one end of a Conn once the connection is established; Accept
 // returns the other. Both are *Conn, whose TLSConnectionState gives the
 // peer's certificate when the Transport uses TLS (Config.TLS, mutual TLS
-// included).
+// included). The accepted end holds its peer to a small receive budget
+// until the application admits it (Conn.Admit, transport.Admitter).
 //
 // # Wire format
 //
@@ -39,11 +40,13 @@
 //	any other N          a protocol violation (ErrProtocol)
 //
 // A peer that announces a frame over the Conn's MaxFrameBytes breaks the
-// protocol: the Conn closes, and its Recv and Send return errors wrapping
-// ErrProtocol and transport.ErrClosed. Other Conns are not affected. A
-// Conn ends its stream by half-closing the TCP connection (after a TLS
-// close_notify alert); the peer's Recv then returns the frames received
-// and an error wrapping transport.ErrClosed and io.EOF.
+// protocol, and so does one that announces a frame over
+// Config.PendingReadBytes to an accepted Conn not yet admitted: the Conn
+// closes, and its Recv and Send return errors wrapping ErrProtocol and
+// transport.ErrClosed. Other Conns are not affected. A Conn ends its
+// stream by half-closing the TCP connection (after a TLS close_notify
+// alert); the peer's Recv then returns the frames received and an error
+// wrapping transport.ErrClosed and io.EOF.
 //
 // # Buffers
 //
@@ -57,9 +60,16 @@
 // buffer (Config.ReadBufferBytes, 4 MiB) for Recv; while it is full, the
 // reader stops reading, the kernel's buffers fill up and the peer's Sends
 // block. A frame larger than a whole buffer passes when the buffer is
-// empty. Between goroutine and socket, a 32 KiB buffer each way batches
-// small frames into few system calls. Send and the reader allocate one
-// slice per frame, which Recv hands over.
+// empty. Until an accepted Conn is admitted (Conn.Admit), its receive
+// buffer is Config.PendingReadBytes (64 KiB) and so is the largest frame
+// its peer may send; see "Bounds for unadmitted peers". Between goroutine
+// and socket, a 32 KiB buffer each way batches small frames into few
+// system calls. Send and the reader allocate one slice per frame, which
+// Recv hands over. The reader commits a frame's memory as its bytes
+// arrive, not when its length does: 64 KiB at first (or the frame's
+// length, if smaller), then twice what it holds each time that is full,
+// up to the length; so a peer that announces a large frame and sends
+// little of it costs little.
 //
 // # Heartbeats
 //
@@ -101,6 +111,37 @@
 // source and kind every 10 s; the next record says how many were
 // suppressed ("suppressed"), so a flood costs a few lines.
 //
+// # Bounds for unadmitted peers
+//
+// A peer the application has not admitted — it has not passed the
+// application's own handshake, sion's Hello and shared-key challenge —
+// can make a Listener hold a bounded number of bytes:
+//
+//   - each handshake in progress, at most MaxHandshakes: a goroutine and
+//     a socket, about 6 KiB; with TLS, what crypto/tls holds for the
+//     handshake, typically 30 KiB and at most about 300 KiB (one
+//     handshake message, 64 KiB, or 256 KiB for a certificate chain, and
+//     a record);
+//   - each established Conn not yet admitted, whether in the backlog (at
+//     most BacklogConns + MaxHandshakes) or accepted: two goroutines, a
+//     32 KiB buffer each way, at most PendingReadBytes of received frames
+//     and one frame of at most PendingReadBytes being read, so about 2 ×
+//     PendingReadBytes + 80 KiB (with TLS, some 40 KiB more for its
+//     records); plus the frames the application sends on it, which it
+//     controls.
+//
+// With the defaults and plain TCP: 256 × 6 KiB ≈ 1.5 MiB for the
+// handshakes, plus 208 KiB for each Conn not admitted: ≈ 78 MiB for a
+// backlog of 384, its most, plus 208 KiB for each of the A Conns accepted
+// and not yet admitted. The application bounds A: it admits or closes
+// each Conn within its own handshake's deadline, and caps the handshakes
+// it runs at once, as the Listener does. The kernel's socket buffers
+// (net.ipv4.tcp_rmem and tcp_wmem on Linux) come on top of this, outside
+// the process's heap, for each socket.
+//
+// An admitted peer is held to Config.ReadBufferBytes and MaxFrameBytes,
+// and its frames too cost memory only as their bytes arrive.
+//
 // # Close
 //
 // Conn.Close fails pending and later calls with transport.ErrClosed and
@@ -139,12 +180,12 @@
 //
 // # Locks
 //
-// Each of a Conn's two queues has a mutex guarding its frames; Conn.dmu
-// guards the socket's read deadline; Listener.mu is a barrier between
-// Close and the handshakes that may still queue a connection; the
-// Listener's table of handshakes and its log rate limit (package
-// internal/guard) each have their own. No lock is held while another is
-// taken, except Listener.mu while the Listener aborts a connection
-// (which takes that Conn's write queue's mutex), and none while blocking
-// on the network.
+// Each of a Conn's two queues has a mutex guarding its frames (and, for
+// the receive queue, its limit, which Admit raises); Conn.dmu guards the
+// socket's read deadline; Listener.mu is a barrier between Close and the
+// handshakes that may still queue a connection; the Listener's table of
+// handshakes and its log rate limit (package internal/guard) each have
+// their own. No lock is held while another is taken, except Listener.mu
+// while the Listener aborts a connection (which takes that Conn's write
+// queue's mutex), and none while blocking on the network.
 package tcp

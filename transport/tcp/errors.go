@@ -29,8 +29,10 @@ var (
 	// ErrProtocol reports a peer that does not speak this package's
 	// protocol: a preamble with a wrong magic or version fails that Dial
 	// (an Accept skips the connection), and a frame length over the Conn's
-	// MaxFrameBytes closes the Conn, whose Recv and Send then return errors
-	// wrapping both ErrProtocol and transport.ErrClosed.
+	// MaxFrameBytes, or over Config.PendingReadBytes before the accepted
+	// Conn is admitted (Conn.Admit), closes the Conn, whose Recv and Send
+	// then return errors wrapping both ErrProtocol and
+	// transport.ErrClosed.
 	ErrProtocol = errors.New("tcp: protocol violation")
 )
 
@@ -58,6 +60,13 @@ func errLost(remote net.Addr, err error) error {
 func errFrameOverLimit(remote net.Addr, n uint32, max int) error {
 	return fmt.Errorf("%w: %v sent a frame of %d bytes, over MaxFrameBytes %d; connection closed: %w",
 		ErrProtocol, remote, n, max, transport.ErrClosed)
+}
+
+// errFrameOverBudget is the error of an accepted Conn, not yet admitted,
+// whose peer announced a frame of n bytes, over its budget of pending.
+func errFrameOverBudget(remote net.Addr, n uint32, pending int) error {
+	return fmt.Errorf("%w: %v sent a frame of %d bytes before it was admitted, over PendingReadBytes %d; connection closed: %w",
+		ErrProtocol, remote, n, pending, transport.ErrClosed)
 }
 
 // isTimeout reports whether err is a socket deadline passing.

@@ -46,8 +46,9 @@ func listen(t *testing.T, tr *tcp.Transport) transport.Listener {
 }
 
 // connect dials l with tr while accepting on l, and returns the dialed
-// end c and the accepted end s. When t ends, it closes both, then waits
-// until their goroutines have ended.
+// end c and the accepted end s, admitted (Admit), as an application does
+// once its handshake has admitted the peer. When t ends, it closes both,
+// then waits until their goroutines have ended.
 func connect(t *testing.T, tr *tcp.Transport, l transport.Listener) (c, s *tcp.Conn) {
 	t.Helper()
 	ctx := testCtx(t)
@@ -71,7 +72,9 @@ func connect(t *testing.T, tr *tcp.Transport, l transport.Listener) (c, s *tcp.C
 	closeAtEnd(t, ends...)
 	require.NoError(t, err, "Accept")
 	require.NoError(t, r.err, "Dial")
-	return r.c.(*tcp.Conn), sc.(*tcp.Conn)
+	s = sc.(*tcp.Conn)
+	s.Admit()
+	return r.c.(*tcp.Conn), s
 }
 
 // pair returns the two ends of a new connection of one Transport made of

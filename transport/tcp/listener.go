@@ -44,8 +44,10 @@ var errEvicted = errors.New("tcp: handshake evicted")
 // never stops taking sockets because of handshakes. It stops while
 // Config.BacklogConns established connections wait for Accept (the
 // handshakes then in progress may still add up to MaxHandshakes more).
-// See the package doc, "Listener". Close stops every goroutine of the
-// Listener, and of its connections not yet accepted, before it returns.
+// The Conns it establishes hold their peer to Config.PendingReadBytes
+// until Admit. See the package doc, "Listener" and "Bounds for unadmitted
+// peers". Close stops every goroutine of the Listener, and of its
+// connections not yet accepted, before it returns.
 //
 // A Listener is safe for concurrent use by multiple goroutines.
 type Listener struct {

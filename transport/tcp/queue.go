@@ -7,7 +7,7 @@ import "sync"
 // never block; those that can find no room or no frame return a channel
 // closed at the next change, to wait on alongside ctx and Close.
 type queue struct {
-	limit int // bytes; an empty queue takes a frame of any size
+	limit int // bytes; an empty queue takes a frame of any size; mu, for a queue whose setLimit is called
 
 	mu      sync.Mutex
 	frames  [][]byte      // oldest first; mu
@@ -87,6 +87,15 @@ func (q *queue) release(frames [][]byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.bytes -= n
+	q.notify()
+}
+
+// setLimit changes the queue's limit to n, waking those waiting for
+// room.
+func (q *queue) setLimit(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.limit = n
 	q.notify()
 }
 

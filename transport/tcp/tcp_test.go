@@ -52,7 +52,10 @@ func TestConformance(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel() // the suite waits for blocked calls' deadlines
 			tr := newTransport(t, v.cfg)
-			caps := transporttest.Caps{MaxFrameBytes: tr.MaxFrameBytes()} // BufferFrames unknown: bytes
+			caps := transporttest.Caps{ // BufferFrames unknown: bytes
+				MaxFrameBytes:     tr.MaxFrameBytes(),
+				PendingFrameBytes: min(tcp.DefaultPendingReadBytes, tr.MaxFrameBytes()),
+			}
 			transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 				return newTransport(t, v.cfg), "127.0.0.1:0"
 			}, caps)
@@ -64,7 +67,7 @@ func TestConformanceFreshAddr(t *testing.T) {
 	// Listen("") in place of a port 0; the zero Transport.
 	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 		return new(tcp.Transport), ""
-	}, transporttest.Caps{})
+	}, transporttest.Caps{PendingFrameBytes: tcp.DefaultPendingReadBytes})
 }
 
 func TestNew(t *testing.T) {
@@ -86,6 +89,7 @@ func TestNew(t *testing.T) {
 		{"negative ReadBufferBytes", tcp.Config{ReadBufferBytes: -1}, `^tcp: Config\.ReadBufferBytes is -1`},
 		{"negative BacklogConns", tcp.Config{BacklogConns: -1}, `^tcp: Config\.BacklogConns is -1`},
 		{"negative MaxHandshakes", tcp.Config{MaxHandshakes: -1}, `^tcp: Config\.MaxHandshakes is -1`},
+		{"negative PendingReadBytes", tcp.Config{PendingReadBytes: -1}, `^tcp: Config\.PendingReadBytes is -1`},
 		{"DeadAfter equal to HeartbeatInterval", tcp.Config{HeartbeatInterval: 5, DeadAfter: 5},
 			`^tcp: Config\.DeadAfter is 5ns, want more than HeartbeatInterval \(5ns\)$`},
 		{"DeadAfter below the default HeartbeatInterval", tcp.Config{DeadAfter: 1},

@@ -68,7 +68,7 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 // holds the connection for Accept. A Listener that holds
 // Config.BacklogConns established connections not yet accepted takes in
 // no more, so Dial waits until an Accept makes room, up to
-// HandshakeTimeout. ctx
+// HandshakeTimeout. The Conn is admitted from the start (Conn.Admit). ctx
 // unblocks Dial, which then returns ctx's error, wrapped; it does not
 // limit the Conn.
 //
@@ -144,7 +144,7 @@ func establish(ctx context.Context, raw net.Conn, tlsCfg *tls.Config, server boo
 		raw.Close()
 		return nil, err
 	}
-	return newConn(nc, raw, state, max, cfg), nil
+	return newConn(nc, raw, state, max, cfg, server), nil
 }
 
 // handshake runs the TLS handshake, if tlsCfg is set, then the exchange

@@ -52,6 +52,13 @@ type Caps struct {
 	// buffer keep sending until the Send fails, and so cannot tell
 	// whether it was blocked or merely about to send.
 	BufferFrames int
+
+	// PendingFrameBytes is the largest frame, in bytes, that the accepted
+	// end of a Conn takes until it is admitted, when it implements
+	// transport.Admitter; at most MaxFrameBytes. 0 means the transport
+	// has no such budget, and the admission test is skipped. The suite
+	// admits every other accepted Conn as soon as Accept returns it.
+	PendingFrameBytes int
 }
 
 // MinFrameBytes is the smallest Caps.MaxFrameBytes the suite can run with,
@@ -80,12 +87,15 @@ const (
 // listener-close-closes-unaccepted.
 // Contexts: cancel-recv, cancel-send, cancel-accept, cancel-dial.
 // Addresses: dial-no-listener, listen-twice, many-conns.
+// Admission: admission.
 func Run(t *testing.T, mk MakeTransport, caps Caps) {
 	if caps.MaxFrameBytes == 0 {
 		caps.MaxFrameBytes = transport.DefaultMaxFrameBytes
 	}
 	require.GreaterOrEqual(t, caps.MaxFrameBytes, MinFrameBytes, "Caps.MaxFrameBytes")
 	require.GreaterOrEqual(t, caps.BufferFrames, 0, "Caps.BufferFrames")
+	require.GreaterOrEqual(t, caps.PendingFrameBytes, 0, "Caps.PendingFrameBytes")
+	require.LessOrEqual(t, caps.PendingFrameBytes, caps.MaxFrameBytes, "Caps.PendingFrameBytes")
 	s := &suite{mk: mk, caps: caps}
 	for _, tc := range []struct {
 		name string
@@ -116,6 +126,7 @@ func Run(t *testing.T, mk MakeTransport, caps Caps) {
 		{"dial-no-listener", s.dialNoListener},
 		{"listen-twice", s.listenTwice},
 		{"many-conns", s.manyConns},
+		{"admission", s.admission},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(s.env(t)) })
 	}
@@ -155,8 +166,20 @@ func (e *env) listen() transport.Listener {
 }
 
 // dial dials l and accepts the connection, concurrently, and closes both
-// ends when the test ends. c is the dialed end, s the accepted one.
+// ends when the test ends. c is the dialed end, s the accepted one,
+// admitted if it implements transport.Admitter, as a server does once its
+// handshake has admitted the peer.
 func (e *env) dial(l transport.Listener) (c, s transport.Conn) {
+	e.t.Helper()
+	c, s = e.dialPending(l)
+	if a, ok := s.(transport.Admitter); ok {
+		a.Admit()
+	}
+	return c, s
+}
+
+// dialPending is dial without Admit.
+func (e *env) dialPending(l transport.Listener) (c, s transport.Conn) {
 	e.t.Helper()
 	type result struct {
 		c   transport.Conn
