@@ -53,7 +53,8 @@
 //     document; also any element with rdf:about that has an rdf:type of
 //     owl:Class or rdfs:Class, or an rdfs:subClassOf or owl:equivalentClass
 //     child. Several descriptions of one IRI are merged. Anonymous classes
-//     (blank nodes) are not types.
+//     (blank nodes) are not types. The content of an rdfs:label is its
+//     text: elements inside a label describe nothing.
 //   - rdfs:subClassOf with rdf:resource, or with a named element inside, is
 //     a parent. A subClassOf holding a blank node (owl:Restriction,
 //     owl:unionOf …) is not a parent and is ignored.
@@ -77,8 +78,11 @@
 //   - rdfs:label becomes Label, preferring xml:lang "en" (or "en-…"), then no
 //     language, then the first other.
 //   - Properties are not read: RDF-loaded types have no attributes.
-//   - A type's Pos is the line and column of the first element describing
-//     the class, or of the first reference to a class not described.
+//   - A type's Pos is the line and column of the '<' of the first element
+//     describing the class, or of the first reference to a class not
+//     described.
+//   - Reading the document takes time about linear in its size; the
+//     tables New builds grow with the hierarchy (MaxClosurePairs).
 //
 // # IsA encoding and memory
 //

@@ -281,6 +281,7 @@ func New(defs []TypeDef) (*Ontology, error) {
 	}
 	// Parents.
 	parents := make([][]int, len(all))
+	listed := make([]int, len(all)) // parent ID → 1 + the last type listing it
 	for id := range all {
 		d := &all[id]
 		for _, p := range d.Parents {
@@ -291,7 +292,8 @@ func New(defs []TypeDef) (*Ontology, error) {
 			if !ok {
 				return nil, loadErr(d, fmt.Errorf("%w %q", ErrUnknownParent, p))
 			}
-			if !slices.Contains(parents[id], pid) {
+			if listed[pid] != id+1 {
+				listed[pid] = id + 1
 				parents[id] = append(parents[id], pid)
 			}
 		}
@@ -396,9 +398,7 @@ func (o *Ontology) buildVocabulary(all []TypeDef, parents [][]int, topo []int) e
 				return loadErr(d, fmt.Errorf("%w: attribute %q declared twice", ErrVocabulary, a.Name))
 			}
 			seen[a.Name] = true
-			if !slices.Contains(o.declared[a.Name], id) {
-				o.declared[a.Name] = append(o.declared[a.Name], id)
-			}
+			o.declared[a.Name] = append(o.declared[a.Name], id) // ascending: id grows, and seen refuses a second one
 		}
 	}
 	for id := range all {
@@ -429,7 +429,18 @@ func (o *Ontology) buildVocabulary(all []TypeDef, parents [][]int, topo []int) e
 		slices.Sort(s)
 	}
 	o.vocab = make([][]Attribute, len(all))
-	from := map[string]int{} // attribute → the parent it was inherited from
+	// A type's vocabulary merges its parents' and its own attributes:
+	// sorted by name (then by where they come from: parents in order, each
+	// parent's vocabulary by name, then the type's own in declaration
+	// order), each name's first entry stands, and the earliest entry that
+	// disagrees with it is the error. Sorting keeps a type with many
+	// attributes linearithmic.
+	type entry struct {
+		a    Attribute
+		from int // the parent it is inherited from; -1: the type's own
+		seq  int // where it comes from, as above
+	}
+	var merge []entry
 	entries := 0
 	for _, id := range topo {
 		d := &all[id]
@@ -439,33 +450,43 @@ func (o *Ontology) buildVocabulary(all []TypeDef, parents [][]int, topo []int) e
 			o.vocab[id] = o.vocab[parents[id][0]]
 			continue
 		}
-		clear(from)
-		var v []Attribute
+		merge = merge[:0]
 		for _, p := range parents[id] {
 			for _, a := range o.vocab[p] {
-				i, ok := slices.BinarySearchFunc(v, a.Name, cmpAttrName)
-				if !ok {
-					v = slices.Insert(v, i, a)
-					from[a.Name] = p
-					continue
-				}
-				if b := v[i]; b.Kind != a.Kind || b.Unit != a.Unit {
-					return loadErr(d, fmt.Errorf("%w: attribute %q inherited as %s from %q and as %s from %q",
-						ErrVocabulary, a.Name, descAttr(b), all[from[a.Name]].Name, descAttr(a), all[p].Name))
-				}
+				merge = append(merge, entry{a: a, from: p, seq: len(merge)})
 			}
 		}
 		for _, a := range d.Attributes {
 			a.Synonyms = o.attrSyns[a.Name]
-			i, ok := slices.BinarySearchFunc(v, a.Name, cmpAttrName)
-			if !ok {
-				v = slices.Insert(v, i, a)
-				continue
+			merge = append(merge, entry{a: a, from: -1, seq: len(merge)})
+		}
+		slices.SortFunc(merge, func(x, y entry) int {
+			if c := strings.Compare(x.a.Name, y.a.Name); c != 0 {
+				return c
 			}
-			if b := v[i]; b.Kind != a.Kind || b.Unit != a.Unit {
+			return x.seq - y.seq
+		})
+		var v []Attribute
+		bad, first := -1, -1 // the earliest disagreeing entry, and its name's first
+		for i := 0; i < len(merge); {
+			j := i + 1
+			for ; j < len(merge) && merge[j].a.Name == merge[i].a.Name; j++ {
+				a, b := merge[j].a, merge[i].a
+				if (a.Kind != b.Kind || a.Unit != b.Unit) && (bad < 0 || merge[j].seq < merge[bad].seq) {
+					bad, first = j, i
+				}
+			}
+			v = append(v, merge[i].a)
+			i = j
+		}
+		if bad >= 0 {
+			a, b := merge[bad], merge[first]
+			if a.from < 0 {
 				return loadErr(d, fmt.Errorf("%w: attribute %q redeclared as %s, inherited as %s from %q",
-					ErrVocabulary, a.Name, descAttr(a), descAttr(b), all[from[a.Name]].Name))
+					ErrVocabulary, a.a.Name, descAttr(a.a), descAttr(b.a), all[b.from].Name))
 			}
+			return loadErr(d, fmt.Errorf("%w: attribute %q inherited as %s from %q and as %s from %q",
+				ErrVocabulary, a.a.Name, descAttr(b.a), all[b.from].Name, descAttr(a.a), all[a.from].Name))
 		}
 		o.vocab[id] = slices.Clip(v)
 		if entries += len(v); entries > MaxClosurePairs {
@@ -474,8 +495,6 @@ func (o *Ontology) buildVocabulary(all []TypeDef, parents [][]int, topo []int) e
 	}
 	return nil
 }
-
-func cmpAttrName(a Attribute, name string) int { return strings.Compare(a.Name, name) }
 
 // descAttr describes an attribute's kind and unit for error messages.
 func descAttr(a Attribute) string {

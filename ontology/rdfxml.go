@@ -60,8 +60,8 @@ type rdfClass struct {
 type rdfLabel struct{ lang, text string }
 
 type rdfReader struct {
-	src     []byte
 	lines   []int
+	offsets map[*xmlquery.Node]int // element → offset of its '<'
 	file    string
 	base    string
 	classes map[string]*rdfClass
@@ -77,16 +77,14 @@ func rdfTypeDefs(data []byte, file string) ([]TypeDef, error) {
 			entities[string(m[1])] = string(m[2]) + string(m[3])
 		}
 	}
-	expansion := 0
-	for name, val := range entities {
-		expansion += len(val) * bytes.Count(data, []byte("&"+name+";"))
-	}
-	if expansion > MaxEntityExpansion {
+	if expansion := entityExpansion(data, entities); expansion > MaxEntityExpansion {
 		return nil, &LoadError{Pos: Position{File: file}, Err: fmt.Errorf("%w: entity references would expand to %d bytes, more than %d", ErrTooLarge, expansion, MaxEntityExpansion)}
 	}
+	// No WithLineNumbers: xmlquery's line count rescans the line table
+	// for every token, quadratic in a document with many lines and many
+	// tokens between them. Positions come from elementOffsets instead.
 	doc, err := xmlquery.ParseWithOptions(bytes.NewReader(data), xmlquery.ParserOptions{
-		WithLineNumbers: true,
-		Decoder:         &xmlquery.DecoderOptions{Strict: true, Entity: entities},
+		Decoder: &xmlquery.DecoderOptions{Strict: true, Entity: entities},
 	})
 	if err != nil {
 		pos := Position{File: file}
@@ -96,6 +94,8 @@ func rdfTypeDefs(data []byte, file string) ([]TypeDef, error) {
 		}
 		return nil, &LoadError{Pos: pos, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
+	rd := &rdfReader{lines: lineStarts(data), file: file, classes: map[string]*rdfClass{}}
+	rd.offsets = elementOffsets(doc, data, entities)
 	var root *xmlquery.Node
 	for n := doc.FirstChild; n != nil; n = n.NextSibling {
 		if n.Type == xmlquery.ElementNode {
@@ -106,11 +106,12 @@ func rdfTypeDefs(data []byte, file string) ([]TypeDef, error) {
 	if root == nil || root.NamespaceURI != nsRDF || root.Data != "RDF" {
 		pos := Position{File: file}
 		if root != nil {
-			pos.Line = root.LineNumber
+			pos = rd.pos(root)
+			pos.Col = 0
 		}
 		return nil, &LoadError{Pos: pos, Err: fmt.Errorf("%w: the document element is not rdf:RDF", ErrSyntax)}
 	}
-	rd := &rdfReader{src: data, lines: lineStarts(data), file: file, base: attr(root, nsXML, "base"), classes: map[string]*rdfClass{}}
+	rd.base = attr(root, nsXML, "base")
 	prefixes := map[string]string{} // namespace → shortest, then smallest, non-empty prefix
 	for _, a := range root.Attr {
 		if a.Name.Space == "xmlns" && a.Name.Local != "" {
@@ -121,6 +122,115 @@ func rdfTypeDefs(data []byte, file string) ([]TypeDef, error) {
 	}
 	rd.walk(root)
 	return rd.typeDefs(prefixes), nil
+}
+
+// entityExpansion returns how many bytes the references in data to
+// entities would expand to, in one pass over data.
+func entityExpansion(data []byte, entities map[string]string) int {
+	if len(entities) == 0 {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(data); {
+		j := bytes.IndexByte(data[i:], '&')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		end := i
+		for end < len(data) && isEntityNameByte(data[end]) {
+			end++
+		}
+		if end < len(data) && data[end] == ';' {
+			n += len(entities[string(data[i:end])])
+			if n > MaxEntityExpansion {
+				break
+			}
+		}
+		i = end
+	}
+	return n
+}
+
+// isEntityNameByte reports whether c may be part of an entity name as
+// entityDecl reads them.
+func isEntityNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+}
+
+// elementOffsets returns the byte offset in data of the '<' of each
+// element of doc, the tree xmlquery parsed from data: encoding/xml reads
+// data again and gives each start tag's offset, and the tree's elements
+// in document order take them in turn. The result is nil (no positions)
+// if the two disagree.
+func elementOffsets(doc *xmlquery.Node, data []byte, entities map[string]string) map[*xmlquery.Node]int {
+	d := xml.NewDecoder(bytes.NewReader(data))
+	d.Strict = true
+	d.Entity = entities
+	var offs []int
+	for {
+		off := d.InputOffset()
+		tok, err := d.RawToken()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			offs = append(offs, int(off))
+		}
+	}
+	m := make(map[*xmlquery.Node]int, len(offs))
+	for n := range elements(doc) {
+		if len(m) == len(offs) {
+			return nil
+		}
+		m[n] = offs[len(m)]
+	}
+	if len(m) != len(offs) {
+		return nil
+	}
+	return m
+}
+
+// elements yields the elements below n in document order, without
+// recursion (a document may nest deeper than a goroutine's stack).
+func elements(n *xmlquery.Node) func(yield func(*xmlquery.Node) bool) {
+	return func(yield func(*xmlquery.Node) bool) {
+		for c := n.FirstChild; c != nil; c = next(n, c, true) {
+			if c.Type == xmlquery.ElementNode && !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// innerText is n.InnerText() without recursion: the text and CDATA
+// below n, in document order.
+func innerText(n *xmlquery.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = next(n, c, true) {
+		if c.Type == xmlquery.TextNode || c.Type == xmlquery.CharDataNode {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
+}
+
+// next returns the node after c in document order within root's
+// subtree, or nil; with descend false, it skips c's subtree.
+func next(root, c *xmlquery.Node, descend bool) *xmlquery.Node {
+	if descend && c.FirstChild != nil {
+		return c.FirstChild
+	}
+	for c != root && c.NextSibling == nil {
+		c = c.Parent
+	}
+	if c == root {
+		return nil
+	}
+	return c.NextSibling
 }
 
 func attr(n *xmlquery.Node, ns, local string) string {
@@ -172,19 +282,14 @@ func (rd *rdfReader) object(p *xmlquery.Node) string {
 	return ""
 }
 
-// pos returns the position of element n. xmlquery's line is where the
-// preceding token ended, so find the element's '<' from there on.
+// pos returns the position of element n: that of its '<', or the file
+// alone when elementOffsets could not tell.
 func (rd *rdfReader) pos(n *xmlquery.Node) Position {
-	line := n.LineNumber
-	if line < 1 || line > len(rd.lines) {
-		return Position{File: rd.file, Line: line}
+	off, ok := rd.offsets[n]
+	if !ok {
+		return Position{File: rd.file}
 	}
-	for i := rd.lines[line-1]; i+1 < len(rd.src); i++ {
-		if rd.src[i] == '<' && !strings.ContainsRune("!?/", rune(rd.src[i+1])) {
-			return posAt(rd.file, rd.lines, i)
-		}
-	}
-	return Position{File: rd.file, Line: line}
+	return posAt(rd.file, rd.lines, off)
 }
 
 func (rd *rdfReader) mention(iri string, n *xmlquery.Node) *rdfClass {
@@ -220,15 +325,19 @@ func isClassElement(n *xmlquery.Node) bool {
 	return false
 }
 
-func (rd *rdfReader) walk(n *xmlquery.Node) {
-	for e := n.FirstChild; e != nil; e = e.NextSibling {
-		if e.Type != xmlquery.ElementNode {
-			continue
+// walk describes the classes among the elements below root, in document
+// order. It does not look inside rdfs:label, whose content is the label's
+// text: so each element is read once, as a description or as part of a
+// label, however labels and classes nest.
+func (rd *rdfReader) walk(root *xmlquery.Node) {
+	for e := root.FirstChild; e != nil; {
+		descend := e.Type == xmlquery.ElementNode && !(e.NamespaceURI == nsRDFS && e.Data == "label")
+		if e.Type == xmlquery.ElementNode {
+			if iri := rd.subject(e); iri != "" && isClassElement(e) {
+				rd.describe(e, iri)
+			}
 		}
-		if iri := rd.subject(e); iri != "" && isClassElement(e) {
-			rd.describe(e, iri)
-		}
-		rd.walk(e)
+		e = next(root, e, descend)
 	}
 }
 
@@ -254,7 +363,7 @@ func (rd *rdfReader) describe(e *xmlquery.Node, iri string) {
 				c.equiv = append(c.equiv, o)
 			}
 		case p.NamespaceURI == nsRDFS && p.Data == "label":
-			c.labels = append(c.labels, rdfLabel{lang: attr(p, nsXML, "lang"), text: strings.TrimSpace(p.InnerText())})
+			c.labels = append(c.labels, rdfLabel{lang: attr(p, nsXML, "lang"), text: strings.TrimSpace(innerText(p))})
 		}
 	}
 }
@@ -300,14 +409,16 @@ func (rd *rdfReader) typeDefs(prefixes map[string]string) []TypeDef {
 	// Equivalence groups (union-find); the representative is the member
 	// defined first in the document, else the member mentioned first.
 	rep := map[string]string{}
-	var find func(string) string
-	find = func(x string) string {
-		r, ok := rep[x]
-		if !ok || r == x {
-			return x
+	find := func(x string) string {
+		r := x
+		for p, ok := rep[r]; ok && p != r; p, ok = rep[r] {
+			r = p
 		}
-		r = find(r)
-		rep[x] = r
+		for x != r { // path compression
+			p := rep[x]
+			rep[x] = r
+			x = p
+		}
 		return r
 	}
 	better := func(a, b *rdfClass) bool { // a should represent rather than b
@@ -343,14 +454,14 @@ func (rd *rdfReader) typeDefs(prefixes map[string]string) []TypeDef {
 		group := append([]*rdfClass{c}, slices.DeleteFunc(members[c.iri], func(m *rdfClass) bool { return m == c })...)
 		for _, m := range group {
 			if m != c {
-				d.Synonyms = appendNew(d.Synonyms, name[m.iri])
+				d.Synonyms = append(d.Synonyms, name[m.iri])
 			}
 			if m.iri != d.Name {
-				d.Synonyms = appendNew(d.Synonyms, m.iri)
+				d.Synonyms = append(d.Synonyms, m.iri)
 			}
 			for _, p := range m.parents {
 				if pn := name[find(p)]; pn != d.Name {
-					d.Parents = appendNew(d.Parents, pn)
+					d.Parents = append(d.Parents, pn)
 				}
 			}
 			for _, l := range m.labels {
@@ -359,14 +470,25 @@ func (rd *rdfReader) typeDefs(prefixes map[string]string) []TypeDef {
 				}
 			}
 		}
+		d.Synonyms, d.Parents = firstOfEach(d.Synonyms), firstOfEach(d.Parents)
 		defs = append(defs, d)
 	}
 	return defs
 }
 
-func appendNew(s []string, v string) []string {
-	if slices.Contains(s, v) {
+// firstOfEach removes the repeated strings of s, keeping the first of
+// each in order, in place.
+func firstOfEach(s []string) []string {
+	if len(s) < 2 {
 		return s
 	}
-	return append(s, v)
+	seen := make(map[string]bool, len(s))
+	out := s[:0]
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
