@@ -25,7 +25,7 @@ func musicDefs() []TypeDef {
 	}
 }
 
-func mustNew(t *testing.T, defs []TypeDef) *Ontology {
+func mustNew(t testing.TB, defs []TypeDef) *Ontology {
 	t.Helper()
 	o, err := New(defs)
 	require.NoError(t, err)

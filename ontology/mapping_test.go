@@ -8,9 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mappingOntologies(t *testing.T) (a, b *Ontology) {
+func mappingOntologies(t testing.TB) (a, b *Ontology) {
 	t.Helper()
-	a = mustNew(t, []TypeDef{
+	da, db := mappingDefs()
+	return mustNew(t, da), mustNew(t, db)
+}
+
+// mappingDefs are the source and target ontologies of the mapping tests.
+func mappingDefs() (a, b []TypeDef) {
+	a = []TypeDef{
 		{Name: "Event"},
 		{Name: "Reading", Parents: []string{"Event"}, Attributes: []Attribute{
 			{Name: "celsius", Kind: KindFloat, Unit: "degC", Synonyms: []string{"temp"}},
@@ -23,8 +29,8 @@ func mappingOntologies(t *testing.T) (a, b *Ontology) {
 		{Name: "IndoorReading", Parents: []string{"Reading"}, Attributes: []Attribute{{Name: "room", Kind: KindString}}},
 		{Name: "Calibration", Parents: []string{"Reading"}},
 		{Name: "Alarm", Parents: []string{"Event"}},
-	})
-	b = mustNew(t, []TypeDef{
+	}
+	b = []TypeDef{
 		{Name: "Messung", Synonyms: []string{"Measurement"}, Attributes: []Attribute{
 			{Name: "fahrenheit", Kind: KindFloat, Unit: "degF"},
 			{Name: "anzahl", Kind: KindInt},
@@ -34,7 +40,7 @@ func mappingOntologies(t *testing.T) (a, b *Ontology) {
 		}},
 		{Name: "Innen", Parents: []string{"Messung"}, Attributes: []Attribute{{Name: "raum", Kind: KindString}}},
 		{Name: "Text", Attributes: []Attribute{{Name: "celsius", Kind: KindString}}},
-	})
+	}
 	return a, b
 }
 
