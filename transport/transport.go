@@ -5,6 +5,10 @@
 // that arrive exactly as they were sent, with a documented size limit —
 // instead of a byte stream. See DESIGN.md, "Network", Transports (S1).
 //
+// An accepted Conn may also implement Admitter: it then holds its peer to a
+// small receive budget until the server's own handshake admits the peer,
+// so that a peer that has not proved who it is costs little.
+//
 // The package holds only the contracts and their sentinel errors; each
 // implementation lives in its own subpackage (mem runs within one process)
 // and passes the conformance suite in transporttest. It imports no other
