@@ -1,10 +1,13 @@
 package sion
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,33 +18,173 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// byeTimeout bounds the goodbye a closing remote session sends.
-const byeTimeout = time.Second
+// Defaults of ReconnectPolicy.
+const (
+	DefaultMinBackoff     = 50 * time.Millisecond
+	DefaultMaxBackoff     = 5 * time.Second
+	DefaultRetention      = time.Minute
+	DefaultRetentionBytes = 8 << 20
+)
+
+// Timing of a remote session's side of its stream.
+const (
+	byeTimeout = time.Second           // bounds the goodbye a closing remote session sends
+	ackEvery   = 64                    // frames received before they are confirmed at once
+	ackDelay   = 10 * time.Millisecond // fewer are confirmed this long after the first arrived
+)
+
+// ReconnectPolicy says how a remote session (Dial) returns after its
+// connection fails. The zero value reconnects, with backoff and jitter,
+// until Close, and asks the switch to keep the session for
+// DefaultRetention.
+//
+// While the entity is away the switch keeps the session: its
+// subscriptions keep matching, and their events wait in the session's
+// stream, up to RetentionBytes. A session that returns within Retention
+// resumes: it receives every event matched while it was away, once and in
+// order per publisher, and the requests it had sent are answered once.
+// Past the retention the switch ends the session; one that returns later
+// is opened anew with its profile and subscriptions, and
+// ConnectionEvent.Lost tells how many matched events it lost (events
+// published between the end and the return were not matched for it).
+type ReconnectPolicy struct {
+	// Disabled ends the session at the first failure of its connection:
+	// the switch ends its side at once, counting the events it could not
+	// deliver as dropped, and the session's Done closes.
+	Disabled bool
+	// Addrs are more addresses of the switch to try, in turn after Dial's
+	// own: a switch reachable at several addresses. A session resumes
+	// only on the switch that holds it; another switch at one of these
+	// addresses opens it anew (like a session whose retention passed).
+	Addrs []string
+	// MinBackoff and MaxBackoff bound the wait before each attempt: the
+	// n-th waits a random time between 0 and min(MaxBackoff,
+	// MinBackoff·2ⁿ⁻¹) ("full jitter"). 0 means DefaultMinBackoff and
+	// DefaultMaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxAttempts is how many attempts follow a failure before the
+	// session ends with the last attempt's error; 0 means no limit (until
+	// Close). A refusal by the switch's admission (ErrNotAdmitted) ends
+	// it at once.
+	MaxAttempts int
+	// Retention is how long the switch keeps the session while its
+	// entity is away; 0 means DefaultRetention. The switch caps it
+	// (SwitchConfig.MaxRetention).
+	Retention time.Duration
+	// RetentionBytes bounds the bytes of deliveries the switch holds for
+	// the session: sent and not yet confirmed, or waiting for the entity
+	// to return. A delivery that does not fit is dropped for its
+	// subscriptions and counted (SubscriptionStats.Dropped, also on this
+	// side, and WithSlowConsumer's callback). 0 means
+	// DefaultRetentionBytes; the switch caps it
+	// (SwitchConfig.MaxRetentionBytes).
+	RetentionBytes int
+	// OnChange, when set, is called when the connection fails and when
+	// the session is connected again, and once more when the session
+	// ends because it could not reconnect; calls come one at a time, in
+	// order, from the session's reader, so OnChange must return quickly
+	// and must not call Close.
+	OnChange func(ConnectionEvent)
+}
+
+// ConnectionEvent reports a change of a remote session's connection to
+// its OnChange callback (see ReconnectPolicy).
+type ConnectionEvent struct {
+	// Connected is false when the connection failed (Err says why) and
+	// true when the session is connected again.
+	Connected bool
+	// Addr is the switch's address the session was or is connected to.
+	Addr string
+	// Err is why the connection failed; with Ended, why the session ends.
+	Err error
+	// Ended reports that the session ends: it could not reconnect.
+	Ended bool
+	// Attempts is how many attempts reconnecting took.
+	Attempts int
+	// Resumed reports that the switch still held the session: nothing
+	// matched while it was away is lost but what Lost counts. When false,
+	// the session was opened anew (its retention passed, or the switch
+	// did not know it) and its subscriptions registered again; events
+	// published in between were not matched for it.
+	Resumed bool
+	// Lost counts the events matched for the session that it will not
+	// receive: dropped while it was away (RetentionBytes) or, when the
+	// session was opened anew, held when the old one ended. Each is also
+	// counted in its subscription's Dropped.
+	Lost uint64
+}
+
+func (p ReconnectPolicy) withDefaults() ReconnectPolicy {
+	p.MinBackoff = cmp.Or(p.MinBackoff, DefaultMinBackoff)
+	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultMaxBackoff)
+	p.Retention = cmp.Or(p.Retention, DefaultRetention)
+	p.RetentionBytes = cmp.Or(p.RetentionBytes, DefaultRetentionBytes)
+	if p.Disabled {
+		p.Retention = 0
+	}
+	return p
+}
+
+func (p ReconnectPolicy) validate() error {
+	switch {
+	case p.MinBackoff < 0 || p.MaxBackoff < 0 || p.Retention < 0:
+		return fmt.Errorf("%w: ReconnectPolicy.MinBackoff %v, MaxBackoff %v and Retention %v must not be negative", ErrInvalidConfig, p.MinBackoff, p.MaxBackoff, p.Retention)
+	case p.MaxAttempts < 0 || p.RetentionBytes < 0:
+		return fmt.Errorf("%w: ReconnectPolicy.MaxAttempts %d and RetentionBytes %d must not be negative", ErrInvalidConfig, p.MaxAttempts, p.RetentionBytes)
+	case p.MaxBackoff > 0 && p.MinBackoff > p.MaxBackoff:
+		return fmt.Errorf("%w: ReconnectPolicy.MinBackoff %v is above MaxBackoff %v", ErrInvalidConfig, p.MinBackoff, p.MaxBackoff)
+	case slices.Contains(p.Addrs, ""):
+		return fmt.Errorf("%w: ReconnectPolicy.Addrs has an empty address", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// backoff returns the wait before the attempt-th attempt.
+func (p ReconnectPolicy) backoff(attempt int) time.Duration {
+	d := p.MaxBackoff
+	if shift := attempt - 1; shift < 32 && p.MinBackoff<<shift > 0 && p.MinBackoff<<shift < d {
+		d = p.MinBackoff << shift
+	}
+	return rand.N(d + 1)
+}
 
 // Dial connects to a switch that serves remote sessions (Switch.Serve) at
 // addr over tr, and returns a remote Session: the same type and API as a
 // local one. The switch's admission hook decides whether it may open;
-// Dial returns an error wrapping ErrNotAdmitted when it refuses, and
-// transport errors as they are.
+// Dial returns an error wrapping ErrNotAdmitted when it refuses, one
+// wrapping ErrInvalidConfig for a configuration it cannot use (a profile
+// that makes the Hello longer than MaxHandshakeFrameBytes), and transport
+// errors as they are.
 //
 // On a remote session, Publish, Subscribe, Unsubscribe, SetProfile and
 // Pull are requests the switch answers, so they return the switch's
-// errors, which wrap the same sentinels as on a local session. Each
-// subscription keeps its queue, overflow policy and handler on this side;
-// the switch sends one frame per event for all of the session's
-// subscriptions that matched, in order. The look-in spool stays on the
-// switch, so events wait there while the entity pulls (events the Spill
-// policy moves out of a full queue wait on this side, and Pull returns
-// them first, so an event both spilled and looked-in can come twice
-// through Pull on a remote session, once per side); Stats reports its
-// size as 0 here, and the spool has the switch's default size and
-// retention (the hello frame does not carry SpoolSize and SpoolRetention
-// yet). Publish returns once the switch has delivered the
+// errors, which wrap the same sentinels as on a local session; a call
+// whose ctx ends returns an error wrapping ctx's error, and the session
+// stays usable. Publish checks the place's payload limit (PlaceConfig.
+// MaxPayloadBytes, which the switch tells) before the event travels.
+// Each subscription keeps its queue, overflow policy and handler on this
+// side; WithOverflow(Block) is refused (ErrInvalidConfig), since one
+// subscription would hold up the session's others. The switch sends one
+// frame per event for all of the session's subscriptions that matched,
+// in order. The look-in spool stays on the switch (with the session's
+// SpoolSize and SpoolRetention), so events wait there while the entity
+// pulls; events the Spill policy moves out of a full queue wait on this
+// side, and Pull returns them first, so an event both spilled and
+// looked-in can come twice through Pull, once per side. Stats reports
+// this side's spool. Publish returns once the switch has delivered the
 // event to the switch's own queues and links; a subscriber on another
 // remote session receives it when that link's frames arrive (see
-// Session.Sync). If the connection fails, every call returns ErrClosed
-// and the subscriptions' channels are closed; the session does not
-// reconnect.
+// Session.Sync).
+//
+// If the connection fails, the session reconnects (cfg.Reconnect): calls
+// made meanwhile wait for the connection or their ctx, and the switch
+// keeps the session and its events for the retention, so a session that
+// returns in time misses nothing and receives nothing twice — beyond
+// NATS's at-most-once reconnect. The entity confirms what it receives, so
+// that an event the switch matched for the session is either received
+// or counted as dropped (SubscriptionStats.Dropped, on both sides). A
+// session that cannot reconnect ends: Done closes, Err and its
+// subscriptions' Next return the cause.
 func Dial(ctx context.Context, tr transport.Transport, addr string, cfg SessionConfig) (*Session, error) {
 	if tr == nil {
 		return nil, fmt.Errorf("%w: Dial with a nil transport", ErrInvalidConfig)
@@ -49,66 +192,386 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, cfg SessionC
 	if err := checkKey("SessionConfig.SharedKey", cfg.SharedKey); err != nil {
 		return nil, err
 	}
-	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 {
+	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 || cfg.SpoolSize > 1<<32-1 {
 		return nil, fmt.Errorf("%w: SessionConfig.SpoolSize %d and SpoolRetention %v must not be negative", ErrInvalidConfig, cfg.SpoolSize, cfg.SpoolRetention)
 	}
-	conn, err := tr.Dial(ctx, addr)
-	if err != nil {
+	if err := cfg.Reconnect.validate(); err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	rc := &remoteClient{conn: conn, log: log, pending: map[uint64]chan wire.Message{}, subs: map[uint64]*Subscription{}, done: make(chan struct{})}
-	rc.lim = wire.DefaultLimits()
-	rc.lim.MaxFrameBytes = conn.MaxFrameBytes()
-	welcome, err := clientHandshake(ctx, conn, rc.lim, &wire.Hello{Version: protocolVersion, Session: cfg.Name, Profile: cfg.Profile}, cfg.SharedKey)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("sion: dial %s: %w", addr, err)
+	rc := &remoteClient{
+		tr: tr, addrs: append([]string{addr}, cfg.Reconnect.Addrs...), key: cfg.SharedKey,
+		policy: cfg.Reconnect.withDefaults(), log: log,
+		pending: map[uint64]*request{}, subs: map[uint64]*Subscription{},
+		done: make(chan struct{}), runDone: make(chan struct{}), ackWake: make(chan struct{}, 1), ackDone: make(chan struct{}),
 	}
-	rc.switchName = welcome.Switch
+	rc.hello = wire.Hello{
+		Version: protocolVersion, Session: cfg.Name, Profile: cfg.Profile,
+		RetentionMillis: uint64(rc.policy.Retention / time.Millisecond), RetentionBytes: uint64(rc.policy.RetentionBytes),
+		SpoolSize: uint32(cfg.SpoolSize), SpoolRetentionMillis: uint64(cfg.SpoolRetention / time.Millisecond),
+	}
+	probe := rc.hello
+	probe.Token, probe.Resume = make([]byte, nonceBytes), make([]byte, 16)
+	if f, err := wire.Encode(nil, &probe); err != nil || len(f) > MaxHandshakeFrameBytes {
+		return nil, fmt.Errorf("%w: SessionConfig.Profile makes a hello of %d bytes, more than MaxHandshakeFrameBytes (%d) (%v)", ErrInvalidConfig, len(f), MaxHandshakeFrameBytes, err)
+	}
+	hello := rc.hello
+	conn, welcome, err := rc.connect(ctx, addr, &hello)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{be: rc, name: cfg.Name, spool: newSpool(0, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
 	profile := slices.Clone(cfg.Profile)
 	s.profile.Store(&profile)
 	rc.sess = s
-	rc.ctx, rc.cancel = context.WithCancel(context.Background())
-	rc.readerDone = make(chan struct{})
-	go rc.read()
+	rc.adopt(conn, welcome, addr)
+	rc.token = welcome.Token
+	rc.conn = conn
+	runCtx, stop := context.WithCancel(context.Background())
+	rc.stop = stop
+	go rc.run(runCtx, conn)
+	go rc.ackLoop()
 	return s, nil
 }
 
-// remoteClient is the backend of a remote session: the client side of a
-// link to a switch.
+// remoteClient is the backend of a remote session: the entity's side of
+// its connection to a switch, reconnected when it fails.
 type remoteClient struct {
-	conn       transport.Conn
-	lim        wire.Limits
-	log        *slog.Logger
-	switchName string
-	sess       *Session
-	ctx        context.Context // ends when the link does: bounds Block enqueues
-	cancel     context.CancelFunc
-	readerDone chan struct{}
+	tr      transport.Transport
+	addrs   []string // Dial's address, then ReconnectPolicy.Addrs
+	key     []byte
+	hello   wire.Hello // the fields of every Hello but Profile, Token, Resume, Received
+	policy  ReconnectPolicy
+	log     *slog.Logger
+	sess    *Session
+	stop    context.CancelFunc // ends run's context: Close
+	runDone chan struct{}      // closed when run returns
+	ackWake chan struct{}      // a frame arrived with none unconfirmed before
+	ackDone chan struct{}      // closed when ackLoop returns
 
-	seq    atomic.Uint64
-	subSeq atomic.Uint64
+	seq, subSeq atomic.Uint64
+	received    atomic.Uint64 // frames of the current stream received
+	acked       atomic.Uint64 // the count last confirmed
 
-	mu      sync.Mutex
-	pending map[uint64]chan wire.Message // mu; replies awaited, by sequence number
-	subs    map[uint64]*Subscription     // mu
-	closed  bool                         // mu
-	done    chan struct{}                // closed when the link ends
-	err     error                        // mu; why it ended
+	// sendMu orders requests on the wire by Seq: it is held while a
+	// request gets its number and is sent, and while requests are sent
+	// again after a reconnect.
+	sendMu sync.Mutex
+
+	mu         sync.Mutex
+	conn       transport.Conn           // mu; nil while disconnected
+	addr       string                   // mu; the address of conn, or of the last one
+	lim        wire.Limits              // mu; of conn
+	token      []byte                   // mu; names the session for a resume
+	switchName string                   // mu
+	maxPayload int                      // mu; the place's PlaceConfig.MaxPayloadBytes
+	pending    map[uint64]*request      // mu; requests not yet answered, by Seq
+	subs       map[uint64]*Subscription // mu
+	closed     bool                     // mu
+	done       chan struct{}            // closed when closed is set
 
 	pullMu   sync.Mutex
 	pullWait chan wire.Message // pullMu; the reply of a pull whose caller gave up
-	pullSeq  uint64            // pullMu
 	late     []Delivery        // pullMu; pulled events not yet returned
 }
 
+// request is a request sent, or to send once connected, and not yet
+// answered.
+type request struct {
+	frame []byte
+	kind  wire.Kind
+	ch    chan wire.Message // where the answer goes; nil when nobody waits
+	sub   *Subscription     // for Subscribe: the subscription; ended if the answer is an error and nobody waits
+}
+
+// connect dials addr and runs the handshake with hello.
+func (rc *remoteClient) connect(ctx context.Context, addr string, hello *wire.Hello) (transport.Conn, *wire.Welcome, error) {
+	conn, err := rc.tr.Dial(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	lim := wire.DefaultLimits()
+	lim.MaxFrameBytes = conn.MaxFrameBytes()
+	welcome, err := clientHandshake(ctx, conn, lim, hello, rc.key)
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("sion: dial %s: %w", addr, err)
+	}
+	return conn, welcome, nil
+}
+
+// adopt takes the connection's parameters from welcome. mu must be held,
+// or the client not yet shared.
+func (rc *remoteClient) adopt(conn transport.Conn, w *wire.Welcome, addr string) {
+	rc.lim = wire.DefaultLimits()
+	rc.lim.MaxFrameBytes = conn.MaxFrameBytes()
+	rc.switchName, rc.addr = w.Switch, addr
+	rc.maxPayload = int(min(w.MaxPayloadBytes, 1<<31-1))
+}
+
+// run reads the connection's frames and, when it fails, reconnects, until
+// Close or a failure for good.
+func (rc *remoteClient) run(ctx context.Context, conn transport.Conn) {
+	defer close(rc.runDone)
+	for {
+		err := rc.read(ctx, conn)
+		if ctx.Err() != nil { // Close, which says goodbye on conn
+			return
+		}
+		conn.Close()
+		rc.mu.Lock()
+		rc.conn = nil
+		addr := rc.addr
+		rc.mu.Unlock()
+		if rc.policy.Disabled || errors.Is(err, errEnded) || errors.Is(err, ErrProtocol) {
+			rc.fail(addr, err)
+			return
+		}
+		rc.log.Warn("sion: remote session disconnected; reconnecting", "session", rc.sess.name, "addr", addr, "err", err)
+		rc.notify(ConnectionEvent{Addr: addr, Err: err})
+		if conn, err = rc.reconnect(ctx); err != nil {
+			if ctx.Err() == nil {
+				rc.fail(addr, err)
+			}
+			return
+		}
+	}
+}
+
+// errEnded marks the end of a session the switch announced (an Error
+// frame with Seq 0).
+var errEnded = errors.New("the switch ended the session")
+
+// read dispatches the frames of conn until it fails, confirming them.
+func (rc *remoteClient) read(ctx context.Context, conn transport.Conn) error {
+	rc.mu.Lock()
+	lim := rc.lim
+	rc.mu.Unlock()
+	for {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			return err
+		}
+		m, err := wire.Decode(f, lim)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		switch m := m.(type) {
+		case *wire.Deliver:
+			rc.deliver(m)
+		case *wire.Ack:
+			rc.reply(m.Seq, m)
+		case *wire.Error:
+			if m.Seq == 0 {
+				return fmt.Errorf("%w: %w", errEnded, fromWireError(m))
+			}
+			rc.reply(m.Seq, m)
+		case *wire.PullReply:
+			rc.reply(m.Seq, m)
+		case *wire.Lost:
+			rc.lost(m.Lost)
+		default:
+			return fmt.Errorf("%w: the switch sent a %v frame", ErrProtocol, m.Kind())
+		}
+		n := rc.received.Add(1)
+		switch acked := rc.acked.Load(); {
+		case n-acked >= ackEvery:
+			rc.confirm(conn, n)
+		case n == acked+1:
+			select {
+			case rc.ackWake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// confirm tells the switch that n frames of the stream arrived.
+func (rc *remoteClient) confirm(conn transport.Conn, n uint64) {
+	f, err := wire.Encode(nil, &wire.Received{Frames: n})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+	defer cancel()
+	if conn.Send(ctx, f) == nil {
+		rc.acked.Store(n)
+	}
+}
+
+// ackLoop confirms the frames that arrived ackDelay after the first one
+// not yet confirmed, so that a quiet stream is confirmed too.
+func (rc *remoteClient) ackLoop() {
+	defer close(rc.ackDone)
+	t := time.NewTimer(ackDelay)
+	t.Stop()
+	for {
+		select {
+		case <-rc.ackWake:
+		case <-rc.done:
+			return
+		}
+		t.Reset(ackDelay)
+		select {
+		case <-t.C:
+		case <-rc.done:
+			t.Stop()
+			return
+		}
+		rc.mu.Lock()
+		conn, n := rc.conn, rc.received.Load()
+		rc.mu.Unlock()
+		if conn != nil && n > rc.acked.Load() {
+			rc.confirm(conn, n)
+		}
+	}
+}
+
+// reconnect dials the switch's addresses in turn, with backoff, until
+// the session is connected again, ctx ends, the switch refuses it or
+// MaxAttempts attempts failed.
+func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, error) {
+	var last error
+	for attempt := 1; rc.policy.MaxAttempts == 0 || attempt <= rc.policy.MaxAttempts; attempt++ {
+		t := time.NewTimer(rc.policy.backoff(attempt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		addr := rc.addrs[(attempt-1)%len(rc.addrs)]
+		hello := rc.hello
+		hello.Profile = *rc.sess.profile.Load()
+		rc.mu.Lock()
+		hello.Resume, hello.Received = rc.token, rc.received.Load()
+		rc.mu.Unlock()
+		actx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
+		conn, welcome, err := rc.connect(actx, addr, &hello)
+		cancel()
+		if err == nil {
+			ev := rc.resumed(conn, welcome, addr)
+			ev.Attempts = attempt
+			rc.log.Info("sion: remote session reconnected", "session", rc.sess.name, "addr", addr, "resumed", ev.Resumed, "lost", ev.Lost, "attempts", attempt)
+			rc.notify(ev)
+			return conn, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrNotAdmitted) {
+			return nil, err
+		}
+		last = err
+		rc.log.Debug("sion: remote session cannot reconnect yet", "session", rc.sess.name, "addr", addr, "attempt", attempt, "err", err)
+	}
+	return nil, fmt.Errorf("sion: gave up reconnecting after %d attempts: %w", rc.policy.MaxAttempts, last)
+}
+
+// resumed carries on over conn, whose handshake welcome answered: the
+// requests the switch did not receive are sent again; a session the
+// switch no longer held registers its subscriptions again. It returns
+// the event to report.
+func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr string) ConnectionEvent {
+	rc.sendMu.Lock()
+	defer rc.sendMu.Unlock()
+	rc.mu.Lock()
+	rc.adopt(conn, w, addr)
+	if !w.Resumed {
+		rc.token = w.Token
+		rc.received.Store(0)
+		rc.acked.Store(0)
+	}
+	seqs := make([]uint64, 0, len(rc.pending))
+	for n := range rc.pending {
+		seqs = append(seqs, n)
+	}
+	slices.Sort(seqs)
+	reqs := make([]*request, len(seqs))
+	for i, n := range seqs {
+		reqs[i] = rc.pending[n]
+	}
+	subs := make([]*Subscription, 0, len(rc.subs))
+	for _, sub := range rc.subs {
+		subs = append(subs, sub)
+	}
+	rc.mu.Unlock()
+	ev := ConnectionEvent{Connected: true, Addr: addr, Resumed: w.Resumed, Lost: rc.lost(w.Lost)}
+
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultHandshakeTimeout)
+	defer cancel()
+	pendingSubs := map[*Subscription]bool{}
+	for i, r := range reqs {
+		n := seqs[i]
+		if r.sub != nil {
+			pendingSubs[r.sub] = true
+		}
+		switch {
+		case w.Resumed && n <= w.Requests: // the switch has it; its answer is in the stream
+			continue
+		case !w.Resumed && r.kind == wire.KindPublish && (!w.Expired || n <= w.Requests):
+			err := fmt.Errorf("%w: session %q: the connection failed while the event was on its way, and the switch no longer held the session when it reconnected: it may or may not have been published", ErrSessionExpired, rc.sess.name)
+			rc.reply(n, &wire.Error{Seq: n, Code: codeSessionExpired, Message: err.Error()})
+			continue
+		}
+		conn.Send(ctx, r.frame) // a failure shows in the reader, which reconnects again
+	}
+	if !w.Resumed {
+		slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
+		for _, sub := range subs {
+			if pendingSubs[sub] {
+				continue
+			}
+			m := subscribeMessage(sub)
+			m.Seq = rc.seq.Add(1)
+			f, err := rc.encode(m)
+			if err != nil {
+				rc.endSub(sub, err)
+				continue
+			}
+			rc.mu.Lock()
+			rc.pending[m.Seq] = &request{frame: f, kind: wire.KindSubscribe, sub: sub}
+			rc.mu.Unlock()
+			conn.Send(ctx, f)
+		}
+	}
+	rc.mu.Lock()
+	rc.conn = conn
+	rc.mu.Unlock()
+	return ev
+}
+
+// fail ends the session for good: the connection at addr failed with err
+// and the session could not reconnect.
+func (rc *remoteClient) fail(addr string, err error) {
+	rc.mu.Lock()
+	if rc.closed {
+		rc.mu.Unlock()
+		return
+	}
+	rc.closed = true
+	close(rc.done)
+	rc.mu.Unlock()
+	cause := fmt.Errorf("the connection to switch %q at %s failed: %w", rc.name(), addr, err)
+	rc.log.Warn("sion: remote session ends", "session", rc.sess.name, "addr", addr, "err", err)
+	rc.notify(ConnectionEvent{Addr: addr, Err: err, Ended: true})
+	rc.sess.shut(cause)
+}
+
+func (rc *remoteClient) notify(ev ConnectionEvent) {
+	if rc.policy.OnChange != nil {
+		rc.policy.OnChange(ev)
+	}
+}
+
 func (rc *remoteClient) encode(m wire.Message) ([]byte, error) {
-	f, err := wire.EncodeLimits(nil, m, rc.lim)
+	rc.mu.Lock()
+	lim := rc.lim
+	rc.mu.Unlock()
+	f, err := wire.EncodeLimits(nil, m, lim)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
@@ -116,9 +579,9 @@ func (rc *remoteClient) encode(m wire.Message) ([]byte, error) {
 }
 
 // call sends a request with a fresh sequence number (set by seq) and
-// waits for its reply.
+// waits for its answer.
 func (rc *remoteClient) call(ctx context.Context, m wire.Message, seq func(uint64)) (wire.Message, error) {
-	n, ch, err := rc.start(ctx, m, seq)
+	n, ch, err := rc.start(ctx, m, seq, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -126,50 +589,74 @@ func (rc *remoteClient) call(ctx context.Context, m wire.Message, seq func(uint6
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
-		rc.mu.Lock()
-		delete(rc.pending, n)
-		rc.mu.Unlock()
-		return nil, ctx.Err()
+		rc.forget(n)
+		return nil, fmt.Errorf("sion: session %q: %v request: %w", rc.sess.name, m.Kind(), ctx.Err())
 	case <-rc.done:
 		return nil, rc.closedErr()
 	}
 }
 
-// start sends a request and returns the channel its reply will arrive on.
-func (rc *remoteClient) start(ctx context.Context, m wire.Message, seq func(uint64)) (uint64, chan wire.Message, error) {
+// start gives a request the next sequence number (set by seq) and sends
+// it, or, while the session is disconnected, keeps it to send once it is
+// connected again. With wait, it returns the channel its answer will
+// arrive on.
+func (rc *remoteClient) start(ctx context.Context, m wire.Message, seq func(uint64), sub *Subscription, wait bool) (uint64, chan wire.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, fmt.Errorf("sion: session %q: %v request: %w", rc.sess.name, m.Kind(), err)
+	}
+	rc.sendMu.Lock()
+	defer rc.sendMu.Unlock()
 	n := rc.seq.Add(1)
 	seq(n)
 	f, err := rc.encode(m)
 	if err != nil {
 		return 0, nil, err
 	}
-	ch := make(chan wire.Message, 1)
+	r := &request{frame: f, kind: m.Kind(), sub: sub}
+	if wait {
+		r.ch = make(chan wire.Message, 1)
+	}
 	rc.mu.Lock()
 	if rc.closed {
 		rc.mu.Unlock()
 		return 0, nil, rc.closedErr()
 	}
-	rc.pending[n] = ch
+	rc.pending[n] = r
+	conn := rc.conn
 	rc.mu.Unlock()
-	if err := rc.conn.Send(ctx, f); err != nil {
-		rc.mu.Lock()
-		delete(rc.pending, n)
-		rc.mu.Unlock()
-		return 0, nil, fmt.Errorf("%w: session %q: %w", ErrClosed, rc.sess.name, err)
+	if conn == nil {
+		return n, r.ch, nil // sent once connected
 	}
-	return n, ch, nil
+	if err := conn.Send(ctx, f); err != nil {
+		switch {
+		case ctx.Err() != nil:
+			rc.forget(n)
+			return 0, nil, fmt.Errorf("sion: session %q: %v request: %w", rc.sess.name, m.Kind(), ctx.Err())
+		case errors.Is(err, transport.ErrFrameTooLarge):
+			rc.forget(n)
+			return 0, nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		}
+		// The connection failed: the request is sent again once the
+		// session is connected again.
+	}
+	return n, r.ch, nil
+}
+
+// forget drops a request nobody waits for any more.
+func (rc *remoteClient) forget(n uint64) {
+	rc.mu.Lock()
+	delete(rc.pending, n)
+	rc.mu.Unlock()
 }
 
 func (rc *remoteClient) closedErr() error {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.err != nil {
-		return fmt.Errorf("%w: session %q: the link ended: %w", ErrClosed, rc.sess.name, rc.err)
+	if err := rc.sess.Err(); err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: session %q", ErrClosed, rc.sess.name)
 }
 
-// ack turns a reply into the error it carries.
+// ack turns an answer into the error it carries.
 func ack(r wire.Message) error {
 	switch r := r.(type) {
 	case *wire.Ack:
@@ -180,75 +667,34 @@ func ack(r wire.Message) error {
 	return fmt.Errorf("%w: reply of kind %v", ErrProtocol, r.Kind())
 }
 
-// read dispatches the switch's frames until the link ends.
-func (rc *remoteClient) read() {
-	defer close(rc.readerDone)
-	var err error
-	for {
-		var f []byte
-		if f, err = rc.conn.Recv(rc.ctx); err != nil {
-			break
-		}
-		var m wire.Message
-		if m, err = wire.Decode(f, rc.lim); err != nil {
-			err = fmt.Errorf("%w: %w", ErrProtocol, err)
-			break
-		}
-		switch m := m.(type) {
-		case *wire.Deliver:
-			rc.deliver(m)
-		case *wire.Ack:
-			rc.reply(m.Seq, m)
-		case *wire.Error:
-			if m.Seq == 0 {
-				err = fromWireError(m)
-			} else {
-				rc.reply(m.Seq, m)
-			}
-		case *wire.PullReply:
-			rc.reply(m.Seq, m)
-		default:
-			err = fmt.Errorf("%w: the switch sent a %v frame", ErrProtocol, m.Kind())
-		}
-		if err != nil {
-			break
-		}
-	}
-	rc.end(err)
-}
-
-// end marks the link ended (err says why, nil for a Close) and closes the
-// subscriptions' queues, so that their consumers see it.
-func (rc *remoteClient) end(err error) {
-	rc.mu.Lock()
-	if !rc.closed {
-		rc.closed = true
-		if err != nil && !rc.sess.isClosed() {
-			rc.err = err
-			rc.log.Warn("sion: remote session's link ended", "session", rc.sess.name, "switch", rc.switchName, "err", err)
-		}
-		close(rc.done)
-	}
-	subs := make([]*Subscription, 0, len(rc.subs))
-	for _, sub := range rc.subs {
-		subs = append(subs, sub)
-	}
-	rc.mu.Unlock()
-	rc.cancel()
-	rc.conn.Close()
-	for _, sub := range subs {
-		sub.cancel()
-	}
-}
-
+// reply hands the answer m to the request seq.
 func (rc *remoteClient) reply(seq uint64, m wire.Message) {
 	rc.mu.Lock()
-	ch := rc.pending[seq]
+	r := rc.pending[seq]
 	delete(rc.pending, seq)
 	rc.mu.Unlock()
-	if ch != nil {
-		ch <- m
+	switch {
+	case r == nil:
+	case r.ch != nil:
+		r.ch <- m
+	case r.sub != nil: // a subscription registered again after a reconnect
+		if e, ok := m.(*wire.Error); ok {
+			rc.endSub(r.sub, fmt.Errorf("registering it again after a reconnect failed: %w", fromWireError(e)))
+		}
 	}
+}
+
+// endSub ends a subscription the switch refused after a reconnect.
+func (rc *remoteClient) endSub(sub *Subscription, err error) {
+	rc.mu.Lock()
+	delete(rc.subs, sub.id)
+	rc.mu.Unlock()
+	s := rc.sess
+	s.mu.Lock()
+	delete(s.subs, sub.id)
+	s.mu.Unlock()
+	rc.log.Warn("sion: subscription ended", "session", s.name, "subscription", sub.id, "err", err)
+	sub.end(err)
 }
 
 func (rc *remoteClient) deliver(m *wire.Deliver) {
@@ -264,7 +710,7 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 		sub := rc.subs[mt.Subscription]
 		rc.mu.Unlock()
 		if sub != nil && !sub.cfg.lookIn {
-			if spill, _ := sub.enqueue(rc.ctx, nil, d); spill {
+			if spill, _ := sub.enqueue(context.Background(), nil, d); spill {
 				spilled = append(spilled, sub)
 			}
 		}
@@ -274,11 +720,34 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 	}
 }
 
+// lost counts deliveries the switch dropped for the session's
+// subscriptions, and returns how many in all.
+func (rc *remoteClient) lost(cs []wire.Count) uint64 {
+	var total uint64
+	for _, c := range cs {
+		total += c.N
+		rc.mu.Lock()
+		sub := rc.subs[c.Sub]
+		rc.mu.Unlock()
+		if sub != nil {
+			sub.drop(c.N)
+			sub.reportSlow()
+		}
+	}
+	return total
+}
+
 // The backend of remote sessions.
 
 func (rc *remoteClient) publish(ctx context.Context, _ *Session, ev *Event) error {
 	if ev == nil {
 		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
+	}
+	rc.mu.Lock()
+	limit := rc.maxPayload
+	rc.mu.Unlock()
+	if err := checkPayloadSize(len(ev.Data), limit); err != nil {
+		return err
 	}
 	p := &wire.Publish{Event: toWireEvent(ev)}
 	r, err := rc.call(ctx, p, func(n uint64) { p.Seq = n })
@@ -290,20 +759,36 @@ func (rc *remoteClient) publish(ctx context.Context, _ *Session, ev *Event) erro
 
 func (rc *remoteClient) nextSubID() uint64 { return rc.subSeq.Add(1) }
 
+// subscribeMessage returns the Subscribe request for sub, without Seq.
+func subscribeMessage(sub *Subscription) *wire.Subscribe {
+	return &wire.Subscribe{Sub: sub.id, Filter: sub.f.String(), Queue: uint32(min(sub.cfg.queue, 1<<32-1)), Overflow: uint8(sub.cfg.overflow), LookIn: sub.cfg.lookIn, TTL: int32(sub.ttl)}
+}
+
 func (rc *remoteClient) register(ctx context.Context, sub *Subscription) error {
+	if sub.cfg.overflow == Block {
+		return errRemoteBlock
+	}
 	rc.mu.Lock()
-	rc.subs[sub.id] = sub // before the request: a delivery may precede the ack
+	rc.subs[sub.id] = sub // before the request: a delivery may precede the answer
 	rc.mu.Unlock()
-	m := &wire.Subscribe{Sub: sub.id, Filter: sub.f.String(), Queue: uint32(min(sub.cfg.queue, 1<<32-1)), Overflow: uint8(sub.cfg.overflow), LookIn: sub.cfg.lookIn, TTL: int32(sub.ttl)}
-	r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
+	m := subscribeMessage(sub)
+	n, ch, err := rc.start(ctx, m, func(n uint64) { m.Seq = n }, sub, true)
 	if err == nil {
-		err = ack(r)
+		select {
+		case r := <-ch:
+			err = ack(r)
+		case <-ctx.Done():
+			rc.forget(n)
+			err = fmt.Errorf("sion: session %q: Subscribe request: %w", rc.sess.name, ctx.Err())
+		case <-rc.done:
+			err = rc.closedErr()
+		}
 	}
 	if err != nil {
 		rc.mu.Lock()
 		delete(rc.subs, sub.id)
 		rc.mu.Unlock()
-		if ctx.Err() != nil { // the switch may have registered it: release it
+		if ctx.Err() != nil { // the switch may have registered it: the release follows the request
 			rc.unsubscribe(sub.id)
 		}
 	}
@@ -323,12 +808,12 @@ func (rc *remoteClient) unregister(sub *Subscription) {
 	}
 }
 
+// unsubscribe asks the switch to drop subscription id, without waiting.
 func (rc *remoteClient) unsubscribe(id uint64) {
-	if f, err := rc.encode(&wire.Unsubscribe{Sub: id}); err == nil { // Seq 0: nobody waits for the ack
-		ctx, cancel := context.WithTimeout(rc.ctx, byeTimeout)
-		rc.conn.Send(ctx, f)
-		cancel()
-	}
+	m := &wire.Unsubscribe{Sub: id}
+	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+	defer cancel()
+	rc.start(ctx, m, func(n uint64) { m.Seq = n }, nil, false)
 }
 
 func (rc *remoteClient) setProfile(ctx context.Context, s *Session, profile []ontology.Attr) error {
@@ -368,11 +853,11 @@ func (rc *remoteClient) pull(ctx context.Context, s *Session, limit int) ([]Deli
 	}
 	if rc.pullWait == nil {
 		m := &wire.Pull{Max: uint32(max(0, min(limit, 1<<32-1)))}
-		n, ch, err := rc.start(ctx, m, func(n uint64) { m.Seq = n })
+		_, ch, err := rc.start(ctx, m, func(n uint64) { m.Seq = n }, nil, true)
 		if err != nil {
 			return nil, err
 		}
-		rc.pullWait, rc.pullSeq = ch, n
+		rc.pullWait = ch
 	}
 	select {
 	case r := <-rc.pullWait:
@@ -393,38 +878,76 @@ func (rc *remoteClient) pull(ctx context.Context, s *Session, limit int) ([]Deli
 		}
 		return nil, fmt.Errorf("%w: pull reply of kind %v", ErrProtocol, r.Kind())
 	case <-ctx.Done():
-		return nil, ctx.Err() // the reply, when it comes, waits in pullWait
+		return nil, fmt.Errorf("sion: session %q: Pull request: %w", s.name, ctx.Err()) // the reply, when it comes, waits in pullWait
 	case <-rc.done:
 		return nil, rc.closedErr()
 	}
 }
 
 // sync waits until every delivery the switch queued for this session
-// before the call has been handed to its subscriptions.
+// before the call has been handed to its subscriptions — a ping, answered
+// after them — and then until the switch has heard that they arrived — a
+// confirmation and a second ping — so that its counters say so too.
 func (rc *remoteClient) sync(ctx context.Context) error {
-	m := &wire.Ack{}
-	r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
-	if err != nil {
-		return err
+	for i := range 2 {
+		if i == 1 {
+			rc.mu.Lock()
+			conn, n := rc.conn, rc.received.Load()
+			rc.mu.Unlock()
+			if conn != nil {
+				rc.confirm(conn, n)
+			}
+		}
+		m := &wire.Ack{}
+		r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
+		if err == nil {
+			err = ack(r)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return ack(r)
+	return nil
 }
 
+// closeSession says goodbye to the switch — the frames received
+// confirmed first, so that the switch counts only the rest as dropped —
+// and ends the session's goroutines. After a failure it only waits for
+// them.
 func (rc *remoteClient) closeSession(*Session) {
 	rc.mu.Lock()
 	closed := rc.closed
-	rc.mu.Unlock()
+	rc.closed = true
 	if !closed {
-		if f, err := rc.encode(&wire.Bye{}); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
-			rc.conn.Send(ctx, f)
-			cancel()
-		}
+		close(rc.done)
 	}
-	rc.end(nil)
-	<-rc.readerDone
+	rc.mu.Unlock()
+	rc.stop()
+	<-rc.runDone // no frame arrives any more: the count below is exact
+	<-rc.ackDone
+	rc.mu.Lock()
+	conn := rc.conn
+	rc.conn = nil
+	rc.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	if !closed {
+		ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+		for _, m := range []wire.Message{&wire.Received{Frames: rc.received.Load()}, &wire.Bye{}} {
+			if f, err := wire.Encode(nil, m); err == nil {
+				conn.Send(ctx, f)
+			}
+		}
+		cancel()
+	}
+	conn.Close()
 }
 
 func (rc *remoteClient) logger() *slog.Logger { return rc.log }
 
-func (rc *remoteClient) name() string { return rc.switchName }
+func (rc *remoteClient) name() string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.switchName
+}

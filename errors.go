@@ -51,6 +51,14 @@ var (
 	// installed is rolled back.
 	ErrNotGranted = errors.New("sion: subscription not granted")
 
+	// ErrSessionExpired is returned by a call on a remote session whose
+	// connection failed while the request was on its way and whose
+	// switch no longer held the session when it reconnected (its
+	// retention had passed, or another switch answered): the request may
+	// or may not have taken effect. The session itself goes on, opened
+	// anew (see ReconnectPolicy).
+	ErrSessionExpired = errors.New("sion: session expired")
+
 	// ErrNoQueue is returned by Subscription.Next for a subscription
 	// whose events go elsewhere: to its handler (WithHandler) or to its
 	// session's spool (WithLookIn, read with Session.Pull).

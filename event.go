@@ -174,8 +174,8 @@ func (p *EventPlace) admit(ev *Event, checkPayload, routed bool) (*Event, error)
 	case !p.cfg.AcceptUnknownTypes:
 		return nil, fmt.Errorf("%w %q in place %q", ErrUnknownEventType, ev.Type, p.cfg.Name)
 	}
-	if len(ev.Data) > p.cfg.MaxPayloadBytes {
-		return nil, fmt.Errorf("%w: payload of %d bytes exceeds the place's limit of %d", ErrInvalidEvent, len(ev.Data), p.cfg.MaxPayloadBytes)
+	if err := checkPayloadSize(len(ev.Data), p.cfg.MaxPayloadBytes); err != nil {
+		return nil, err
 	}
 	if checkPayload {
 		if err := filter.CheckPayload(ev.ContentType, ev.Data); err != nil {
@@ -246,6 +246,17 @@ const (
 // fitsLink refuses an event that no shared link with the default frame
 // limit could carry; attrBytes is the sum of its attribute names and
 // string values.
+// checkPayloadSize refuses a payload of n bytes over a place's limit: the
+// one check of PlaceConfig.MaxPayloadBytes, for local publishes (on the
+// switch) and remote ones (on the entity's side, with the limit the
+// switch's Welcome gave, before the event travels).
+func checkPayloadSize(n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("%w: payload of %d bytes exceeds the place's limit of %d", ErrInvalidEvent, n, limit)
+	}
+	return nil
+}
+
 func fitsLink(ev *Event, attrBytes int) error {
 	if len(ev.Attrs) > linkMaxAttrs {
 		return fmt.Errorf("%w: %d attributes, more than the %d an event may carry over a shared link", ErrInvalidEvent, len(ev.Attrs), linkMaxAttrs)

@@ -45,7 +45,7 @@ func FuzzLinkFrames(f *testing.F) {
 		conn, err := network.Dial(ctx, "switch")
 		require.NoError(t, err)
 		defer conn.Close()
-		hello, _ := wire.Encode(nil, &wire.Hello{Version: 1, Session: "fuzz"})
+		hello, _ := wire.Encode(nil, &wire.Hello{Version: 2, Session: "fuzz"})
 		require.NoError(t, conn.Send(ctx, hello))
 		_, err = conn.Recv(ctx)
 		require.NoError(t, err)

@@ -367,7 +367,7 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 		return nil, checkKey("GatewayConfig.SharedKey", cfg.SharedKey)
 	}
 	cfg.Name = cmp.Or(cfg.Name, sw.cfg.Name+"→"+addr)
-	cfg.HandshakeTimeout = cmp.Or(cfg.HandshakeTimeout, handshakeTimeout)
+	cfg.HandshakeTimeout = cmp.Or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	cfg.RetryMin = cmp.Or(cfg.RetryMin, 50*time.Millisecond)
 	cfg.RetryMax = max(cmp.Or(cfg.RetryMax, 2*time.Second), cfg.RetryMin)
 	var idb [4]byte
@@ -762,7 +762,7 @@ func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *
 		sw.log.Warn("sion: federation refused", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
 		sw.refused.Add(1)
 		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
-			sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			sctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
 			conn.Send(sctx, f)
 			cancel()
 		}

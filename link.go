@@ -129,7 +129,7 @@ func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string,
 		return nil, fmt.Errorf("%w: LinkConfig.RetryMin %v exceeds RetryMax %v", ErrInvalidConfig, cfg.RetryMin, cfg.RetryMax)
 	}
 	if cfg.HandshakeTimeout == 0 {
-		cfg.HandshakeTimeout = handshakeTimeout
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if cfg.ProbeHops == 0 {
 		cfg.ProbeHops = 3
@@ -495,7 +495,7 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		sw.log.Warn("sion: shared link refused", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err) // before the count: who sees the count sees the record
 		sw.refused.Add(1)
 		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
-			sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			sctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
 			conn.Send(sctx, f)
 			cancel()
 		}

@@ -30,7 +30,7 @@ func dialRawLink(t *testing.T, n *network, at int, name string) *rawLink {
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	l := &rawLink{t: t, conn: conn, ctx: ctx}
-	l.send(&wire.Hello{Version: 1, Session: name})
+	l.send(&wire.Hello{Version: 2, Session: name})
 	require.IsType(t, &wire.Welcome{}, l.recv())
 	l.send(&wire.Forward{Event: wire.Event{Type: ontology.LinkRequestType, Attrs: attrs("link", 7, "place", n.place.Name(), "switch", name)}})
 	fw, ok := l.recv().(*wire.Forward)

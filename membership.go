@@ -413,7 +413,7 @@ func (sw *Switch) Absorb(ctx context.Context, tr transport.Transport, addr strin
 	if self == "" {
 		return fmt.Errorf("%w: switch %q serves no address to be linked to", ErrInvalidConfig, sw.cfg.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
 	defer cancel()
 	conn, err := tr.Dial(ctx, addr)
 	if err != nil {

@@ -131,15 +131,17 @@ func TestSpillAndLookInShareOneSpoolEntry(t *testing.T) {
 func TestBlockedPublisherWokenByItsOwnClose(t *testing.T) {
 	variants(t, sion.PlaceConfig{}, func(t *testing.T, w *world) {
 		s := w.session(t, "subscriber")
+		if w.remote {
+			// Remote: Block is refused, since it would hold up the session's
+			// connection (TestRemoteBlockRefused).
+			_, err := s.Subscribe(context.Background(), `{type ⊑ Reading}`, sion.WithQueue(1), sion.WithOverflow(sion.Block))
+			require.ErrorIs(t, err, sion.ErrInvalidConfig)
+			return
+		}
 		sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1), sion.WithOverflow(sion.Block))
 		pub := w.session(t, "publisher")
 		publish(t, pub, reading(1))
 		settle(t, s)
-		if w.remote {
-			// Remote: the subscriber's reader blocks on its full queue, so the
-			// link holds the rest; the publisher is not blocked. Nothing to wake.
-			return
-		}
 		errc := make(chan error, 1)
 		go func() { errc <- pub.Publish(context.Background(), reading(2)) }()
 		require.Eventually(t, func() bool { return sub.Stats().Matched == 2 }, 2*time.Second, time.Millisecond)

@@ -183,16 +183,36 @@ func TestRemoteClose(t *testing.T) {
 		require.Eventually(t, func() bool { return w.sw.Stats().Sessions == 0 }, 2*time.Second, time.Millisecond,
 			"the switch forgot the session")
 
-		// Closing the switch ends remote sessions too.
-		s2 := w.session(t, "app2")
+		// Closing the switch ends local sessions, and remote ones that do
+		// not reconnect; a remote session that reconnects waits for its
+		// switch, and a call on it waits until its ctx ends.
+		s2 := w.open(t, sion.SessionConfig{Name: "app2", Reconnect: sion.ReconnectPolicy{Disabled: true}})
 		sub2 := subscribe(t, s2, `{type ⊑ Reading}`)
+		var s3 *sion.Session
+		if w.remote {
+			s3 = w.session(t, "app3")
+		}
 		require.NoError(t, w.sw.Close())
 		if w.remote {
 			_, ok = <-sub2.C() // the link ended: the queue is closed
 			assert.False(t, ok)
-			require.Eventually(t, func() bool { return errors.Is(s2.Publish(ctx, reading(2)), sion.ErrClosed) }, 2*time.Second, time.Millisecond)
+			<-s2.Done()
+			require.ErrorIs(t, s2.Err(), sion.ErrClosed)
+			_, err := sub2.Next(ctx)
+			require.ErrorIs(t, err, sion.ErrClosed)
+			assert.NotContains(t, err.Error(), "cancelled", "it says why: %v", err)
+			require.ErrorIs(t, s2.Publish(ctx, reading(2)), sion.ErrClosed)
+
+			tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			err = s3.Publish(tctx, reading(3))
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.NotErrorIs(t, err, sion.ErrClosed)
+			require.NoError(t, s3.Close())
 		} else {
 			require.ErrorIs(t, s2.Publish(ctx, reading(2)), sion.ErrClosed)
+			<-s2.Done()
+			require.ErrorIs(t, sub2.Err(), sion.ErrClosed)
 		}
 	})
 }
@@ -220,7 +240,7 @@ func TestRemoteAdmissionAndBadFrames(t *testing.T) {
 	for _, garbage := range [][]byte{{0xff, 0xff}, {wire.FrameVersion, byte(wire.KindPublish), 0x80}, {wire.FrameVersion, byte(wire.KindWelcome), 1, 0, 0}} {
 		conn, err := network.Dial(ctx, "switch")
 		require.NoError(t, err)
-		hello, err := wire.Encode(nil, &wire.Hello{Version: 1, Session: "fuzzer"})
+		hello, err := wire.Encode(nil, &wire.Hello{Version: 2, Session: "fuzzer"})
 		require.NoError(t, err)
 		require.NoError(t, conn.Send(ctx, hello))
 		f, err := conn.Recv(ctx)

@@ -2,42 +2,75 @@ package sion
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/guard"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
-// Link limits on the switch's side.
+// Bounds of a switch's edge, for peers that have not been admitted (see
+// SwitchConfig).
 const (
-	linkQueue        = 4096             // frames waiting to be sent to one remote session
-	linkQueueBytes   = 64 << 20         // and their bytes: a slow link holds at most this much
-	handshakeTimeout = 10 * time.Second // for the Hello frame
+	// DefaultHandshakeTimeout bounds a connection's whole handshake on a
+	// switch (SwitchConfig.HandshakeTimeout) and a shared link's or
+	// gateway's on the requesting side (LinkConfig.HandshakeTimeout).
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxHandshakes is SwitchConfig.MaxHandshakes when zero.
+	DefaultMaxHandshakes = 256
+	// MaxHandshakeFrameBytes bounds the frames of a handshake (Hello and
+	// the answer to a shared-key challenge): a Hello whose profile makes
+	// it longer is refused by Dial with ErrInvalidConfig, and by the
+	// switch with ErrProtocol. A transport's receive budget for peers not
+	// yet admitted (transport/tcp Config.PendingReadBytes) must be at
+	// least this.
+	MaxHandshakeFrameBytes = 60 << 10
+	// refusalLogInterval is how often a refusal from one source is logged
+	// at most; the refusals in between are counted in the next record.
+	refusalLogInterval = 10 * time.Second
+	refusalLogSources  = 4096
 )
 
-// Serve accepts remote sessions (see Dial) on l: for each connection it
-// reads the entity's Hello, asks the place's admission hook, opens a
-// session on the switch for it, and then carries its requests and
-// deliveries over the connection with the wire codec, one frame per
-// message. A session fires once per event: one Deliver frame lists all
-// its subscriptions that matched. A malformed or unexpected frame closes
-// that connection only (its session closes, nothing else is harmed);
-// admission refusals are answered with an error frame and logged.
+// Serve accepts remote sessions (see Dial), shared links (Switch.Link)
+// and gateways (Switch.Federate) on l: for each connection it runs the
+// handshake — the entity's Hello, the shared-key challenge when the place
+// has a key, the place's admission hook — and then carries the session's
+// requests and deliveries over the connection with the wire codec, one
+// frame per message. A session fires once per event: one Deliver frame
+// lists all its subscriptions that matched. A malformed or unexpected
+// frame closes that connection only; admission refusals are answered
+// with an error frame and logged, at most once per source address every
+// 10 s (SwitchConfig.Logger).
+//
+// A connection that has not been admitted costs the switch a bounded
+// amount (S1 security assurance unit, DESIGN.md "Admission"): its whole
+// handshake must end within SwitchConfig.HandshakeTimeout, whatever it
+// sends meanwhile; at most SwitchConfig.MaxHandshakes connections are in
+// their handshake at once, and a new one evicts the oldest handshake of
+// the source address that holds the most, so connections that send
+// nothing cannot keep others out; handshake frames are at most
+// MaxHandshakeFrameBytes. The transport bounds what comes before: see
+// transport/tcp's Config.MaxHandshakes and PendingReadBytes, which the
+// switch lifts (transport.Admitter) once the peer is admitted.
+//
+// A remote session whose connection fails is kept for the retention its
+// entity asked for (ReconnectPolicy), so that it can reconnect and miss
+// nothing; see Dial.
 //
 // Serve blocks until ctx ends, l is closed or the switch closes; it then
 // closes l and returns nil (the connections it accepted end with ctx or
-// the switch's Close, which waits for them) (ErrClosed if the switch was closed before Serve began;
-// an Accept error other than a close is returned as is). Serve may be
-// called for several listeners at once. While it runs the switch is
-// Active (see State), and the first listener's address is the one the
-// switch gives its peers (link requests, probe replies, Leave).
+// the switch's Close, which waits for them); on a switch closed before it
+// began (go sw.Serve(…) and defer sw.Close() may run in that order), it
+// closes l and returns nil at once. It returns an Accept error other than
+// a close as is. Serve may be called for several listeners at once. While
+// it runs the switch is Active (see State), and the first listener's address
+// is the one the switch gives its peers (link requests, probe replies,
+// Leave).
 func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 	if l == nil {
 		return fmt.Errorf("%w: Serve with a nil listener", ErrInvalidConfig)
@@ -45,10 +78,10 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sw.mu.Lock()
-	if sw.closed {
+	if sw.closed { // go sw.Serve(…) with defer sw.Close() may get here: a shutdown like any other
 		sw.mu.Unlock()
 		l.Close()
-		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+		return nil
 	}
 	sw.serving = append(sw.serving, cancel)
 	sw.servers.Add(1)
@@ -65,10 +98,8 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 	}()
 
 	defer l.Close()
-	go func() {
-		<-ctx.Done()
-		l.Close() // unblocks Accept
-	}()
+	stop := context.AfterFunc(ctx, func() { l.Close() }) // unblocks Accept
+	defer stop()
 	for {
 		conn, err := l.Accept(ctx)
 		if err != nil {
@@ -85,80 +116,67 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 		}
 		sw.conns.Add(1)
 		sw.mu.Unlock()
+		source := guard.Source(conn.RemoteAddr())
+		done, victim, evicted := sw.handshakes.Start(source, func() { conn.Close() })
+		if evicted {
+			sw.refusal(victim, "sion: handshake evicted: too many connections in their handshake", "max", sw.cfg.MaxHandshakes)
+		}
 		go func() {
 			defer sw.conns.Done()
-			sw.serveConn(ctx, conn)
+			sw.serveConn(ctx, conn, source, done)
 		}()
 	}
 }
 
-// sessionLink is the switch's side of one remote session.
-type sessionLink struct {
-	sw     *Switch
-	conn   transport.Conn
-	lim    wire.Limits
-	sess   *Session
-	out    chan []byte   // frames for the writer
-	queued atomic.Int64  // bytes of the Deliver frames in out
-	flush  chan struct{} // closed when the reader ends: the writer sends what is queued, then returns
-	done   chan struct{} // closed when the link ends
-
-	mu   sync.Mutex
-	subs map[uint64]*Subscription // mu; by the remote session's subscription ID
+// refusal logs a refusal or a piece of junk from source at level Warn, at
+// most once per source every refusalLogInterval, with the number of
+// records suppressed since the last one.
+func (sw *Switch) refusal(source, msg string, args ...any) {
+	ok, suppressed := sw.refusals.Allow(source, time.Now())
+	if !ok {
+		return
+	}
+	args = append(args, "switch", sw.cfg.Name, "remote", source)
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	sw.log.Warn(msg, args...)
 }
 
-func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
+// handshake is what serveConn learned from a peer's handshake.
+type handshake struct {
+	hello *wire.Hello
+	lim   wire.Limits
+}
+
+// serveConn runs the handshake of conn, which came from source, and then
+// serves it as a remote session, a shared link or a gateway. done ends
+// the handshake's place in the switch's table.
+func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn, source string, done func()) {
 	defer conn.Close()
-	lim := wire.DefaultLimits()
-	lim.MaxFrameBytes = conn.MaxFrameBytes()
-	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	frame, err := conn.Recv(hctx)
+	hctx, cancel := context.WithTimeout(ctx, sw.cfg.HandshakeTimeout)
+	hs, sess, re, err := sw.handshake(hctx, conn, source)
 	cancel()
+	done()
 	if err != nil {
-		sw.log.Warn("sion: link handshake failed", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
 		return
 	}
-	sendNow := func(m wire.Message) {
-		if f, err := wire.Encode(nil, m); err == nil {
-			sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-			conn.Send(sctx, f)
-			cancel()
-		}
+	if a, ok := conn.(transport.Admitter); ok {
+		a.Admit()
 	}
-	m, err := wire.Decode(frame, lim)
-	hello, ok := m.(*wire.Hello)
-	if err != nil || !ok {
-		sw.log.Warn("sion: link refused: no hello", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
-		sendNow(&wire.Error{Code: codeProtocol, Message: fmt.Sprintf("sion: protocol error: the first frame must be a hello (%v)", err)})
+	if re != nil { // a remote session resumed
+		re.serve(ctx, conn, hs.lim, nil, nil)
 		return
 	}
-	if hello.Version != protocolVersion {
-		sendNow(&wire.Error{Code: codeProtocol, Message: fmt.Sprintf("sion: protocol error: session protocol version %d, this switch speaks %d", hello.Version, protocolVersion)})
-		return
-	}
-	if len(sw.place.cfg.SharedKey) > 0 {
-		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
-			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", sw.place.Name(), "session", hello.Session, "remote", conn.RemoteAddr(), "err", err) // before the count: who sees the count sees the record
-			sw.refused.Add(1)
-			sendNow(&wire.Error{Code: codeNotAdmitted, Message: err.Error()})
-			return
-		}
-	}
-	sess, err := sw.open(ctx, SessionConfig{Name: hello.Session, Profile: hello.Profile}, conn)
-	if err != nil {
-		sendNow(&wire.Error{Code: errorCode(err), Message: err.Error()})
-		return
-	}
-	sendNow(&wire.Welcome{Version: protocolVersion, Switch: sw.cfg.Name, Place: sw.place.Name()})
 
 	// The first request tells a remote session from a router asking for
-	// a shared link.
-	frame, err = conn.Recv(ctx)
+	// a shared link or a gateway.
+	frame, err := conn.Recv(ctx)
 	if err != nil {
 		sess.Close()
 		return
 	}
-	first, err := wire.Decode(frame, lim)
+	first, err := wire.Decode(frame, hs.lim)
 	if fw, ok := first.(*wire.Forward); ok && err == nil && fw.Event.Type == typeLinkRequest {
 		sw.acceptLink(ctx, conn, sess, &fw.Event)
 		sess.Close()
@@ -169,294 +187,107 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn) {
 		sess.Close()
 		return
 	}
-	lk := &sessionLink{sw: sw, conn: conn, lim: lim, sess: sess, out: make(chan []byte, linkQueue), flush: make(chan struct{}), done: make(chan struct{}), subs: map[uint64]*Subscription{}}
-	sess.link = lk
-
-	lctx, stop := context.WithCancel(ctx)
-	var wg, writer sync.WaitGroup
-	writer.Go(func() { lk.write(lctx) })
-	err = lk.read(lctx, &wg, first, err)
-	if err != nil && lctx.Err() == nil {
-		sw.log.Warn("sion: link closed", "switch", sw.cfg.Name, "session", sess.name, "remote", conn.RemoteAddr(), "err", err)
-	}
-	close(lk.flush) // the last frames (an error saying why) still go out
-	writer.Wait()
-	close(lk.done)
-	stop()
-	conn.Close()
-	sess.Close()
-	wg.Wait()
+	sess.link.serve(ctx, conn, hs.lim, first, err)
 }
 
-// write sends the link's frames in order until the reader ends, and then
-// what is still queued, each within handshakeTimeout.
-func (lk *sessionLink) write(ctx context.Context) {
-	for {
-		select {
-		case f := <-lk.out:
-			lk.sent(f)
-			if err := lk.conn.Send(ctx, f); err != nil {
-				lk.conn.Close() // the reader sees it and ends the link
-				return
-			}
-		case <-lk.flush:
-			for {
-				select {
-				case f := <-lk.out:
-					lk.sent(f)
-					sctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-					err := lk.conn.Send(sctx, f)
-					cancel()
-					if err != nil {
-						return
-					}
-				default:
-					return
-				}
-			}
+// handshake reads conn's Hello, checks its shared key and admission, and
+// answers Welcome: for a new session (sess, its remote end not yet
+// serving) or a resumed one (re). It answers an Error frame and returns
+// an error when it refuses, and returns an error when ctx ends first.
+func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source string) (handshake, *Session, *remoteEnd, error) {
+	hs := handshake{lim: wire.DefaultLimits()}
+	hs.lim.MaxFrameBytes = conn.MaxFrameBytes()
+	refuse := func(code uint16, err error) error {
+		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
+			conn.Send(ctx, f)
 		}
-	}
-}
-
-// send queues m for the writer, waiting while the queue is full.
-func (lk *sessionLink) send(m wire.Message) {
-	f, err := wire.EncodeLimits(nil, m, lk.lim)
-	if err != nil {
-		f, _ = wire.Encode(nil, &wire.Error{Code: codeInternal, Message: "sion: reply does not fit a frame: " + err.Error()})
-	}
-	select {
-	case lk.out <- f:
-	case <-lk.done:
-	}
-}
-
-func (lk *sessionLink) replyErr(seq uint64, err error) {
-	if err == nil {
-		lk.send(&wire.Ack{Seq: seq})
-		return
-	}
-	lk.send(&wire.Error{Seq: seq, Code: errorCode(err), Message: err.Error()})
-}
-
-// read serves the remote session's requests until the connection ends,
-// starting with first, the first frame decoded (or its decoding error).
-func (lk *sessionLink) read(ctx context.Context, wg *sync.WaitGroup, first wire.Message, err error) error {
-	s := lk.sess
-	for m := first; ; m = nil {
-		if m == nil && err == nil {
-			var frame []byte
-			if frame, err = lk.conn.Recv(ctx); err != nil {
-				return err
-			}
-			m, err = wire.Decode(frame, lk.lim)
-		}
-		if err != nil {
-			lk.send(&wire.Error{Code: codeProtocol, Message: fmt.Sprintf("%v: %v", ErrProtocol, err)})
-			return fmt.Errorf("%w: %w", ErrProtocol, err)
-		}
-		switch m := m.(type) {
-		case *wire.Publish:
-			ev, err := fromWireEvent(&m.Event)
-			if err == nil {
-				err = s.Publish(ctx, ev)
-			}
-			lk.replyErr(m.Seq, err)
-		case *wire.Subscribe: // it may wait for the subscription contract (S2)
-			wg.Go(func() { lk.replyErr(m.Seq, lk.subscribe(ctx, m)) })
-		case *wire.Unsubscribe:
-			lk.mu.Lock()
-			sub := lk.subs[m.Sub]
-			delete(lk.subs, m.Sub)
-			lk.mu.Unlock()
-			if sub != nil {
-				s.forget(sub)
-				sub.cancel()
-			}
-			lk.replyErr(m.Seq, nil)
-		case *wire.SetProfile:
-			lk.replyErr(m.Seq, s.SetProfile(m.Profile))
-		case *wire.Pull:
-			wg.Go(func() {
-				ds, err := s.spool.pull(ctx, int(m.Max), s.done)
-				if err != nil {
-					lk.replyErr(m.Seq, err)
-					return
-				}
-				r := &wire.PullReply{Seq: m.Seq, Deliveries: make([]wire.Delivery, len(ds))}
-				for i, d := range ds {
-					r.Deliveries[i] = wire.Delivery{Event: toWireEvent(d.Event), Matched: toWireMatches(d.Matched)}
-				}
-				lk.send(r)
-			})
-		case *wire.Ack: // a ping: answered in order, after the deliveries queued before it
-			lk.send(&wire.Ack{Seq: m.Seq})
-		case *wire.Bye:
-			return nil
-		default:
-			err := fmt.Errorf("%w: a remote session does not send %v frames", ErrProtocol, m.Kind())
-			lk.send(&wire.Error{Code: codeProtocol, Message: err.Error()})
-			return err
-		}
-	}
-}
-
-// subscribe registers a remote session's subscription on the switch: a
-// subscription without a queue, whose events go into the link's Deliver
-// frames (or, for look-in, the session's spool).
-func (lk *sessionLink) subscribe(ctx context.Context, m *wire.Subscribe) error {
-	if m.Sub == 0 {
-		return fmt.Errorf("%w: subscription ID 0", ErrProtocol)
-	}
-	f, err := filter.Compile(m.Filter)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidFilter, err)
-	}
-	o := Overflow(m.Overflow)
-	if o < DropNewest || o > Block {
-		return fmt.Errorf("%w: overflow policy %v", ErrInvalidConfig, o)
-	}
-	s := lk.sess
-	sub := &Subscription{id: lk.sw.nextSubID(), sess: s, f: f, cfg: subConfig{queue: int(m.Queue), overflow: o, lookIn: m.LookIn}, done: make(chan struct{}), remote: m.Sub, ttl: min(65535, max(-1, int(m.TTL)))}
-	lk.mu.Lock()
-	if _, dup := lk.subs[m.Sub]; dup {
-		lk.mu.Unlock()
-		return fmt.Errorf("%w: subscription ID %d is in use", ErrProtocol, m.Sub)
-	}
-	lk.subs[m.Sub] = sub
-	lk.mu.Unlock()
-	s.mu.Lock()
-	s.subs[sub.id] = sub
-	s.mu.Unlock()
-	if err := lk.sw.register(ctx, sub); err != nil {
-		lk.mu.Lock()
-		delete(lk.subs, m.Sub)
-		lk.mu.Unlock()
-		s.forget(sub)
 		return err
 	}
-	return nil
-}
-
-// fire sends one delivery of a remote session to its link: one Deliver
-// frame for its push subscriptions, the spool for its look-in ones. When
-// the link's queue is full, the event is dropped for the session's push
-// subscriptions (counted) unless one of them blocks the publisher.
-func (lk *sessionLink) fire(ctx context.Context, stop <-chan struct{}, s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
-	var lookIn, push []*Subscription
-	block := false
-	for _, h := range hits {
-		h.sub.matched.Add(1)
-		if h.sub.cfg.lookIn {
-			lookIn = append(lookIn, h.sub)
-		} else {
-			push = append(push, h.sub)
-			block = block || h.sub.cfg.overflow == Block
-		}
-		h.sub.delivered.Add(1)
-	}
-	if len(lookIn) > 0 {
-		lk.sw.deliveries.Add(1)
-		s.spool.put(d, lookIn...)
-	}
-	if len(push) == 0 {
-		return nil
-	}
-	sd, err := shared.get(d.Event)
-	var f []byte
-	if err == nil {
-		f, err = sd.Frame(toWireMatches(d.Matched))
-	}
-	if err == nil && len(f) > lk.lim.MaxFrameBytes {
-		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), lk.lim.MaxFrameBytes)
-	}
+	frame, err := conn.Recv(ctx)
 	if err != nil {
-		err = fmt.Errorf("sion: event %s does not fit a frame to session %q: %w", d.Event.ID, s.name, err)
-		lk.drop(push)
-		return err
+		sw.refusal(source, "sion: handshake failed", "err", err)
+		return hs, nil, nil, err
 	}
-	if lk.queued.Add(int64(len(f))) <= linkQueueBytes {
-		select {
-		case lk.out <- f:
-			lk.sw.deliveries.Add(uint64(len(push)))
-			return nil
-		default:
+	lim := hs.lim
+	lim.MaxFrameBytes = min(lim.MaxFrameBytes, MaxHandshakeFrameBytes)
+	m, err := wire.Decode(frame, lim)
+	hello, ok := m.(*wire.Hello)
+	if err != nil || !ok {
+		err = fmt.Errorf("%w: the first frame must be a hello of at most %d bytes (%v)", ErrProtocol, MaxHandshakeFrameBytes, err)
+		sw.refusal(source, "sion: connection refused: no hello", "err", err)
+		return hs, nil, nil, refuse(codeProtocol, err)
+	}
+	hs.hello = hello
+	if hello.Version != protocolVersion {
+		err := fmt.Errorf("%w: session protocol version %d, this switch speaks %d", ErrProtocol, hello.Version, protocolVersion)
+		sw.refusal(source, "sion: connection refused", "err", err)
+		return hs, nil, nil, refuse(codeProtocol, err)
+	}
+	if len(sw.place.cfg.SharedKey) > 0 {
+		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
+			sw.refusal(source, "sion: session refused", "place", sw.place.Name(), "session", hello.Session, "err", err) // before the count: who sees the count sees the record
+			sw.refused.Add(1)
+			return hs, nil, nil, refuse(codeNotAdmitted, err)
 		}
 	}
-	if block {
-		select {
-		case lk.out <- f:
-			lk.sw.deliveries.Add(uint64(len(push)))
-			return nil
-		case <-lk.done:
-			lk.queued.Add(-int64(len(f)))
-			return nil
-		case <-stop:
-			lk.queued.Add(-int64(len(f)))
-			lk.drop(push)
-			return fmt.Errorf("%w: the publishing session closed while the link to session %q was full", ErrClosed, s.name)
-		case <-ctx.Done():
-			lk.queued.Add(-int64(len(f)))
-			lk.drop(push)
-			return fmt.Errorf("sion: the link to session %q stayed full until the publisher's context ended: %w", s.name, ctx.Err())
+	cfg := SessionConfig{
+		Name: hello.Session, Profile: hello.Profile,
+		SpoolSize: int(hello.SpoolSize), SpoolRetention: millis(hello.SpoolRetentionMillis),
+	}
+	if err := sw.admitSession(ctx, cfg, conn); err != nil {
+		return hs, nil, nil, refuse(errorCode(err), err)
+	}
+	retention := min(millis(hello.RetentionMillis), sw.cfg.MaxRetention)
+	retentionBytes := sw.cfg.MaxRetentionBytes
+	if hello.RetentionBytes > 0 {
+		retentionBytes = int(min(hello.RetentionBytes, uint64(sw.cfg.MaxRetentionBytes)))
+	}
+	welcome := &wire.Welcome{
+		Version: protocolVersion, Switch: sw.cfg.Name, Place: sw.place.Name(),
+		MaxPayloadBytes: uint64(sw.place.cfg.MaxPayloadBytes),
+		RetentionMillis: uint64(retention / time.Millisecond), RetentionBytes: uint64(retentionBytes),
+	}
+	if len(hello.Resume) > 0 {
+		re, err := sw.resume(ctx, hello, welcome)
+		switch {
+		case err != nil:
+			return hs, nil, nil, refuse(errorCode(err), err)
+		case re != nil:
+			if err := sendFrame(ctx, conn, welcome); err != nil {
+				re.abandon(err)
+				return hs, nil, nil, err
+			}
+			return hs, nil, re, nil
 		}
 	}
-	lk.queued.Add(-int64(len(f)))
-	lk.drop(push)
-	return nil
-}
-
-// sent accounts for a frame leaving the queue: Deliver frames count
-// against linkQueueBytes.
-func (lk *sessionLink) sent(f []byte) {
-	if len(f) > 1 && wire.Kind(f[1]) == wire.KindDeliver {
-		lk.queued.Add(-int64(len(f)))
+	sess, err := sw.newSession(cfg)
+	if err != nil {
+		return hs, nil, nil, refuse(errorCode(err), err)
 	}
-}
-
-// drop counts a delivery lost for subs.
-func (lk *sessionLink) drop(subs []*Subscription) {
-	for _, sub := range subs {
-		sub.delivered.Add(^uint64(0))
-		sub.dropped.Add(1)
-		if !sub.slow.Swap(true) {
-			sub.reportSlow()
-		}
+	token := make([]byte, 16)
+	rand.Read(token)
+	welcome.Token = token
+	sess.link = sw.newRemoteEnd(sess, string(token), retention, retentionBytes)
+	if err := sendFrame(ctx, conn, welcome); err != nil {
+		sess.Close()
+		return hs, nil, nil, err
 	}
+	return hs, sess, nil, nil
 }
 
-// lazyDeliver encodes an event for Deliver frames once, when the first
-// remote session it goes to needs it, and shares the bytes with the others.
-type lazyDeliver struct {
-	sd  *wire.SharedDeliver
-	err error
-
-	fwd     []byte // the Forward frame for shared links
-	fwdErr  error
-	fwdDone bool
-	seen    bool // the event's ID is recorded as seen already
-}
-
-// forward returns e's Forward frame for the next switch, TTL lowered and
-// Hops raised, encoded on the first call; that call also records e's ID
-// as seen.
-func (l *lazyDeliver) forward(sw *Switch, e *Event) ([]byte, error) {
-	if !l.fwdDone {
-		l.fwdDone = true
-		if !l.seen {
-			sw.seen.add(e.ID)
-		}
-		w := toWireEvent(e)
-		w.TTL--
-		w.Hops++
-		l.fwd, l.fwdErr = wire.EncodeLimits(nil, &wire.Forward{Event: w}, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
+// sendFrame encodes m and sends it on conn.
+func sendFrame(ctx context.Context, conn transport.Conn, m wire.Message) error {
+	f, err := wire.Encode(nil, m)
+	if err == nil {
+		err = conn.Send(ctx, f)
 	}
-	return l.fwd, l.fwdErr
+	return err
 }
 
-func (l *lazyDeliver) get(e *Event) (*wire.SharedDeliver, error) {
-	if l.sd == nil && l.err == nil {
-		w := toWireEvent(e)
-		l.sd, l.err = wire.NewSharedDeliver(&w, wire.Limits{})
+// millis returns n milliseconds as a Duration, saturating.
+func millis(n uint64) time.Duration {
+	if n > uint64(1<<63-1)/uint64(time.Millisecond) {
+		return 1<<63 - 1
 	}
-	return l.sd, l.err
+	return time.Duration(n) * time.Millisecond
 }

@@ -35,6 +35,10 @@ type SessionConfig struct {
 	// refuses a switch that cannot prove it knows the key. Not used by
 	// Switch.Open.
 	SharedKey []byte
+	// Reconnect says how a remote session (Dial) returns after its
+	// connection fails; the zero value reconnects with the defaults. Not
+	// used by Switch.Open.
+	Reconnect ReconnectPolicy
 }
 
 // Session connects an entity to a switch (S1 session): it publishes
@@ -45,10 +49,10 @@ type SessionConfig struct {
 // use; events published from one goroutine reach each subscription in the
 // order they were published.
 type Session struct {
-	sw      *Switch      // the switch of a local session; nil for a remote one
-	be      backend      // the switch, or the client of a remote session
-	link    *sessionLink // for the switch's side of a remote session: where its deliveries go
-	end     *router      // for a router's session: the shared link its events go over
+	sw      *Switch    // the switch of a local session; nil for a remote one
+	be      backend    // the switch, or the client of a remote session
+	link    *remoteEnd // for the switch's side of a remote session: where its deliveries go
+	end     *router    // for a router's session: the shared link its events go over
 	id      uint64
 	name    string
 	profile atomic.Pointer[[]ontology.Attr]
@@ -57,7 +61,8 @@ type Session struct {
 	mu     sync.Mutex
 	subs   map[uint64]*Subscription // mu
 	closed bool                     // mu
-	done   chan struct{}            // closed by Close
+	err    error                    // mu; why it ended, set before done closes
+	done   chan struct{}            // closed when the session ends
 	wg     sync.WaitGroup           // handler goroutines
 }
 
@@ -283,32 +288,64 @@ func (s *Session) Drain(ctx context.Context) error {
 
 // Close cancels the session's subscriptions, waits for their handlers to
 // return, wakes pending Pull calls (ErrClosed) and removes the session
-// from its switch. It is idempotent; it must not be called from one of the
-// session's handlers.
+// from its switch; a remote session says goodbye to its switch, which
+// forgets it at once. It is idempotent; it must not be called from one of
+// the session's handlers.
 func (s *Session) Close() error {
+	s.shut(nil)
+	return nil
+}
+
+// Done returns a channel that is closed when the session ends: by Close,
+// its switch's Close, or — for a remote session — when its connection
+// failed and it could not reconnect (see ReconnectPolicy). Err then says
+// why.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while the session is open; once Done is closed, an
+// error wrapping ErrClosed and, when the session ended other than by
+// Close, the cause (for a remote session, the last connection's error or
+// the switch's refusal, e.g. ErrNotAdmitted).
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// shut ends the session for cause (nil: Close).
+func (s *Session) shut(cause error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		s.wg.Wait()
-		return nil
+		return
 	}
 	s.closed = true
-	subs := s.subs
-	s.subs = map[uint64]*Subscription{}
+	if cause != nil {
+		s.err = fmt.Errorf("%w: session %q ended: %w", ErrClosed, s.name, cause)
+	} else {
+		s.err = fmt.Errorf("%w: session %q", ErrClosed, s.name)
+	}
 	close(s.done)
 	s.mu.Unlock()
-	if s.link == nil && s.sw == nil { // remote: end the link first, no more deliveries
+	switch {
+	case s.link != nil: // the switch's side of a remote session: its stream and requests end first
+		s.link.end()
+	case s.sw == nil && cause == nil: // a remote session: goodbye, and no more deliveries
 		s.be.closeSession(s)
 	}
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = map[uint64]*Subscription{}
+	s.mu.Unlock()
 	for _, sub := range subs {
 		s.be.unregister(sub)
-		sub.cancel()
+		sub.end(cause)
 	}
 	s.wg.Wait()
 	if s.sw != nil {
 		s.be.closeSession(s) // only now: Switch.Close waits for sessions it still lists
 	}
-	return nil
 }
 
 func (s *Session) numSubs() int {
@@ -402,7 +439,7 @@ func (sp *spool) evict(n int) {
 	for _, it := range sp.items[:n] {
 		sp.dropped++
 		for _, sub := range it.subs {
-			sub.dropped.Add(1)
+			sub.drop(1)
 			if sub.cfg.lookIn {
 				sub.delivered.Add(^uint64(0))
 			}
@@ -410,6 +447,31 @@ func (sp *spool) evict(n int) {
 	}
 	clear(sp.items[:n])
 	sp.items = sp.items[n:]
+}
+
+// unshift puts ds, taken from the spool, back at its front, oldest first
+// (a Pull whose reply could not hold them all); they count for no
+// subscription's drop if evicted now.
+func (sp *spool) unshift(ds []Delivery) {
+	now := time.Now()
+	sp.mu.Lock()
+	back := make([]spooled, len(ds), len(ds)+len(sp.items))
+	for i, d := range ds {
+		back[i] = spooled{d: d, at: now}
+	}
+	sp.items = append(back, sp.items...)
+	sp.mu.Unlock()
+	select {
+	case sp.notify <- struct{}{}:
+	default:
+	}
+}
+
+// lose counts ds, taken from the spool, as dropped by it.
+func (sp *spool) lose(ds []Delivery) {
+	sp.mu.Lock()
+	sp.dropped += uint64(len(ds))
+	sp.mu.Unlock()
 }
 
 func (sp *spool) pull(ctx context.Context, max int, done <-chan struct{}) ([]Delivery, error) {

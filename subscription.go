@@ -218,6 +218,7 @@ type Subscription struct {
 
 	matched, delivered, dropped, spilled atomic.Uint64
 	slow                                 atomic.Bool
+	cause                                atomic.Pointer[error] // why it ended, when it did not end by Cancel; set before done closes
 
 	// ttl is how many shared links the filter spreads over (S1 TTL of
 	// event-path propagation); -1 until register sets the place's.
@@ -259,10 +260,14 @@ func (sub *Subscription) C() <-chan Delivery {
 }
 
 // Next returns the next event of the subscription's queue, waiting until
-// one arrives, ctx ends (its error is returned) or the subscription is
-// cancelled (ErrClosed; events still queued are returned first). It
-// returns ErrNoQueue for a subscription with a handler, and for a
-// look-in subscription (use Session.Pull).
+// one arrives, ctx ends (its error is returned) or the subscription ends
+// (events still queued are returned first). When it ends, Next returns an
+// error wrapping ErrClosed and, if the subscription did not end by Cancel
+// or its session's Close, the cause — for a remote session whose
+// connection failed for good, the transport's error (errors.Is works on
+// it, e.g. with transport/tcp's ErrPeerDead). It returns ErrNoQueue for a
+// subscription with a handler, and for a look-in subscription (use
+// Session.Pull).
 func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
 	if sub.cfg.handler != nil || sub.cfg.lookIn {
 		return Delivery{}, fmt.Errorf("%w: subscription %d", ErrNoQueue, sub.id)
@@ -270,12 +275,31 @@ func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
 	select {
 	case d, ok := <-sub.ch:
 		if !ok {
-			return Delivery{}, fmt.Errorf("%w: subscription %d cancelled", ErrClosed, sub.id)
+			return Delivery{}, sub.endErr()
 		}
 		return d, nil
 	case <-ctx.Done():
 		return Delivery{}, ctx.Err()
 	}
+}
+
+// Err returns nil while the subscription is active, and once it has
+// ended, what Next returns then: an error wrapping ErrClosed and, unless
+// it ended by Cancel or its session's Close, the cause.
+func (sub *Subscription) Err() error {
+	select {
+	case <-sub.done:
+		return sub.endErr()
+	default:
+		return nil
+	}
+}
+
+func (sub *Subscription) endErr() error {
+	if cause := sub.cause.Load(); cause != nil {
+		return fmt.Errorf("%w: subscription %d ended: %w", ErrClosed, sub.id, *cause)
+	}
+	return fmt.Errorf("%w: subscription %d cancelled", ErrClosed, sub.id)
 }
 
 // Cancel removes the subscription from its switch: no event published
@@ -295,7 +319,14 @@ func (sub *Subscription) Cancel() error {
 
 // cancel stops the subscription's queue; the caller has taken it out of
 // the index.
-func (sub *Subscription) cancel() {
+func (sub *Subscription) cancel() { sub.end(nil) }
+
+// end stops the subscription's queue, for cause (nil: by Cancel or its
+// session's Close); the caller has taken it out of the index.
+func (sub *Subscription) end(cause error) {
+	if cause != nil && !chanClosed(sub.done) {
+		sub.cause.CompareAndSwap(nil, &cause) // before done closes, so that Err sees it
+	}
 	// Wake a publisher blocked in enqueue (it holds mu for reading) first.
 	sub.doneOnce.Do(func() { close(sub.done) })
 	sub.mu.Lock()
@@ -317,6 +348,23 @@ func (sub *Subscription) closeQueue() {
 	if !sub.closed {
 		sub.closed = true
 		close(sub.ch)
+	}
+}
+
+// placed counts an event handed over to the subscription, on it and its
+// switch.
+func (sub *Subscription) placed() {
+	sub.delivered.Add(1)
+	if sw := sub.sess.sw; sw != nil {
+		sw.deliveries.Add(1)
+	}
+}
+
+// drop counts n events lost for the subscription, on it and its switch.
+func (sub *Subscription) drop(n uint64) {
+	sub.dropped.Add(n)
+	if sw := sub.sess.sw; sw != nil {
+		sw.dropped.Add(n)
 	}
 }
 
@@ -374,14 +422,14 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 	}
 	if sub.cfg.overflow == DropNewest && sub.slow.Load() {
 		if len(sub.ch) > 0 {
-			sub.dropped.Add(1) // the episode goes on: keep the prefix gap-free
+			sub.drop(1) // the episode goes on: keep the prefix gap-free
 			return false, false, nil
 		}
 		sub.slow.Store(false)
 	}
 	select {
 	case sub.ch <- d:
-		sub.delivered.Add(1)
+		sub.placed()
 		if sub.slow.Load() && len(sub.ch) < cap(sub.ch)/2 {
 			sub.slow.Store(false)
 		}
@@ -395,12 +443,12 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 			select {
 			case <-sub.ch:
 				sub.delivered.Add(^uint64(0))
-				sub.dropped.Add(1)
+				sub.drop(1)
 			default:
 			}
 			select {
 			case sub.ch <- d:
-				sub.delivered.Add(1)
+				sub.placed()
 				return slow, false, nil
 			default:
 			}
@@ -420,20 +468,20 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 		}
 		select {
 		case sub.ch <- d:
-			sub.delivered.Add(1)
+			sub.placed()
 			return false, false, nil
 		case <-sub.done:
-			sub.dropped.Add(1)
+			sub.drop(1)
 			return false, false, nil
 		case <-stop:
-			sub.dropped.Add(1)
+			sub.drop(1)
 			return false, false, fmt.Errorf("%w: the publishing session closed while subscription %d was full", ErrClosed, sub.id)
 		case <-ctx.Done():
-			sub.dropped.Add(1)
+			sub.drop(1)
 			return false, false, fmt.Errorf("sion: subscription %d stayed full until the publisher's context ended: %w", sub.id, ctx.Err())
 		}
 	}
-	sub.dropped.Add(1)
+	sub.drop(1)
 	return slow, false, nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/guard"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
@@ -33,6 +35,25 @@ type SwitchConfig struct {
 	// to request a shared link (Switch.Absorb); nil means it cannot be
 	// absorbed.
 	Transport transport.Transport
+	// HandshakeTimeout bounds the whole handshake of a connection Serve
+	// accepted, from Accept to Welcome: the Hello, the shared-key
+	// challenge, the admission hook; whatever the peer sends meanwhile
+	// (transport heartbeats included) does not extend it. 0 means
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections in their handshake at once,
+	// over all of the switch's Serve calls; a connection that arrives
+	// when the table is full evicts (closes) the oldest handshake of the
+	// source address that holds the most. 0 means DefaultMaxHandshakes.
+	MaxHandshakes int
+	// MaxRetention caps how long the switch keeps a remote session whose
+	// connection failed (ReconnectPolicy.Retention); 0 means
+	// DefaultMaxRetention.
+	MaxRetention time.Duration
+	// MaxRetentionBytes caps the bytes of deliveries the switch holds for
+	// one remote session, unconfirmed or waiting for its entity to return
+	// (ReconnectPolicy.RetentionBytes); 0 means DefaultMaxRetentionBytes.
+	MaxRetentionBytes int
 }
 
 // Switch is a semantic information switch (S1 SI-SW): sessions attach to
@@ -79,18 +100,36 @@ type Switch struct {
 
 	eventsIn, fires, deliveries, refused atomic.Uint64
 
+	handshakes *guard.Handshakes     // connections in their handshake
+	refusals   *guard.Every          // refusals logged, per source
+	stopping   chan struct{}         // closed when Close begins
+	remotes    map[string]*remoteEnd // mu; remote sessions by token
+	tombs      map[string]tombstone  // mu; remote sessions that ended while away, by token
+	tombOrder  []string              // mu; the tokens of tombs, oldest first
+
+	dropped atomic.Uint64 // events lost for subscriptions, over the switch's life
+
 	pool sync.Pool // *publishScratch
 }
 
-// NewSwitch returns a switch for cfg. A missing Name or Place returns an
-// error wrapping ErrInvalidConfig.
+// NewSwitch returns a switch for cfg. A missing Name or Place, or a
+// negative bound, returns an error wrapping ErrInvalidConfig.
 func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 	if err := checkName("SwitchConfig.Name", cfg.Name); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	if cfg.Place == nil {
+	switch {
+	case cfg.Place == nil:
 		return nil, fmt.Errorf("%w: SwitchConfig.Place is nil", ErrInvalidConfig)
+	case cfg.HandshakeTimeout < 0 || cfg.MaxRetention < 0:
+		return nil, fmt.Errorf("%w: SwitchConfig.HandshakeTimeout %v and MaxRetention %v must not be negative", ErrInvalidConfig, cfg.HandshakeTimeout, cfg.MaxRetention)
+	case cfg.MaxHandshakes < 0 || cfg.MaxRetentionBytes < 0:
+		return nil, fmt.Errorf("%w: SwitchConfig.MaxHandshakes %d and MaxRetentionBytes %d must not be negative", ErrInvalidConfig, cfg.MaxHandshakes, cfg.MaxRetentionBytes)
 	}
+	cfg.HandshakeTimeout = cmp.Or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	cfg.MaxHandshakes = cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)
+	cfg.MaxRetention = cmp.Or(cfg.MaxRetention, DefaultMaxRetention)
+	cfg.MaxRetentionBytes = cmp.Or(cfg.MaxRetentionBytes, DefaultMaxRetentionBytes)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -105,6 +144,12 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		children: map[string]*childLink{},
 		routed:   map[uint64]*Subscription{},
 		probes:   map[uint64]chan probeReply{},
+
+		handshakes: guard.NewHandshakes(cfg.MaxHandshakes),
+		refusals:   guard.NewEvery(refusalLogInterval, refusalLogSources),
+		stopping:   make(chan struct{}),
+		remotes:    map[string]*remoteEnd{},
+		tombs:      map[string]tombstone{},
 	}
 	sw.pool.New = func() any { return new(publishScratch) }
 	return sw, nil
@@ -120,23 +165,38 @@ func (sw *Switch) Place() *EventPlace { return sw.place }
 // (if any) approves it. Errors wrap ErrNotAdmitted (with the hook's
 // error), ErrInvalidConfig (a bad profile) or ErrClosed.
 func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error) {
-	return sw.open(ctx, cfg, nil)
+	if err := sw.admitSession(ctx, cfg, nil); err != nil {
+		return nil, err
+	}
+	return sw.newSession(cfg)
 }
 
-// open opens a session; conn is a remote session's connection (nil for a
-// local one), whose address and TLS state the admission hook sees.
-func (sw *Switch) open(ctx context.Context, cfg SessionConfig, conn transport.Conn) (*Session, error) {
-	if admit := sw.place.cfg.Admit; admit != nil {
-		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name}
-		if conn != nil {
-			req.Remote, req.TLS = conn.RemoteAddr(), tlsState(conn)
-		}
-		if err := admit(ctx, req); err != nil {
-			sw.log.Warn("sion: session refused", "switch", sw.cfg.Name, "place", req.Place, "session", cfg.Name, "err", err) // before the count: who sees the count sees the record
-			sw.refused.Add(1)
-			return nil, fmt.Errorf("%w: session %q in place %q: %w", ErrNotAdmitted, cfg.Name, req.Place, err)
-		}
+// admitSession asks the place's admission hook whether the session cfg
+// describes may open (or resume); conn is a remote session's connection
+// (nil for a local one), whose address and TLS state the hook sees.
+func (sw *Switch) admitSession(ctx context.Context, cfg SessionConfig, conn transport.Conn) error {
+	admit := sw.place.cfg.Admit
+	if admit == nil {
+		return nil
 	}
+	req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: cfg.Name}
+	if conn != nil {
+		req.Remote, req.TLS = conn.RemoteAddr(), tlsState(conn)
+	}
+	if err := admit(ctx, req); err != nil {
+		source := ""
+		if conn != nil {
+			source = guard.Source(conn.RemoteAddr())
+		}
+		sw.refusal(source, "sion: session refused", "place", req.Place, "session", cfg.Name, "err", err) // before the count: who sees the count sees the record
+		sw.refused.Add(1)
+		return fmt.Errorf("%w: session %q in place %q: %w", ErrNotAdmitted, cfg.Name, req.Place, err)
+	}
+	return nil
+}
+
+// newSession opens a session that has been admitted.
+func (sw *Switch) newSession(cfg SessionConfig) (*Session, error) {
 	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 {
 		return nil, fmt.Errorf("%w: SessionConfig.SpoolSize %d and SpoolRetention %v must not be negative", ErrInvalidConfig, cfg.SpoolSize, cfg.SpoolRetention)
 	}
@@ -335,18 +395,17 @@ func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e 
 		d.Matched[i] = Match{Subscription: h.sub.publicID(), Score: h.score}
 	}
 	if s.link != nil {
-		return s.link.fire(ctx, stop, s, d, hits, shared)
+		return s.link.fire(s, d, hits, shared)
 	}
 	var spool []*Subscription // look-in, and spilled: one spool entry for all
 	var errs []error
 	for _, h := range hits {
 		if h.sub.cfg.lookIn {
 			h.sub.matched.Add(1)
-			h.sub.delivered.Add(1)
+			h.sub.placed()
 			spool = append(spool, h.sub)
 			continue
 		}
-		sw.deliveries.Add(1)
 		spill, err := h.sub.enqueue(ctx, stop, d)
 		if err != nil {
 			errs = append(errs, err)
@@ -356,7 +415,6 @@ func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e 
 		}
 	}
 	if len(spool) > 0 {
-		sw.deliveries.Add(1)
 		s.spool.put(d, spool...)
 	}
 	return errors.Join(errs...)
@@ -369,12 +427,24 @@ type Stats struct {
 	// They include the routers' sessions and the proxy filters peers
 	// registered over shared links.
 	Sessions, Subscriptions, Filters int
-	// EventsIn counts the events published; Fires the sessions fired
-	// (one per session and event); Deliveries the events handed to
-	// subscription queues and look-in spools.
-	EventsIn, Fires, Deliveries uint64
-	// Dropped counts events lost for subscriptions (all policies and
-	// spools), summed over the sessions open now.
+	// The counters below count over the switch's life: they never
+	// decrease. EventsIn counts the events published on the switch or
+	// arrived over its links; Fires the sessions fired (one per session
+	// and event, routers' included).
+	EventsIn, Fires uint64
+	// Deliveries counts, per subscription, the events handed over: put
+	// in its queue or passed to its handler, put in its session's
+	// look-in spool (a look-in subscription), or — for a remote session —
+	// confirmed received by the entity (SubscriptionStats.Delivered,
+	// summed). An event dropped on the way is not counted here (a spilled
+	// one is counted in SubscriptionStats.Spilled); one a DropOldest
+	// queue or a full spool evicts after it was handed over counts here
+	// and in Dropped.
+	Deliveries uint64
+	// Dropped counts, per subscription, the events it matched and lost:
+	// a full queue (DropNewest, Block's wait ending, DropOldest's
+	// evictions), spool evictions (full, expired), a remote session's
+	// stream full or ended unconfirmed (see Dial).
 	Dropped uint64
 	// Refused counts sessions and shared links the place refused
 	// (admission hook, shared key, tree rule).
@@ -406,10 +476,6 @@ func (t *LinkTotals) add(r *router) {
 func (sw *Switch) Stats() Stats {
 	sw.mu.RLock()
 	st := Stats{Sessions: len(sw.sessions), Subscriptions: len(sw.subs)}
-	sessions := make([]*Session, 0, len(sw.sessions))
-	for _, s := range sw.sessions {
-		sessions = append(sessions, s)
-	}
 	sw.mu.RUnlock()
 	st.Filters = sw.index.Len()
 	sw.routeMu.Lock()
@@ -421,12 +487,7 @@ func (sw *Switch) Stats() Stats {
 	}
 	sw.routeMu.Unlock()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
-	for _, s := range sessions {
-		ss := s.Stats()
-		for _, sub := range ss.Subscriptions {
-			st.Dropped += sub.Dropped
-		}
-	}
+	st.Dropped = sw.dropped.Load()
 	return st
 }
 
@@ -451,6 +512,9 @@ func (sw *Switch) Drain(ctx context.Context) error {
 // refuses new sessions with ErrClosed. It is idempotent.
 func (sw *Switch) Close() error {
 	sw.mu.Lock()
+	if !chanClosed(sw.stopping) {
+		close(sw.stopping)
+	}
 	sw.closed = true
 	serving := sw.serving
 	sw.serving = nil
@@ -476,6 +540,16 @@ func (sw *Switch) Close() error {
 		s.Close()
 	}
 	return nil
+}
+
+// chanClosed reports whether ch is closed.
+func chanClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (sw *Switch) sessionList() []*Session {

@@ -10,8 +10,9 @@ import (
 )
 
 // protocolVersion is the session protocol's version, sent in Hello and
-// Welcome.
-const protocolVersion = 1
+// Welcome. 2: remote sessions resume (Hello.Resume, Welcome.Token, the
+// numbered stream confirmed by Received).
+const protocolVersion = 2
 
 // Error codes of wire.Error frames: which sentinel the error wraps.
 const (
@@ -27,6 +28,7 @@ const (
 	codeCanceled
 	codeLinkRefused
 	codeNotGranted
+	codeSessionExpired
 )
 
 var codeSentinels = map[uint16]error{
@@ -41,11 +43,12 @@ var codeSentinels = map[uint16]error{
 	codeCanceled:         context.Canceled,
 	codeLinkRefused:      ErrLinkRefused,
 	codeNotGranted:       ErrNotGranted,
+	codeSessionExpired:   ErrSessionExpired,
 }
 
 // errorCode returns the code of the sentinel err wraps.
 func errorCode(err error) uint16 {
-	for _, c := range []uint16{codeUnknownEventType, codeInvalidEvent, codeInvalidFilter, codeNotAdmitted, codeClosed, codeInvalidConfig, codeProtocol, codeNotGranted, codeLinkRefused, codeDeadline, codeCanceled} {
+	for _, c := range []uint16{codeUnknownEventType, codeInvalidEvent, codeInvalidFilter, codeNotAdmitted, codeClosed, codeInvalidConfig, codeProtocol, codeNotGranted, codeLinkRefused, codeSessionExpired, codeDeadline, codeCanceled} {
 		if errors.Is(err, codeSentinels[c]) {
 			return c
 		}
@@ -115,4 +118,41 @@ func fromWireMatches(ms []wire.Match) []Match {
 		out[i] = Match{Subscription: m.Sub, Score: m.Score}
 	}
 	return out
+}
+
+// lazyDeliver encodes an event for Deliver frames once, when the first
+// remote session it goes to needs it, and shares the bytes with the others.
+type lazyDeliver struct {
+	sd  *wire.SharedDeliver
+	err error
+
+	fwd     []byte // the Forward frame for shared links
+	fwdErr  error
+	fwdDone bool
+	seen    bool // the event's ID is recorded as seen already
+}
+
+// forward returns e's Forward frame for the next switch, TTL lowered and
+// Hops raised, encoded on the first call; that call also records e's ID
+// as seen.
+func (l *lazyDeliver) forward(sw *Switch, e *Event) ([]byte, error) {
+	if !l.fwdDone {
+		l.fwdDone = true
+		if !l.seen {
+			sw.seen.add(e.ID)
+		}
+		w := toWireEvent(e)
+		w.TTL--
+		w.Hops++
+		l.fwd, l.fwdErr = wire.EncodeLimits(nil, &wire.Forward{Event: w}, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
+	}
+	return l.fwd, l.fwdErr
+}
+
+func (l *lazyDeliver) get(e *Event) (*wire.SharedDeliver, error) {
+	if l.sd == nil && l.err == nil {
+		w := toWireEvent(e)
+		l.sd, l.err = wire.NewSharedDeliver(&w, wire.Limits{})
+	}
+	return l.sd, l.err
 }

@@ -14,6 +14,7 @@ import (
 const (
 	minAttrBytes     = 1 + 1 + 1                              // name length, value kind, shortest value
 	minMatchBytes    = 1 + 8                                  // sub, score
+	minCountBytes    = 1 + 1                                  // sub, n
 	minEventBytes    = 16 + 1 + 1 + 1 + 1 + 1 + 4 + 1 + 1 + 1 // id, type, attrs, content type, data, condition, 4 int32, origin, place, path
 	minDeliveryBytes = minEventBytes + 1                      // event, match count
 	maxVarintBytes   = binary.MaxVarintLen64                  // 10
@@ -356,17 +357,46 @@ func (d *decoder) matches() []Match {
 	return ms
 }
 
+func (d *decoder) counts() []Count {
+	n := d.count("lost count", minCountBytes, d.lim.MaxMatches)
+	if n == 0 {
+		return nil
+	}
+	cs := make([]Count, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		d.path.push("lost", i)
+		cs[i].Sub = d.uvarint("sub")
+		cs[i].N = d.uvarint("n")
+		d.path.pop()
+	}
+	return cs
+}
+
 func (m *Hello) decode(d *decoder) {
 	m.Version = uint16(d.uint("version", math.MaxUint16))
 	m.Session = d.text("session")
 	m.Profile = d.profile()
 	m.Token = d.bytes("token", d.lim.MaxStringBytes)
+	m.Resume = d.bytes("resume", d.lim.MaxStringBytes)
+	m.Received = d.uvarint("received")
+	m.RetentionMillis = d.uvarint("retention")
+	m.RetentionBytes = d.uvarint("retention bytes")
+	m.SpoolSize = uint32(d.uint("spool size", math.MaxUint32))
+	m.SpoolRetentionMillis = d.uvarint("spool retention")
 }
 
 func (m *Welcome) decode(d *decoder) {
 	m.Version = uint16(d.uint("version", math.MaxUint16))
 	m.Switch = d.text("switch")
 	m.Place = d.text("place")
+	m.Token = d.bytes("token", d.lim.MaxStringBytes)
+	m.Resumed = d.bool("resumed")
+	m.Expired = d.bool("expired")
+	m.Requests = d.uvarint("requests")
+	m.Lost = d.counts()
+	m.MaxPayloadBytes = d.uvarint("max payload bytes")
+	m.RetentionMillis = d.uvarint("retention")
+	m.RetentionBytes = d.uvarint("retention bytes")
 }
 
 func (m *Publish) decode(d *decoder) {
@@ -427,6 +457,14 @@ func (m *Error) decode(d *decoder) {
 	m.Seq = d.uvarint("seq")
 	m.Code = uint16(d.uint("code", math.MaxUint16))
 	m.Message = d.str("message")
+}
+
+func (m *Received) decode(d *decoder) {
+	m.Frames = d.uvarint("frames")
+}
+
+func (m *Lost) decode(d *decoder) {
+	m.Lost = d.counts()
 }
 
 func (*Bye) decode(*decoder) {}

@@ -6,6 +6,12 @@
 // (S1): the codec is versioned, bounded and fuzzed, and a malformed frame
 // closes that link with an error and harms nothing else.
 //
+// After Welcome, the frames a switch sends a remote session form the
+// session's stream, numbered from 1 without a field for it: the client
+// counts them and confirms them with Received, and a client that
+// reconnects names the session (Hello.Resume) and how many it received
+// (Hello.Received), so that the switch sends the rest again, each once.
+//
 // A shared link between two switches (sion.Switch.Link) speaks the same
 // codec: Hello and Welcome open it, then each side sends Forward frames,
 // whose events are data or control events of reserved "sion." types.
@@ -23,11 +29,15 @@
 // kind in the order below, and nothing after them:
 //
 //	frame       = version kind body .
-//	version     = byte .                    (FrameVersion, 2)
-//	kind        = byte .                    (Kind: 1 Hello … 15 Response)
+//	version     = byte .                    (FrameVersion, 4)
+//	kind        = byte .                    (Kind: 1 Hello … 17 Lost)
 //
-//	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token) .
-//	Welcome     = uvarint(Version ≤ 65535) text(Switch) text(Place) .
+//	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token)
+//	              bytes(Resume) uvarint(Received) uvarint(RetentionMillis) uvarint(RetentionBytes)
+//	              uvarint(SpoolSize ≤ 2³²−1) uvarint(SpoolRetentionMillis) .
+//	Welcome     = uvarint(Version ≤ 65535) text(Switch) text(Place) bytes(Token) bool(Resumed)
+//	              bool(Expired) uvarint(Requests) counts(Lost) uvarint(MaxPayloadBytes)
+//	              uvarint(RetentionMillis) uvarint(RetentionBytes) .
 //	Publish     = uvarint(Seq) event .
 //	Subscribe   = uvarint(Seq) uvarint(Sub) text(Filter) uvarint(Queue ≤ 2³²−1)
 //	              byte(Overflow) bool(LookIn) sint32(TTL) .
@@ -42,6 +52,8 @@
 //	Forward     = event .
 //	Challenge   = bytes(Nonce) bytes(Proof) .
 //	Response    = bytes(Proof) .
+//	Received    = uvarint(Frames) .
+//	Lost        = counts(Lost) .
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)
@@ -50,6 +62,7 @@
 //	value       = 0x01 string | 0x02 sint | 0x03 float | 0x04 bool | 0x05 sint .
 //	              (string, int, float, bool, time as ns since the Unix epoch)
 //	matches     = uvarint(n) { uvarint(Sub) float(Score) } .
+//	counts      = uvarint(n ≤ MaxMatches) { uvarint(Sub) uvarint(N) } .
 //
 //	uvarint     = unsigned LEB128 (binary.AppendUvarint), 1 to 10 bytes, minimal .
 //	sint        = uvarint of the zigzag encoding (binary.AppendVarint); every int64 .

@@ -12,7 +12,7 @@ import (
 // FrameVersion is the version byte that starts every frame this package
 // writes, and the only one Decode accepts. It changes on any incompatible
 // change of the format.
-const FrameVersion = 3
+const FrameVersion = 4
 
 // Wire numbers of value kinds; part of the format, independent of the
 // numbering of ontology.Kind.
@@ -235,6 +235,18 @@ func (e *encoder) matches(ms []Match) {
 	}
 }
 
+// counts appends a count and the counts, at most MaxMatches.
+func (e *encoder) counts(cs []Count) {
+	e.count("lost count", len(cs), e.lim.MaxMatches)
+	if e.err != nil {
+		return
+	}
+	for _, c := range cs {
+		e.uvarint(c.Sub)
+		e.uvarint(c.N)
+	}
+}
+
 // nilMessage reports whether m is a nil pointer, failing the encoding if
 // so.
 func (e *encoder) nilMessage(isNil bool) bool {
@@ -253,6 +265,12 @@ func (m *Hello) encode(e *encoder) {
 	e.text("session", m.Session)
 	e.profile(m.Profile)
 	e.bytes("token", m.Token, e.lim.MaxStringBytes)
+	e.bytes("resume", m.Resume, e.lim.MaxStringBytes)
+	e.uvarint(m.Received)
+	e.uvarint(m.RetentionMillis)
+	e.uvarint(m.RetentionBytes)
+	e.uvarint(uint64(m.SpoolSize))
+	e.uvarint(m.SpoolRetentionMillis)
 }
 
 func (m *Welcome) encode(e *encoder) {
@@ -262,6 +280,14 @@ func (m *Welcome) encode(e *encoder) {
 	e.uvarint(uint64(m.Version))
 	e.text("switch", m.Switch)
 	e.text("place", m.Place)
+	e.bytes("token", m.Token, e.lim.MaxStringBytes)
+	e.bool(m.Resumed)
+	e.bool(m.Expired)
+	e.uvarint(m.Requests)
+	e.counts(m.Lost)
+	e.uvarint(m.MaxPayloadBytes)
+	e.uvarint(m.RetentionMillis)
+	e.uvarint(m.RetentionBytes)
 }
 
 func (m *Publish) encode(e *encoder) {
@@ -345,6 +371,20 @@ func (m *Error) encode(e *encoder) {
 	e.uvarint(m.Seq)
 	e.uvarint(uint64(m.Code))
 	e.str("message", m.Message)
+}
+
+func (m *Received) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.uvarint(m.Frames)
+}
+
+func (m *Lost) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.counts(m.Lost)
 }
 
 func (m *Bye) encode(e *encoder) {

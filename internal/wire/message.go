@@ -28,6 +28,8 @@ const (
 	KindForward     Kind = 13 // either way on a shared link: an event crossing it
 	KindChallenge   Kind = 14 // switch → client, the answer to Hello in a place with a shared key
 	KindResponse    Kind = 15 // client → switch, the answer to Challenge
+	KindReceived    Kind = 16 // client → switch, how much of the session's stream arrived
+	KindLost        Kind = 17 // switch → client, in the stream: deliveries dropped before they could be sent
 )
 
 var kindNames = [...]string{
@@ -46,6 +48,8 @@ var kindNames = [...]string{
 	KindForward:     "Forward",
 	KindChallenge:   "Challenge",
 	KindResponse:    "Response",
+	KindReceived:    "Received",
+	KindLost:        "Lost",
 }
 
 // String returns the message type's name ("Publish"), or "Kind(n)" for a
@@ -83,6 +87,26 @@ type Hello struct {
 	// Token is the admission credential (any bytes, at most
 	// Limits.MaxStringBytes); nil for none.
 	Token []byte
+	// Resume is the token of the session to resume (Welcome.Token of an
+	// earlier Welcome, at most Limits.MaxStringBytes); nil opens a new
+	// session.
+	Resume []byte
+	// Received is, with Resume, the number of frames of the session's
+	// stream the client received (every frame the switch sent after
+	// Welcome counts, in order, from 1).
+	Received uint64
+	// RetentionMillis is how long, in milliseconds, the switch should keep
+	// the session while it is disconnected; 0 ends it with its connection.
+	RetentionMillis uint64
+	// RetentionBytes bounds the bytes of deliveries the switch holds for
+	// the session, sent but not confirmed or not yet sent; 0 means the
+	// switch's default.
+	RetentionBytes uint64
+	// SpoolSize is the look-in spool's size in events, 0 for the default;
+	// SpoolRetentionMillis drops spooled events older than this many
+	// milliseconds, 0 for never.
+	SpoolSize            uint32
+	SpoolRetentionMillis uint64
 }
 
 // Welcome accepts a session: the switch's answer to Hello.
@@ -91,6 +115,54 @@ type Welcome struct {
 	Version uint16
 	// Switch names the switch and Place its event place (UTF-8).
 	Switch, Place string
+	// Token names the session for a later Hello.Resume (at most
+	// Limits.MaxStringBytes).
+	Token []byte
+	// Resumed reports that the session Hello.Resume named continues: the
+	// switch sends its stream again from frame Hello.Received+1.
+	Resumed bool
+	// Expired reports that the session Hello.Resume named ended while it
+	// was disconnected; Lost and Requests are that session's.
+	Expired bool
+	// Requests is, for a resumed or expired session, the highest request
+	// Seq the switch received from it: the client sends again the
+	// requests it has no answer to with a higher Seq.
+	Requests uint64
+	// Lost counts, per subscription, deliveries the switch dropped: for
+	// an expired session, those it held when the session ended; for a
+	// resumed one, those dropped while it was disconnected (also
+	// reported in order by Lost frames in the stream). At most
+	// Limits.MaxMatches.
+	Lost []Count
+	// MaxPayloadBytes is the place's limit on an event's payload, which
+	// the client checks before it publishes.
+	MaxPayloadBytes uint64
+	// RetentionMillis and RetentionBytes are the retention the switch
+	// grants (Hello's, capped by the switch).
+	RetentionMillis, RetentionBytes uint64
+}
+
+// Count is a number of deliveries for one subscription.
+type Count struct {
+	// Sub is the subscription's client-chosen ID (Subscribe.Sub).
+	Sub uint64
+	// N is the number of deliveries.
+	N uint64
+}
+
+// Received tells the switch how many frames of the session's stream the
+// client has received (every frame after Welcome counts, from 1); the
+// switch may forget them. It is not answered.
+type Received struct {
+	// Frames is the number of frames received so far.
+	Frames uint64
+}
+
+// Lost reports, in the session's stream, deliveries the switch dropped
+// for the session's subscriptions at this point of the stream (its
+// retention was full). At most Limits.MaxMatches counts.
+type Lost struct {
+	Lost []Count
 }
 
 // Publish asks the switch to publish Event. The switch answers Ack or
@@ -324,6 +396,12 @@ func (*Challenge) Kind() Kind { return KindChallenge }
 // Kind returns KindResponse.
 func (*Response) Kind() Kind { return KindResponse }
 
+// Kind returns KindReceived.
+func (*Received) Kind() Kind { return KindReceived }
+
+// Kind returns KindLost.
+func (*Lost) Kind() Kind { return KindLost }
+
 // newMessage returns a zero message of kind k, or nil for an unknown k.
 func newMessage(k Kind) Message {
 	switch k {
@@ -357,6 +435,10 @@ func newMessage(k Kind) Message {
 		return new(Challenge)
 	case KindResponse:
 		return new(Response)
+	case KindReceived:
+		return new(Received)
+	case KindLost:
+		return new(Lost)
 	}
 	return nil
 }

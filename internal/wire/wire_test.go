@@ -107,10 +107,18 @@ func samples() []sample {
 		{"Hello/realistic", &Hello{Version: 1, Session: "kiosk-7", Profile: profile, Token: []byte("s3cr3t")}},
 		{"Hello/zero", &Hello{}},
 		{"Hello/empty slices", &Hello{Profile: []ontology.Attr{}, Token: []byte{}}},
-		{"Hello/extreme", &Hello{Version: math.MaxUint16, Session: "セッション", Profile: extremeEvent().Attrs, Token: []byte{0, 0xff}}},
+		{"Hello/extreme", &Hello{Version: math.MaxUint16, Session: "セッション", Profile: extremeEvent().Attrs, Token: []byte{0, 0xff},
+			Resume: bytes.Repeat([]byte{0xab}, 16), Received: math.MaxUint64, RetentionMillis: math.MaxUint64, RetentionBytes: math.MaxUint64,
+			SpoolSize: math.MaxUint32, SpoolRetentionMillis: math.MaxUint64}},
+		{"Hello/resume", &Hello{Version: 2, Session: "kiosk-7", Resume: []byte("0123456789abcdef"), Received: 4711, RetentionMillis: 60000, RetentionBytes: 8 << 20, SpoolSize: 1024}},
 		{"Welcome/realistic", &Welcome{Version: 1, Switch: "sw-tokyo-1", Place: "shibuya"}},
 		{"Welcome/zero", &Welcome{}},
-		{"Welcome/extreme", &Welcome{Version: math.MaxUint16, Switch: strings.Repeat("s", 300), Place: "∀"}},
+		{"Welcome/extreme", &Welcome{Version: math.MaxUint16, Switch: strings.Repeat("s", 300), Place: "∀", Token: []byte{0xff},
+			Resumed: true, Expired: true, Requests: math.MaxUint64, Lost: []Count{{Sub: math.MaxUint64, N: math.MaxUint64}, {}},
+			MaxPayloadBytes: math.MaxUint64, RetentionMillis: math.MaxUint64, RetentionBytes: math.MaxUint64}},
+		{"Welcome/resumed", &Welcome{Version: 2, Switch: "sw-tokyo-1", Place: "shibuya", Token: []byte("0123456789abcdef"), Resumed: true, Requests: 42,
+			Lost: []Count{{Sub: 3, N: 17}}, MaxPayloadBytes: 960 << 10, RetentionMillis: 60000, RetentionBytes: 8 << 20}},
+		{"Welcome/empty lost", &Welcome{Lost: []Count{}}},
 		{"Publish/realistic", &Publish{Seq: 42, Event: realisticEvent()}},
 		{"Publish/extreme", &Publish{Seq: math.MaxUint64, Event: extremeEvent()}},
 		{"Publish/zero", &Publish{}},
@@ -150,6 +158,10 @@ func samples() []sample {
 		{"Challenge/empty", &Challenge{}},
 		{"Response/realistic", &Response{Proof: bytes.Repeat([]byte{1}, 32)}},
 		{"Response/empty", &Response{}},
+		{"Received/zero", &Received{}},
+		{"Received/max", &Received{Frames: math.MaxUint64}},
+		{"Lost/realistic", &Lost{Lost: []Count{{Sub: 1, N: 3}, {Sub: 9, N: 1}}}},
+		{"Lost/empty", &Lost{Lost: []Count{}}},
 	}
 }
 
@@ -188,7 +200,21 @@ func normal(m Message) (Message, []uint64) {
 	}
 	switch m := m.(type) {
 	case *Hello:
-		return &Hello{Version: m.Version, Session: m.Session, Profile: attrs(m.Profile), Token: data(m.Token)}, nil
+		c := *m
+		c.Profile, c.Token, c.Resume = attrs(m.Profile), data(m.Token), data(m.Resume)
+		return &c, nil
+	case *Welcome:
+		c := *m
+		c.Token = data(m.Token)
+		if len(c.Lost) == 0 {
+			c.Lost = nil
+		}
+		return &c, nil
+	case *Lost:
+		if len(m.Lost) == 0 {
+			return &Lost{}, nil
+		}
+		return m, nil
 	case *SetProfile:
 		return &SetProfile{Seq: m.Seq, Profile: attrs(m.Profile)}, nil
 	case *Publish:
@@ -334,7 +360,7 @@ func TestGoldenPublish(t *testing.T) {
 		Origin: "sw1",
 	}}
 	want := []byte{
-		0x03, 0x03, // version 3, KindPublish
+		0x04, 0x03, // version 4, KindPublish
 		0x01,                                                                                           // Seq 1
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, // ID
 		0x04, 'n', 'e', 'w', 's', // Type
@@ -400,12 +426,12 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty frame", nil, ErrMalformed, "wire: malformed frame: version: truncated at offset 0"},
 		{"no kind", []byte{FrameVersion}, ErrMalformed, "kind: truncated at offset 1"},
-		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 3 at offset 0"},
-		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 3"},
-		{"version 4", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 3"},
+		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 4 at offset 0"},
+		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 4"},
+		{"version 5", []byte{5, byte(KindBye)}, ErrVersion, "version 5, want 4"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
-		{"kind 16", newFrame(16), ErrMalformed, "unknown kind 16"},
+		{"kind 18", newFrame(18), ErrMalformed, "unknown kind 18"},
 		{"kind 255", newFrame(255).u(1), ErrMalformed, "unknown kind 255"},
 		{"trailing byte after Bye", newFrame(KindBye).raw(0), ErrMalformed, "wire: malformed Bye frame: end: 1 trailing bytes at offset 2"},
 		{"trailing byte after Ack", newFrame(KindAck).u(7).raw(0), ErrMalformed, "1 trailing bytes at offset 3"},
@@ -432,6 +458,10 @@ func TestDecodeMalformed(t *testing.T) {
 		{"Error code 65536", newFrame(KindError).u(0).u(1 << 16).s(""), ErrMalformed, "code: value 65536 exceeds 65535"},
 		{"Subscribe queue 2^32", newFrame(KindSubscribe).u(0).u(0).s("").u(1<<32).raw(0, 0), ErrMalformed, "queue: value 4294967296 exceeds 4294967295"},
 		{"Pull max 2^32", newFrame(KindPull).u(0).u(1 << 32), ErrMalformed, "max: value 4294967296"},
+		{"Hello spool size 2^32", newFrame(KindHello).u(2).s("").u(0).u(0).u(0).u(0).u(0).u(0).u(1 << 32).u(0), ErrMalformed, "spool size: value 4294967296"},
+		{"Welcome bool byte 2", newFrame(KindWelcome).u(2).s("").s("").u(0).raw(2), ErrMalformed, "resumed: bool byte 2"},
+		{"Lost count beyond the frame", newFrame(KindLost).u(3).u(1).u(1), ErrMalformed, "lost count: count 3 needs at least 2 bytes per element, 2 remain"},
+		{"Received truncated", newFrame(KindReceived).raw(0x80), ErrMalformed, "frames: truncated varint"},
 		{"bool byte 2", newFrame(KindSubscribe).u(0).u(0).s("").u(0).raw(0, 2), ErrMalformed, "look-in: bool byte 2"},
 		{"bool value byte 2", publish.s("t").u(1).s("b").raw(valBool, 2).eventTail(), ErrMalformed, "event attribute 0 value: bool byte 2"},
 		{"value kind 0", publish.s("t").u(1).s("v").raw(0).eventTail(), ErrMalformed, "event attribute 0 value: invalid value kind 0"},
@@ -514,6 +544,9 @@ func TestLimits(t *testing.T) {
 		{"MaxStringBytes type", Limits{MaxStringBytes: 8}, &Publish{Event: Event{Type: str(8)}}, &Publish{Event: Event{Type: str(9)}}, "event type"},
 		{"MaxStringBytes value", Limits{MaxStringBytes: 8}, &Publish{Event: Event{Attrs: []ontology.Attr{{Name: "s", Value: ontology.String(str(8))}}}}, &Publish{Event: Event{Attrs: []ontology.Attr{{Name: "s", Value: ontology.String(str(9))}}}}, "event attribute 0 value"},
 		{"MaxStringBytes token", Limits{MaxStringBytes: 8}, &Hello{Token: make([]byte, 8)}, &Hello{Token: make([]byte, 9)}, "token"},
+		{"MaxStringBytes resume", Limits{MaxStringBytes: 8}, &Hello{Resume: make([]byte, 8)}, &Hello{Resume: make([]byte, 9)}, "resume"},
+		{"MaxMatches lost", Limits{MaxMatches: 2}, &Lost{Lost: make([]Count, 2)}, &Lost{Lost: make([]Count, 3)}, "lost count"},
+		{"MaxMatches welcome lost", Limits{MaxMatches: 2}, &Welcome{Lost: make([]Count, 2)}, &Welcome{Lost: make([]Count, 3)}, "lost count"},
 		{"MaxStringBytes filter", Limits{MaxStringBytes: 8}, &Subscribe{Filter: str(8)}, &Subscribe{Filter: str(9)}, "filter"},
 		{"MaxStringBytes error message", Limits{MaxStringBytes: 8}, &Error{Message: str(8)}, &Error{Message: str(9)}, "message"},
 		{"MaxDataBytes", Limits{MaxDataBytes: 4}, &Deliver{Event: Event{Data: make([]byte, 4)}}, &Deliver{Event: Event{Data: make([]byte, 5)}}, "event data"},
@@ -595,7 +628,7 @@ func TestShortFrameAllocatesLittle(t *testing.T) {
 }
 
 func TestKind(t *testing.T) {
-	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response"}
+	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response", "Received", "Lost"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -605,7 +638,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 16, 255} {
+	for _, k := range []Kind{0, 18, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))

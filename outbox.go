@@ -1,0 +1,299 @@
+package sion
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sion-go/sion/internal/wire"
+)
+
+// maxReplyBytes bounds the bytes of answers (Ack, Error, PullReply, Lost)
+// a remote session's stream holds unconfirmed: past it, the switch reads
+// no more requests from the session until the entity confirms what it
+// received, so an entity that sends requests and never confirms cannot
+// grow the stream without bound.
+const maxReplyBytes = 4 << 20
+
+// outbox is the switch's side of a remote session's stream (see Dial):
+// every frame the switch sends the session after Welcome — deliveries,
+// answers to requests, loss reports — gets the next number, from 1, and
+// stays until the entity confirms it has received it (wire.Received), so
+// that an entity that reconnects gets every frame it missed, once, in
+// order, on its next connection. The deliveries it holds are bounded in
+// bytes (the session's retention); one that does not fit is dropped for
+// its subscriptions, counted, and reported in the stream (a Lost frame)
+// before the next delivery that fits, or when the entity reconnects.
+//
+// An outbox is safe for concurrent use: publishers append, the
+// connection's writer takes, its reader confirms.
+type outbox struct {
+	sess  *Session
+	limit int // bytes of deliveries held; one is taken whatever its size when none is held
+
+	mu      sync.Mutex
+	first   uint64            // the number of items[0]; mu
+	items   []outItem         // unconfirmed frames, oldest first; mu
+	sent    int               // items[:sent] were sent on the current connection; mu
+	bytes   int               // of the deliveries in items; mu
+	replies int               // of the other frames in items; mu
+	lost    map[uint64]uint64 // entity's subscription ID → deliveries dropped, not yet reported; mu
+	slow    bool              // a delivery was dropped since the stream last drained below half; mu
+	closed  bool              // the session ended: deliveries are dropped; mu
+	changed chan struct{}     // closed at the next change; nil unless someone waits; mu
+}
+
+// outItem is one frame of the stream.
+type outItem struct {
+	f    []byte
+	subs []*Subscription // for a delivery, its subscriptions; nil for other frames
+}
+
+func newOutbox(s *Session, limit int) *outbox {
+	return &outbox{sess: s, limit: limit, first: 1, lost: map[uint64]uint64{}}
+}
+
+// reply appends a frame that is not a delivery: an answer or a report.
+func (ob *outbox) reply(f []byte) {
+	ob.mu.Lock()
+	ob.items = append(ob.items, outItem{f: f})
+	ob.replies += len(f)
+	ob.notify()
+	ob.mu.Unlock()
+}
+
+// deliver appends the Deliver frame f for subs, or, when the deliveries
+// held would exceed the limit, drops it for each of them (counted, and
+// reported in the stream later). It reports whether f was taken.
+func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
+	ob.mu.Lock()
+	if ob.closed {
+		ob.mu.Unlock()
+		for _, sub := range subs {
+			sub.drop(1)
+		}
+		return false
+	}
+	if ob.bytes > 0 && ob.bytes+len(f) > ob.limit {
+		for _, sub := range subs {
+			ob.lost[sub.remote]++
+		}
+		slow := !ob.slow
+		ob.slow = true
+		ob.mu.Unlock()
+		for _, sub := range subs {
+			sub.drop(1)
+			if slow {
+				sub.reportSlow()
+			}
+		}
+		return false
+	}
+	ob.flushLost()
+	ob.items = append(ob.items, outItem{f: f, subs: subs})
+	ob.bytes += len(f)
+	ob.notify()
+	ob.mu.Unlock()
+	return true
+}
+
+// flushLost appends Lost frames for the drops not yet reported. mu must be
+// held.
+func (ob *outbox) flushLost() {
+	for _, cs := range chunks(ob.takeLost(), wire.DefaultLimits().MaxMatches) {
+		f, err := wire.Encode(nil, &wire.Lost{Lost: cs})
+		if err != nil { // cannot happen: counts of at most MaxMatches always encode
+			panic(fmt.Sprintf("sion: Lost frame: %v", err))
+		}
+		ob.items = append(ob.items, outItem{f: f})
+		ob.replies += len(f)
+	}
+}
+
+// takeLost returns the drops not yet reported, by subscription, and
+// forgets them. mu must be held.
+func (ob *outbox) takeLost() []wire.Count {
+	if len(ob.lost) == 0 {
+		return nil
+	}
+	out := make([]wire.Count, 0, len(ob.lost))
+	for sub, n := range ob.lost {
+		out = append(out, wire.Count{Sub: sub, N: n})
+	}
+	clear(ob.lost)
+	slices.SortFunc(out, func(a, b wire.Count) int { return cmp.Compare(a.Sub, b.Sub) })
+	return out
+}
+
+// unreported returns the drops not yet reported, for a Welcome, and
+// forgets them.
+func (ob *outbox) unreported() []wire.Count {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	return ob.takeLost()
+}
+
+func chunks[T any](s []T, n int) [][]T {
+	var out [][]T
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if len(s) > 0 {
+		out = append(out, s)
+	}
+	return out
+}
+
+// confirm forgets the frames the entity has received, the first n of the
+// stream, and counts their deliveries as delivered. It refuses an n beyond
+// the frames sent, and ignores one it has seen.
+func (ob *outbox) confirm(n uint64) error {
+	ob.mu.Lock()
+	sent := ob.first - 1 + uint64(ob.sent)
+	if n > sent {
+		ob.mu.Unlock()
+		return fmt.Errorf("%w: the session confirmed %d frames of its stream, %d were sent", ErrProtocol, n, sent)
+	}
+	if n < ob.first {
+		ob.mu.Unlock()
+		return nil
+	}
+	k := int(n - (ob.first - 1))
+	done := slices.Clone(ob.items[:k])
+	for _, it := range done {
+		if it.subs != nil {
+			ob.bytes -= len(it.f)
+		} else {
+			ob.replies -= len(it.f)
+		}
+	}
+	clear(ob.items[:k])
+	ob.items = ob.items[k:]
+	if len(ob.items) == 0 {
+		ob.items = nil // let the backing array go
+	}
+	ob.first += uint64(k)
+	ob.sent -= k
+	recovered := ob.slow && ob.bytes < ob.limit/2
+	if recovered {
+		ob.slow = false
+	}
+	ob.notify()
+	ob.mu.Unlock()
+	for _, it := range done {
+		for _, sub := range it.subs {
+			sub.placed()
+		}
+	}
+	if recovered {
+		ob.sess.mu.Lock()
+		for _, sub := range ob.sess.subs {
+			sub.slow.Store(false)
+		}
+		ob.sess.mu.Unlock()
+	}
+	return nil
+}
+
+// rewind prepares the stream for a new connection of an entity that has
+// received the first received frames: those are confirmed, and the rest
+// are sent again from the first one.
+func (ob *outbox) rewind(received uint64) error {
+	ob.mu.Lock()
+	if total := ob.first - 1 + uint64(len(ob.items)); received > total {
+		ob.mu.Unlock()
+		return fmt.Errorf("%w: the session says it received %d frames of its stream, %d were sent", ErrProtocol, received, total)
+	}
+	ob.sent = len(ob.items) // each may have been sent on the connection that ended
+	ob.mu.Unlock()
+	if err := ob.confirm(received); err != nil {
+		return err
+	}
+	ob.mu.Lock()
+	ob.sent = 0
+	ob.notify()
+	ob.mu.Unlock()
+	return nil
+}
+
+// next returns the next frame to send on the current connection, waiting
+// until there is one; it returns false once stop is closed.
+func (ob *outbox) next(stop <-chan struct{}) ([]byte, bool) {
+	for {
+		ob.mu.Lock()
+		if ob.sent < len(ob.items) {
+			f := ob.items[ob.sent].f
+			ob.sent++
+			ob.mu.Unlock()
+			return f, true
+		}
+		ch := ob.waitChan()
+		ob.mu.Unlock()
+		select {
+		case <-ch:
+		case <-stop:
+			return nil, false
+		}
+	}
+}
+
+// roomForReplies waits until the answers held are below maxReplyBytes; it
+// returns false once stop is closed.
+func (ob *outbox) roomForReplies(stop <-chan struct{}) bool {
+	for {
+		ob.mu.Lock()
+		if ob.replies < maxReplyBytes {
+			ob.mu.Unlock()
+			return true
+		}
+		ch := ob.waitChan()
+		ob.mu.Unlock()
+		select {
+		case <-ch:
+		case <-stop:
+			return false
+		}
+	}
+}
+
+// end empties the stream of a session that ends: its unconfirmed
+// deliveries are dropped for their subscriptions (counted). It returns the
+// deliveries lost by subscription, those not yet reported included.
+func (ob *outbox) end() []wire.Count {
+	ob.mu.Lock()
+	ob.closed = true
+	items := ob.items
+	ob.items, ob.sent, ob.bytes, ob.replies = nil, 0, 0, 0
+	for _, it := range items {
+		for _, sub := range it.subs {
+			ob.lost[sub.remote]++
+		}
+	}
+	lost := ob.takeLost()
+	ob.notify()
+	ob.mu.Unlock()
+	for _, it := range items {
+		for _, sub := range it.subs {
+			sub.drop(1)
+		}
+	}
+	return lost
+}
+
+// waitChan returns a channel closed at the next change. mu must be held.
+func (ob *outbox) waitChan() <-chan struct{} {
+	if ob.changed == nil {
+		ob.changed = make(chan struct{})
+	}
+	return ob.changed
+}
+
+// notify wakes those waiting for a change. mu must be held.
+func (ob *outbox) notify() {
+	if ob.changed != nil {
+		close(ob.changed)
+		ob.changed = nil
+	}
+}
