@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,28 +27,64 @@ func fuzzPlace(t testing.TB, file string) *EventPlace {
 	return p
 }
 
-// requireAdmitted checks that the place accepts an event a reader made,
-// as Publish would.
-func requireAdmitted(t *testing.T, p *EventPlace, ev *Event) {
+// requireAdmitted checks that the place accepts an event that a reader
+// made from doc, as Publish would, and that the reader reads the event's
+// payload back to the same event (so the payload is the document the
+// event was read from). read is the reader's Read.
+func requireAdmitted(t *testing.T, p *EventPlace, ev *Event, doc []byte, read func([]byte) (*Event, error)) {
 	t.Helper()
 	_, err := p.admit(ev, true, false)
-	if err != nil && ontology.IsReserved(ev.Type) {
-		// Known gap, reported with issue 13: the readers look the type up
-		// in the ontology, which holds sion's reserved types, and do not
-		// refuse them as Publish does.
-		require.ErrorContains(t, err, "reserved for sion's control traffic")
+	if knownReaderGap(ev, doc, err) {
 		return
 	}
 	require.NoError(t, err, "the reader made %v", ev)
+	if ev.Data == nil {
+		return
+	}
+	again, err := read(ev.Data)
+	require.NoError(t, err, "the reader reads the payload %q of %v", ev.Data, ev)
+	require.Equal(t, ev.Type, again.Type, "payload %q", ev.Data)
+	require.Equal(t, ev.Attrs, again.Attrs, "payload %q", ev.Data)
 }
 
-// requireRecords checks what a reader made of a list of n records: each
-// event passes the place's validation, each error names its record, and
-// every record gave one or the other.
-func requireRecords(t *testing.T, p *EventPlace, events []*Event, err error, n int, list string) {
+// emptyPrefix matches a namespace declaration of a prefix with an empty
+// namespace name (xmlns:p=""), which Namespaces in XML 1.0 forbids ("No
+// Prefix Undeclaring").
+var emptyPrefix = regexp.MustCompile(`xmlns:[^\s=>/]*\s*=\s*(""|'')`)
+
+// knownReaderGap reports whether the place's verdict err on ev, which a
+// reader made from doc, may be one of the gaps found by these targets in
+// code that is not this file's to change (reported with issue 13). Remove
+// each case when it is fixed:
+//   - reserved types: the readers look the type up in the ontology, which
+//     holds sion's reserved types, and do not refuse them, as Publish does
+//     ({"properties": {"type": "sion.Control"}});
+//   - JSONReader reads a number beyond float64 (1e999) as ±Inf into a
+//     float attribute, which Publish refuses; the XML reader refuses it;
+//   - a document declaring a prefix with an empty namespace: xmlquery then
+//     writes the element's unprefixed attributes as p:name in the payload
+//     (filter.XMLElement.OuterXML): <entry xmlns:x="" a="1"/> has the
+//     payload <entry xmlns:x="" x:a="1"></entry>, and
+//     <feed xmlns:000='' A=''/> one that is not well-formed.
+func knownReaderGap(ev *Event, doc []byte, err error) bool {
+	switch {
+	case ontology.IsReserved(ev.Type):
+		return err != nil && strings.Contains(err.Error(), "reserved for sion's control traffic")
+	case err != nil && strings.Contains(err.Error(), "NaN and ±Inf are refused"):
+		return true
+	case ev.ContentType == "application/xml":
+		return emptyPrefix.Match(doc)
+	}
+	return false
+}
+
+// requireRecords checks what a reader made of a list of n records in doc:
+// each event is admitted (requireAdmitted), each error names its record,
+// and every record gave one or the other.
+func requireRecords(t *testing.T, p *EventPlace, events []*Event, err error, n int, list string, doc []byte, read func([]byte) (*Event, error)) {
 	t.Helper()
 	for _, ev := range events {
-		requireAdmitted(t, p, ev)
+		requireAdmitted(t, p, ev, doc, read)
 	}
 	var errs []error
 	if err != nil {
@@ -63,14 +100,14 @@ func requireRecords(t *testing.T, p *EventPlace, events []*Event, err error, n i
 }
 
 // requireRead checks what Read made of one document.
-func requireRead(t *testing.T, p *EventPlace, ev *Event, err error) {
+func requireRead(t *testing.T, p *EventPlace, ev *Event, err error, doc []byte, read func([]byte) (*Event, error)) {
 	t.Helper()
 	if err != nil {
 		require.Nil(t, ev)
 		require.True(t, errors.Is(err, ErrInvalidEvent) || errors.Is(err, ErrUnknownEventType), "%v", err)
 		return
 	}
-	requireAdmitted(t, p, ev)
+	requireAdmitted(t, p, ev, doc, read)
 }
 
 // usgsFields reads the USGS feed as the quakewatch example does
@@ -137,6 +174,7 @@ func FuzzJSONReader(f *testing.F) {
 		`{"properties": {"type": "quarry blast", "mag": 9007199254740993, "time": -9223372036854775808, "alert": null}, "geometry": {"coordinates": [1, 2, -0.0]}}`,
 		`{"properties": {"type": "sion.Control"}}`,
 		`{"properties": {"type": "*"}}`,
+		`{"properties": {"type": "earthquake", "mag": 1e999}}`, `-1e999`,
 		`{"features": [{"properties": {"type": "hazard", "place": "\ud800"}}, 7, {"properties": {"type": "x"}}]}`,
 	} {
 		f.Add([]byte(s))
@@ -151,7 +189,7 @@ func FuzzJSONReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		for _, r := range []*JSONReader{r, fixed} {
 			ev, err := r.Read(doc)
-			requireRead(t, p, ev, err)
+			requireRead(t, p, ev, err, doc, r.Read)
 			events, err := r.ReadList(doc, "features")
 			elems, ok := filter.JSONElements(doc, "features")
 			if !ok || filter.CheckPayload("application/json", doc) != nil {
@@ -159,7 +197,7 @@ func FuzzJSONReader(f *testing.F) {
 				require.ErrorIs(t, err, ErrInvalidEvent)
 				continue
 			}
-			requireRecords(t, p, events, err, len(elems), "features")
+			requireRecords(t, p, events, err, len(elems), "features", doc, r.Read)
 		}
 	})
 }
@@ -227,6 +265,8 @@ func FuzzXMLReader(f *testing.F) {
 		`<feed xmlns="http://www.w3.org/2005/Atom" xmlns:cap="urn:oasis:names:tc:emergency:cap:1.1"><entry><cap:event><![CDATA[Flood Warning]]></cap:event><cap:areaDesc>a &amp; b &lt;c&gt;</cap:areaDesc><!-- x --><?pi x?></entry></feed>`,
 		`<entry sev="Severe" at="2018-08-15T14:52:00Z"/>`,
 		`<entry xmlns:cap="urn:oasis:names:tc:emergency:cap:1.1"><cap:event>sion.Discovery</cap:event></entry>`,
+		`<entry xmlns:x="" sev="Severe"/>`,
+		`<feed xmlns:000=''A=''></feed>0`,
 		`<?xml version="1.0" encoding="ISO-8859-1"?><entry sev="caf` + "\xe9" + `"/>`,
 		`<a><b>`, ``, `<`,
 	} {
@@ -245,7 +285,7 @@ func FuzzXMLReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		for _, r := range []*XMLReader{r, fixed} {
 			ev, err := r.Read(doc)
-			requireRead(t, p, ev, err)
+			requireRead(t, p, ev, err, doc, r.Read)
 			events, err := r.ReadList(doc, list)
 			elems, xerr := filter.XMLElements(doc, sel)
 			if xerr != nil {
@@ -253,7 +293,7 @@ func FuzzXMLReader(f *testing.F) {
 				require.ErrorIs(t, err, ErrInvalidEvent)
 				continue
 			}
-			requireRecords(t, p, events, err, len(elems), list)
+			requireRecords(t, p, events, err, len(elems), list, doc, r.Read)
 		}
 	})
 }
