@@ -65,7 +65,7 @@ var emptyPrefix = regexp.MustCompile(`xmlns:[^\s=>/]*\s*=\s*(""|'')`)
 //     writes the element's unprefixed attributes as p:name in the payload
 //     (filter.XMLElement.OuterXML): <entry xmlns:x="" a="1"/> has the
 //     payload <entry xmlns:x="" x:a="1"></entry>, and
-//     <feed xmlns:000='' A=''/> one that is not well-formed.
+//     <feed xmlns:000="" A=""/> one that is not well-formed.
 func knownReaderGap(ev *Event, doc []byte, err error) bool {
 	switch {
 	case ontology.IsReserved(ev.Type):
