@@ -269,6 +269,11 @@ type remoteClient struct {
 	switchName string                   // mu
 	maxPayload int                      // mu; the place's PlaceConfig.MaxPayloadBytes
 	pending    map[uint64]*request      // mu; requests not yet answered, by Seq
+	// resubscribing counts the subscriptions registered again after a
+	// reconnect, not yet answered; reconnected is the event reported
+	// once they are. mu.
+	resubscribing int
+	reconnected   *ConnectionEvent
 	subs       map[uint64]*Subscription // mu
 	closed     bool                     // mu
 	done       chan struct{}            // closed when closed is set
@@ -453,10 +458,7 @@ func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, error) {
 		conn, welcome, err := rc.connect(actx, addr, &hello)
 		cancel()
 		if err == nil {
-			ev := rc.resumed(conn, welcome, addr)
-			ev.Attempts = attempt
-			rc.log.Info("sion: remote session reconnected", "session", rc.sess.name, "addr", addr, "resumed", ev.Resumed, "lost", ev.Lost, "attempts", attempt)
-			rc.notify(ev)
+			rc.resumed(conn, welcome, addr, attempt)
 			return conn, nil
 		}
 		if ctx.Err() != nil {
@@ -471,11 +473,12 @@ func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, error) {
 	return nil, fmt.Errorf("sion: gave up reconnecting after %d attempts: %w", rc.policy.MaxAttempts, last)
 }
 
-// resumed carries on over conn, whose handshake welcome answered: the
-// requests the switch did not receive are sent again; a session the
-// switch no longer held registers its subscriptions again. It returns
-// the event to report.
-func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr string) ConnectionEvent {
+// resumed carries on over conn, whose handshake welcome answered after
+// attempts attempts: the requests the switch did not receive are sent
+// again; a session the switch no longer held registers its subscriptions
+// again. The session is reported connected (OnChange) once they are
+// registered, when their answers arrive.
+func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr string, attempts int) {
 	rc.sendMu.Lock()
 	defer rc.sendMu.Unlock()
 	rc.mu.Lock()
@@ -499,7 +502,8 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 		subs = append(subs, sub)
 	}
 	rc.mu.Unlock()
-	ev := ConnectionEvent{Connected: true, Addr: addr, Resumed: w.Resumed, Lost: rc.lost(w.Lost)}
+	ev := ConnectionEvent{Connected: true, Addr: addr, Attempts: attempts, Resumed: w.Resumed, Lost: rc.lost(w.Lost)}
+	rc.log.Info("sion: remote session reconnected", "session", rc.sess.name, "addr", addr, "resumed", ev.Resumed, "lost", ev.Lost, "attempts", attempts)
 
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultHandshakeTimeout)
 	defer cancel()
@@ -534,14 +538,21 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 			}
 			rc.mu.Lock()
 			rc.pending[m.Seq] = &request{frame: f, kind: wire.KindSubscribe, sub: sub}
+			rc.resubscribing++
 			rc.mu.Unlock()
 			conn.Send(ctx, f)
 		}
 	}
 	rc.mu.Lock()
 	rc.conn = conn
+	later := rc.resubscribing > 0
+	if later {
+		rc.reconnected = &ev
+	}
 	rc.mu.Unlock()
-	return ev
+	if !later {
+		rc.notify(ev)
+	}
 }
 
 // fail ends the session for good: the connection at addr failed with err
@@ -680,6 +691,16 @@ func (rc *remoteClient) reply(seq uint64, m wire.Message) {
 	case r.sub != nil: // a subscription registered again after a reconnect
 		if e, ok := m.(*wire.Error); ok {
 			rc.endSub(r.sub, fmt.Errorf("registering it again after a reconnect failed: %w", fromWireError(e)))
+		}
+		rc.mu.Lock()
+		rc.resubscribing--
+		var ev *ConnectionEvent
+		if rc.resubscribing == 0 {
+			ev, rc.reconnected = rc.reconnected, nil
+		}
+		rc.mu.Unlock()
+		if ev != nil {
+			rc.notify(*ev)
 		}
 	}
 }

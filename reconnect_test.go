@@ -1,0 +1,439 @@
+package sion_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/tcp"
+)
+
+// serveTCP serves sw's remote sessions over loopback TCP with tr until the
+// test ends, and returns the address.
+func serveTCP(t *testing.T, sw *sion.Switch, tr transport.Transport) string {
+	t.Helper()
+	l, err := tr.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sw.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-served)
+		require.NoError(t, sw.Close())
+	})
+	return l.Addr().String()
+}
+
+func newTCP(t *testing.T, cfg tcp.Config) *tcp.Transport {
+	t.Helper()
+	tr, err := tcp.New(cfg)
+	require.NoError(t, err)
+	return tr
+}
+
+// fastReconnect retries at once, so that tests do not wait for backoff.
+var fastReconnect = sion.ReconnectPolicy{MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+
+// connectionLog records a remote session's connection events.
+type connectionLog struct {
+	mu     sync.Mutex
+	events []sion.ConnectionEvent
+	ch     chan sion.ConnectionEvent
+}
+
+func newConnectionLog() *connectionLog {
+	return &connectionLog{ch: make(chan sion.ConnectionEvent, 1024)}
+}
+
+func (l *connectionLog) record(ev sion.ConnectionEvent) {
+	l.mu.Lock()
+	l.events = append(l.events, ev)
+	l.mu.Unlock()
+	select {
+	case l.ch <- ev:
+	default:
+	}
+}
+
+// next returns the next event, or fails t after 10 s.
+func (l *connectionLog) next(t *testing.T) sion.ConnectionEvent {
+	t.Helper()
+	select {
+	case ev := <-l.ch:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection event within 10 s")
+		return sion.ConnectionEvent{}
+	}
+}
+
+func (l *connectionLog) count(connected bool) (n, resumed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ev := range l.events {
+		if ev.Connected == connected {
+			n++
+			if ev.Resumed {
+				resumed++
+			}
+		}
+	}
+	return n, resumed
+}
+
+// TestReconnectLosesNothingThroughCuts: a publisher and a subscriber, both
+// remote, reach their switch through a proxy that cuts their TCP
+// connections 20 times while the publisher sends about 2,000 events a
+// second. Both reconnect and resume: the subscriber receives every event
+// published, once, in order; the publisher's requests in flight at a cut
+// are neither lost nor repeated.
+func TestReconnectLosesNothingThroughCuts(t *testing.T) {
+	const cuts = 20
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	ctx := context.Background()
+
+	subLog, pubLog := newConnectionLog(), newConnectionLog()
+	dial := func(name string, log *connectionLog) *sion.Session {
+		policy := fastReconnect
+		policy.OnChange = log.record
+		s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: name, Reconnect: policy})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	subscriber, publisher := dial("subscriber", subLog), dial("publisher", pubLog)
+	var mu sync.Mutex
+	var got []int64
+	sub := subscribe(t, subscriber, `{type ⊑ Reading}`, sion.WithQueue(sion.MaxQueue), sion.WithHandler(func(d sion.Delivery) {
+		mu.Lock()
+		got = append(got, must(d.Event.Value("n")).Int())
+		mu.Unlock()
+	}))
+
+	stop := make(chan struct{})
+	published := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { published <- n }()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for range 2 { // about 2,000 a second
+				if err := publisher.Publish(ctx, reading(n+1)); err != nil {
+					t.Errorf("publish %d: %v", n+1, err)
+					return
+				}
+				n++
+			}
+		}
+	}()
+	for done := 0; done < cuts; {
+		time.Sleep(100 * time.Millisecond)
+		if proxy.cut() {
+			done++
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	n := <-published
+
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, subscriber.Sync(sctx))
+	mu.Lock()
+	defer mu.Unlock()
+	subDown, subResumed := subLog.count(false)
+	pubDown, pubResumed := pubLog.count(false)
+	_, subResumed = subLog.count(true)
+	_, pubResumed = pubLog.count(true)
+	t.Logf("published %d, received %d; %d cuts; subscriber: %d disconnections, %d resumed; publisher: %d, %d", n, len(got), cuts, subDown, subResumed, pubDown, pubResumed)
+	require.Equal(t, seq(1, int64(n)), got, "every event once, in order")
+	assert.GreaterOrEqual(t, subDown, cuts/2, "the subscriber's connection was cut")
+	assert.Equal(t, subDown, subResumed, "each reconnect resumed")
+	assert.Equal(t, pubDown, pubResumed, "each reconnect resumed")
+	assert.Zero(t, sub.Stats().Dropped)
+	assert.Zero(t, sw.Stats().Dropped)
+}
+
+// TestReconnectAfterRetentionReportsTheLoss: a subscriber away longer than
+// its retention finds its session ended; it is opened anew, its
+// subscription registered again, and it learns exactly how many matched
+// events it lost.
+func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	ctx := context.Background()
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.Retention, policy.OnChange = 200*time.Millisecond, log.record
+	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "away", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
+	pub := open(t, sw, "pub")
+	for n := 1; n <= 5; n++ {
+		publish(t, pub, reading(n))
+	}
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, seq(1, 5), ns(queued(sub)))
+
+	proxy.setDown(true)
+	require.True(t, proxy.cut())
+	ev := log.next(t)
+	require.False(t, ev.Connected)
+	const lost = 50
+	for n := 6; n < 6+lost; n++ { // matched, held for the session while it is away
+		publish(t, pub, reading(n))
+	}
+	require.Eventually(t, func() bool { return sw.Stats().Sessions == 1 }, 10*time.Second, time.Millisecond, "the session ends after its retention")
+	for n := 100; n < 130; n++ { // not matched for it any more
+		publish(t, pub, reading(n))
+	}
+	proxy.setDown(false)
+	ev = log.next(t)
+	require.True(t, ev.Connected, "%+v", ev)
+	assert.False(t, ev.Resumed, "opened anew")
+	assert.Equal(t, uint64(lost), ev.Lost, "exactly the events matched and not delivered")
+	assert.Equal(t, uint64(lost), sub.Stats().Dropped)
+
+	publish(t, pub, reading(200))
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, []int64{200}, ns(queued(sub)), "the subscription was registered again")
+	assert.Equal(t, uint64(lost), sw.Stats().Dropped, "the switch counted them too")
+}
+
+// TestReconnectOverTheBoundReportsTheLoss: a subscriber away for less than
+// its retention, but while more than RetentionBytes of events matched,
+// resumes and receives what fit; the rest is counted, on both sides, and
+// reported exactly.
+func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	ctx := context.Background()
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.RetentionBytes, policy.OnChange = 32<<10, log.record
+	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "away", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
+	pub := open(t, sw, "pub")
+
+	proxy.setDown(true)
+	require.True(t, proxy.cut())
+	require.False(t, log.next(t).Connected)
+	const published = 200
+	pad := strings.Repeat("x", 1000)
+	for n := 1; n <= published; n++ {
+		ev := reading(n)
+		ev.ContentType, ev.Data = "application/json", fmt.Appendf(nil, `{"pad":%q}`, pad)
+		publish(t, pub, ev)
+	}
+	proxy.setDown(false)
+	ev := log.next(t)
+	require.True(t, ev.Connected)
+	assert.True(t, ev.Resumed)
+	require.NoError(t, s.Sync(ctx))
+	got := ns(queued(sub))
+	t.Logf("%d published while away, %d received, %d lost", published, len(got), ev.Lost)
+	assert.Equal(t, seq(1, int64(len(got))), got, "a gap-free prefix")
+	assert.Less(t, len(got), published, "the bound dropped some")
+	assert.Equal(t, uint64(published-len(got)), ev.Lost, "exactly")
+	assert.Equal(t, ev.Lost, sub.Stats().Dropped)
+	assert.Equal(t, ev.Lost, sw.Stats().Dropped)
+}
+
+// TestDeadPeerEventsCountedAndSaid: a subscriber that stops (its
+// connection frozen, as by SIGSTOP) is declared dead by heartbeats. Every
+// event the switch matched for it is either received or counted as
+// dropped; without reconnect, its subscription says why it ended; with
+// reconnect, it receives them all once it is back.
+func TestDeadPeerEventsCountedAndSaid(t *testing.T) {
+	const frozen = 2000
+	for _, reconnect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reconnect=%v", reconnect), func(t *testing.T) {
+			tr := newTCP(t, tcp.Config{HeartbeatInterval: 50 * time.Millisecond, DeadAfter: 300 * time.Millisecond})
+			sw := newSwitch(t, sion.PlaceConfig{})
+			proxy := newProxy(t, serveTCP(t, sw, tr))
+			ctx := context.Background()
+			log := newConnectionLog()
+			policy := fastReconnect
+			policy.Disabled, policy.OnChange = !reconnect, log.record
+			s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "sleeper", Reconnect: policy})
+			require.NoError(t, err)
+			defer s.Close()
+			sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(4*frozen))
+			pub := open(t, sw, "pub")
+			for n := 1; n <= 10; n++ {
+				publish(t, pub, reading(n))
+			}
+			require.NoError(t, s.Sync(ctx)) // received and confirmed
+
+			proxy.freeze(true)
+			for n := 11; n < 11+frozen; n++ {
+				publish(t, pub, reading(n))
+			}
+			require.False(t, log.next(t).Connected, "declared dead")
+			if !reconnect {
+				<-s.Done()
+				got := ns(queued(sub))
+				assert.Equal(t, seq(1, 10), got)
+				_, err := sub.Next(ctx)
+				require.ErrorIs(t, err, sion.ErrClosed)
+				require.ErrorIs(t, err, tcp.ErrPeerDead, "it says why: %v", err)
+				require.ErrorIs(t, s.Err(), tcp.ErrPeerDead)
+				require.Eventually(t, func() bool { return sw.Stats().Sessions == 1 }, 10*time.Second, time.Millisecond, "the switch ended its side")
+				st := sw.Stats()
+				assert.Equal(t, uint64(10), st.Deliveries, "received and confirmed")
+				assert.Equal(t, uint64(frozen), st.Dropped, "the rest is counted")
+				proxy.freeze(false)
+				return
+			}
+			proxy.freeze(false)
+			require.True(t, log.next(t).Connected)
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			require.NoError(t, s.Sync(sctx))
+			assert.Equal(t, seq(1, 10+frozen), ns(queued(sub)), "every event once, in order")
+			st := sw.Stats()
+			assert.Equal(t, uint64(10+frozen), st.Deliveries)
+			assert.Zero(t, st.Dropped)
+		})
+	}
+}
+
+// TestRequestsWaitForTheConnection: a call made while the session is
+// disconnected waits for the reconnect and takes effect once; one whose
+// ctx ends first returns ctx's error, not ErrClosed, and the session stays
+// usable.
+func TestRequestsWaitForTheConnection(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	ctx := context.Background()
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.OnChange = log.record
+	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "pub", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	local := open(t, sw, "local")
+	sub := subscribe(t, local, `{type ⊑ Reading}`)
+
+	proxy.setDown(true)
+	require.True(t, proxy.cut())
+	require.False(t, log.next(t).Connected)
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	err = s.Publish(tctx, reading(1))
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, sion.ErrClosed)
+
+	done := make(chan error, 1)
+	go func() { done <- s.Publish(ctx, reading(2)) }()
+	proxy.setDown(false)
+	require.NoError(t, <-done)
+	assert.Equal(t, []int64{2}, ns(queued(sub)), "published once; the call that gave up never went")
+}
+
+// TestRemoteSessionEndsWhenItCannotReconnect: with MaxAttempts, a session
+// whose switch stays away ends: Done closes, and Err and OnChange say why.
+func TestRemoteSessionEndsWhenItCannotReconnect(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.MaxAttempts, policy.OnChange = 3, log.record
+	s, err := sion.Dial(context.Background(), tr, proxy.Addr(), sion.SessionConfig{Name: "lonely", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	sub := subscribe(t, s, `{type ⊑ Reading}`)
+	proxy.setDown(true)
+	require.True(t, proxy.cut())
+	require.False(t, log.next(t).Connected)
+	ev := log.next(t)
+	assert.True(t, ev.Ended)
+	assert.ErrorContains(t, ev.Err, "gave up reconnecting after 3 attempts")
+	<-s.Done()
+	require.ErrorIs(t, s.Err(), sion.ErrClosed)
+	assert.ErrorContains(t, s.Err(), "gave up reconnecting")
+	_, err = sub.Next(context.Background())
+	require.ErrorIs(t, err, sion.ErrClosed)
+	assert.ErrorContains(t, err, "gave up reconnecting")
+	require.ErrorIs(t, s.Publish(context.Background(), reading(1)), sion.ErrClosed)
+	require.NoError(t, s.Close())
+}
+
+// TestReconnectToARestartedSwitch: a restarted switch does not know the
+// session, which is opened anew with its subscriptions.
+func TestReconnectToARestartedSwitch(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	ctx := context.Background()
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "test", Ontology: ont1(t)})
+	require.NoError(t, err)
+	start := func(addr string) (*sion.Switch, string, func()) {
+		sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
+		require.NoError(t, err)
+		var l transport.Listener
+		require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, 10*time.Second, 10*time.Millisecond)
+		sctx, cancel := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- sw.Serve(sctx, l) }()
+		return sw, l.Addr().String(), func() { cancel(); <-served; sw.Close() }
+	}
+	_, addr, stop := start("127.0.0.1:0")
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.OnChange = log.record
+	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: "app", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	sub := subscribe(t, s, `{type ⊑ Reading}`)
+	stop()
+	require.False(t, log.next(t).Connected)
+
+	sw, _, stop := start(addr)
+	defer stop()
+	ev := log.next(t)
+	require.True(t, ev.Connected)
+	assert.False(t, ev.Resumed, "the new switch does not know the session")
+	assert.Zero(t, ev.Lost)
+	pub := open(t, sw, "pub")
+	require.Eventually(t, func() bool {
+		publish(t, pub, reading(1))
+		require.NoError(t, s.Sync(ctx))
+		return count(sub) > 0
+	}, 10*time.Second, 10*time.Millisecond, "the subscription is registered on the new switch")
+}
+
+// TestReconnectPolicyRefused: bad policies are refused at Dial.
+func TestReconnectPolicyRefused(t *testing.T) {
+	sw := newSwitch(t, sion.PlaceConfig{})
+	network := serveMem(t, sw)
+	for _, p := range []sion.ReconnectPolicy{
+		{MinBackoff: -1}, {MaxAttempts: -1}, {RetentionBytes: -1}, {Retention: -time.Second},
+		{MinBackoff: time.Second, MaxBackoff: time.Millisecond}, {Addrs: []string{""}},
+	} {
+		_, err := sion.Dial(context.Background(), network, "switch", sion.SessionConfig{Name: "x", Reconnect: p})
+		require.ErrorIs(t, err, sion.ErrInvalidConfig, "%+v", p)
+	}
+}
