@@ -33,7 +33,17 @@
 //     it over a transport (transport.Transport; mem in one process) to a
 //     switch that serves it (Switch.Serve), with the same API as a local
 //     one. Frames use the versioned, bounded wire codec; a session fires
-//     once per event, one Deliver frame for all its subscriptions.
+//     once per event, one Deliver frame for all its subscriptions. What
+//     the switch sends a remote session is its stream: numbered frames
+//     the entity confirms, held until then, up to the session's
+//     retention in bytes (ReconnectPolicy.RetentionBytes); so an event
+//     the switch matched for it is either received or counted dropped.
+//   - Reconnect and retention: a remote session whose connection fails
+//     reconnects (ReconnectPolicy), while the switch keeps it for its
+//     retention: its subscriptions go on matching and their events wait
+//     in its stream. One that returns in time resumes and receives them,
+//     each once; later, it is opened anew and told what it lost
+//     (ConnectionEvent).
 //   - Shared link: a link between two switches of a place (S1), made by
 //     one switch's establishment request (Switch.Link) to a switch that
 //     serves (Switch.Serve). The requester's peer is its parent; a switch
@@ -83,7 +93,14 @@
 //   - Admission (S1 security assurance unit): the place's Admit hook
 //     decides on every session and link; with PlaceConfig.SharedKey an
 //     entity must also prove it knows the key (HMAC-SHA256 challenge and
-//     response over fresh nonces; the switch proves it too).
+//     response over fresh nonces; the switch proves it too). Until a peer
+//     is admitted it costs the switch a bounded amount: one handshake
+//     deadline (SwitchConfig.HandshakeTimeout), a bounded table of
+//     handshakes that evicts the busiest source's oldest
+//     (MaxHandshakes), handshake frames of at most
+//     MaxHandshakeFrameBytes, and the transport's own bounds (see
+//     Switch.Serve); refusals are logged at most once per source every
+//     10 s.
 //   - Control events: link requests, registers, releases, markers and
 //     acknowledgements travel as events of reserved "sion." types (ontology.RegisterType, …) in
 //     the same frames as data events, in order with them.
@@ -108,6 +125,13 @@
 // and Switch.Close stop them and wait. A remote session has one reader
 // goroutine, stopped by Session.Close; the switch's side of each link has a
 // reader and a writer, stopped when the link ends or Switch.Close runs.
+// A remote session's side on the entity also has a goroutine that
+// confirms what arrived, and its reader reconnects; Session.Close stops
+// both. The switch's side of a remote session serves each of its
+// connections with a reader and a writer (Serve's); while its entity is
+// away, one goroutine waits for the retention to pass, and its Subscribe
+// and Pull requests run in goroutines of their own: they end with the
+// session, whose Close waits for them, or with Switch.Close.
 // A shared link's router has a reader, a writer, and one goroutine per
 // register or marker waiting for acknowledgements from further links; a
 // requested link has a supervisor that re-establishes it. They stop when
@@ -118,5 +142,9 @@
 // under Switch.routeMu. Switch.routeMu orders filter propagation: it is taken before
 // Switch.mu and a router's locks, and never while a frame is sent.
 // Switch.mu may be held while a SharedLink's lock is taken, never the
-// reverse; a router's own lock is taken before its queue's.
+// reverse; a router's own lock is taken before its queue's. On the
+// entity's side of a remote session, its send lock (which orders requests
+// by number) is taken before its state lock. On the switch's side, a
+// remote session's lock, its stream's lock, Session.mu and Switch.mu are
+// each released before another is taken.
 package sion

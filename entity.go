@@ -83,7 +83,8 @@ type EntityConfig struct {
 	// answers, search answers, link requests). When empty, a peer is given
 	// ListenHost if it is a concrete address, else the local address of
 	// the interface that faces that peer — so a loopback address only to
-	// a peer on this host (CASES.md B15).
+	// a peer on this host, never 0.0.0.0 (on a multi-homed host each
+	// peer gets the address it can reach).
 	AdvertiseHost string
 	// DiscoveryPort is the UDP port probes are broadcast to and answered
 	// from; default DefaultDiscoveryPort. Every entity of a network uses

@@ -1,6 +1,6 @@
 module github.com/sion-go/sion
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/antchfx/xmlquery v1.5.2
@@ -15,6 +15,6 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.33.0 // indirect
-	golang.org/x/text v0.21.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

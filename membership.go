@@ -79,7 +79,8 @@ func (sw *Switch) addr() string {
 // addrFor returns the address the switch gives the peer at the other end
 // of conn: its first served address, with an unspecified host (a listener
 // on 0.0.0.0 or ::) replaced by conn's local address — the interface that
-// faces that peer. A peer is never told 0.0.0.0 (CASES.md B15).
+// faces that peer. A peer is never told 0.0.0.0, which it could not dial
+// (on a multi-homed host each peer gets the address it can reach).
 func (sw *Switch) addrFor(conn transport.Conn) string {
 	return concreteAddr(sw.addr(), conn.LocalAddr())
 }

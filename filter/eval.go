@@ -88,7 +88,8 @@ func (p *Predicate) holds(x val) bool {
 // missing path are missing; numbers written as integers that fit int64 are
 // KindInt (exact above 2^53), other numbers KindFloat; objects and arrays
 // are present but compare with nothing. A JSON string is always a string,
-// never a number or a time (CASES A3).
+// never a number or a time ("0" is not 0: DESIGN.md "Values at the
+// edges").
 func jsonValue(r gjson.Result) val {
 	switch r.Type {
 	case gjson.Null:

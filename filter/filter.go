@@ -317,7 +317,8 @@ func (e *BuildError) Unwrap() error { return ErrInvalid }
 // ends are out of order; string operators with non-string literals; empty
 // sets; empty ranges; a score threshold above the total weight; an XPath
 // that does not compile or uses an unbound namespace prefix
-// (DESIGN.md "Values at the edges", CASES A8); a bad mode, K or threshold;
+// (DESIGN.md "Values at the edges": a prefix matches by namespace URI, so
+// an unbound one could match nothing); a bad mode, K or threshold;
 // weights outside ModeScore. Build copies what it keeps of spec.
 func Build(spec Spec) (*Filter, error) {
 	f := &Filter{typ: spec.Type, mode: spec.Mode, atLeast: spec.AtLeast, threshold: spec.Threshold}
