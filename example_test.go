@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -186,4 +187,45 @@ func ExampleDial() {
 	// Output:
 	// BGM 25.0 sw1
 	// true
+}
+
+func ExampleReconnectPolicy() {
+	sw, _ := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: musicPlace()})
+	defer sw.Close()
+	ctx := context.Background()
+	network, _ := mem.NewNetwork(mem.Config{})
+	serve := func() (stop func()) {
+		l, _ := network.Listen("sw1")
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { sw.Serve(sctx, l); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	stop := serve()
+	changes := make(chan sion.ConnectionEvent, 4)
+	remote, err := sion.Dial(ctx, network, "sw1", sion.SessionConfig{Name: "far listener", Reconnect: sion.ReconnectPolicy{
+		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+		OnChange: func(ev sion.ConnectionEvent) { changes <- ev },
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer remote.Close()
+	sub, _ := remote.Subscribe(ctx, `{type ⊑ music}`)
+	shop, _ := sw.Open(ctx, sion.SessionConfig{Name: "shop"})
+
+	stop() // the switch stops serving: the connection fails, and the switch keeps the session
+	ev := <-changes
+	fmt.Println("connected:", ev.Connected)
+	shop.Publish(ctx, &sion.Event{Type: "BGM", Attrs: price(25)}) // matched while it is away
+	stop = serve()
+	defer stop()
+	ev = <-changes
+	fmt.Println("connected:", ev.Connected, "resumed:", ev.Resumed, "lost:", ev.Lost)
+	d, _ := sub.Next(ctx)
+	fmt.Println(d.Event.Type, d.Event.Attrs[0].Value)
+	// Output:
+	// connected: false
+	// connected: true resumed: true lost: 0
+	// BGM 25.0
 }

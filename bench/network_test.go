@@ -184,7 +184,7 @@ func newSionRig(tb testing.TB, hops int, remote bool, a *arrivals) netRig {
 	}
 	sub := open(hops, "sub")
 	_, err = sub.Subscribe(ctx, `{type ⊑ Reading; n >= 0}`,
-		sion.WithQueue(4*netBatch), sion.WithOverflow(sion.Block), sion.WithHandler(func(d sion.Delivery) {
+		sion.WithQueue(4*netBatch), overflow(remote), sion.WithHandler(func(d sion.Delivery) {
 			t, _ := d.Event.Value("t")
 			a.arrived(t.Int())
 		}))
