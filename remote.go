@@ -449,7 +449,7 @@ func (re *remoteEnd) detach(at *attachment, err error) {
 		return
 	}
 	re.conn = nil
-	keep := !re.ended && re.retention > 0 && !errors.Is(err, errBye) && !errors.Is(err, ErrProtocol)
+	keep := !re.ended && re.retention > 0 && !errors.Is(err, errBye) && !errors.Is(err, ErrProtocol) && !chanClosed(re.sw.stopping)
 	if !keep {
 		re.mu.Unlock()
 		re.sess.Close()

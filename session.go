@@ -317,6 +317,9 @@ func (s *Session) shut(cause error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		if s.sw == nil && cause == nil { // a remote session that ended by itself: its goroutines end now
+			s.be.closeSession(s)
+		}
 		s.wg.Wait()
 		return
 	}

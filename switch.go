@@ -425,7 +425,8 @@ type Stats struct {
 	// Sessions and Subscriptions open now; Filters in the switch's
 	// filter.Index (equal to Subscriptions when no call is in progress).
 	// They include the routers' sessions and the proxy filters peers
-	// registered over shared links.
+	// registered over shared links, and remote sessions kept while their
+	// entities are away (see ReconnectPolicy).
 	Sessions, Subscriptions, Filters int
 	// The counters below count over the switch's life: they never
 	// decrease. EventsIn counts the events published on the switch or
