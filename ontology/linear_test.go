@@ -47,6 +47,24 @@ func TestLoadRDFXMLPositionsExact(t *testing.T) {
 	}
 }
 
+// TestStartTags: startTags finds the start tags as encoding/xml reads
+// them, past markup that holds '<' or '>'.
+func TestStartTags(t *testing.T) {
+	docs := []string{
+		`<a/>`,
+		`<?xml version="1.0"?><?pi <b/> ?><a x='>' y=">"><b/><!-- <c/> --><![CDATA[<d/>]]></a>`,
+		"<!DOCTYPE a [\n <!ENTITY e \"<b>\">\n <!ENTITY f '>'>\n <!-- <c> '\" -->\n <!ELEMENT a (#PCDATA)>\n]>\n<a>&e;<b\n/></a>",
+		"<!DOCTYPE a SYSTEM \"a>.dtd\"><a><!----></a>",
+		"<!\"0><a/>", "<!'x><a/>",
+		rdfHead + `<owl:Class rdf:about="x:A"><rdfs:label>a &lt;b> c</rdfs:label></owl:Class></rdf:RDF>`,
+	}
+	for _, doc := range docs {
+		want := decoderStartTags(t, []byte(doc))
+		require.NotEmpty(t, want)
+		assert.Equal(t, want, startTags([]byte(doc)), doc)
+	}
+}
+
 // TestLoadRDFXMLLabelIsText: an rdfs:label's content is its text, read
 // once; a class element inside a label is no class. (Reading the classes
 // inside labels made every level of classes nested in labels read the

@@ -95,7 +95,7 @@ func rdfTypeDefs(data []byte, file string) ([]TypeDef, error) {
 		return nil, &LoadError{Pos: pos, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
 	rd := &rdfReader{lines: lineStarts(data), file: file, classes: map[string]*rdfClass{}}
-	rd.offsets = elementOffsets(doc, data, entities)
+	rd.offsets = elementOffsets(doc, data)
 	var root *xmlquery.Node
 	for n := doc.FirstChild; n != nil; n = n.NextSibling {
 		if n.Type == xmlquery.ElementNode {
@@ -159,28 +159,11 @@ func isEntityNameByte(c byte) bool {
 }
 
 // elementOffsets returns the byte offset in data of the '<' of each
-// element of doc, the tree xmlquery parsed from data: encoding/xml reads
-// data again and gives each start tag's offset, and the tree's elements
-// in document order take them in turn. The result is nil (no positions)
-// if the two disagree.
-func elementOffsets(doc *xmlquery.Node, data []byte, entities map[string]string) map[*xmlquery.Node]int {
-	d := xml.NewDecoder(bytes.NewReader(data))
-	d.Strict = true
-	d.Entity = entities
-	var offs []int
-	for {
-		off := d.InputOffset()
-		tok, err := d.RawToken()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil
-		}
-		if _, ok := tok.(xml.StartElement); ok {
-			offs = append(offs, int(off))
-		}
-	}
+// element of doc, the tree xmlquery parsed from data: startTags finds the
+// start tags, and the tree's elements in document order take them in
+// turn. The result is nil (no positions) if the two disagree.
+func elementOffsets(doc *xmlquery.Node, data []byte) map[*xmlquery.Node]int {
+	offs := startTags(data)
 	m := make(map[*xmlquery.Node]int, len(offs))
 	for n := range elements(doc) {
 		if len(m) == len(offs) {
@@ -192,6 +175,96 @@ func elementOffsets(doc *xmlquery.Node, data []byte, entities map[string]string)
 		return nil
 	}
 	return m
+}
+
+// startTags returns the offset of the '<' of each start tag in data, a
+// document that encoding/xml reads without error: every '<' that begins
+// no end tag, comment, CDATA section, processing instruction or directive
+// (<!DOCTYPE …>, whose quoted strings, nested declarations and comments
+// it skips as encoding/xml does). In such a document, text and attribute
+// values hold no '<'. One pass over data.
+func startTags(data []byte) []int {
+	var offs []int
+	for i := 0; i < len(data); {
+		j := bytes.IndexByte(data[i:], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		switch rest := data[i:]; {
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			i = skipPast(data, i+len("<!--"), "-->")
+		case bytes.HasPrefix(rest, []byte("<![CDATA[")):
+			i = skipPast(data, i+len("<![CDATA["), "]]>")
+		case bytes.HasPrefix(rest, []byte("<?")):
+			i = skipPast(data, i+len("<?"), "?>")
+		case bytes.HasPrefix(rest, []byte("<!")):
+			// encoding/xml takes the byte after "<!" as it is, then reads.
+			i = skipDirective(data, min(i+len("<!")+1, len(data)))
+		case bytes.HasPrefix(rest, []byte("</")):
+			i = skipPast(data, i+len("</"), ">")
+		default:
+			offs = append(offs, i)
+			i = skipTag(data, i+1)
+		}
+	}
+	return offs
+}
+
+// skipPast returns the offset after the first end in data from i on, or
+// len(data).
+func skipPast(data []byte, i int, end string) int {
+	if j := bytes.Index(data[i:], []byte(end)); j >= 0 {
+		return i + j + len(end)
+	}
+	return len(data)
+}
+
+// skipTag returns the offset after the '>' that ends the tag whose name
+// begins at i, past quoted attribute values.
+func skipTag(data []byte, i int) int {
+	var quote byte
+	for ; i < len(data); i++ {
+		switch b := data[i]; {
+		case quote != 0:
+			if b == quote {
+				quote = 0
+			}
+		case b == '"' || b == '\'':
+			quote = b
+		case b == '>':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipDirective returns the offset after the '>' that ends the directive
+// read from i on: quoted '<' and '>' do not count, nested ones do, and
+// comments are skipped.
+func skipDirective(data []byte, i int) int {
+	var quote byte
+	depth := 0
+	for ; i < len(data); i++ {
+		switch b := data[i]; {
+		case quote != 0:
+			if b == quote {
+				quote = 0
+			}
+		case b == '"' || b == '\'':
+			quote = b
+		case b == '>':
+			if depth == 0 {
+				return i + 1
+			}
+			depth--
+		case b == '<' && bytes.HasPrefix(data[i+1:], []byte("!--")):
+			i = skipPast(data, i+len("<!--"), "-->") - 1
+		case b == '<':
+			depth++
+		}
+	}
+	return i
 }
 
 // elements yields the elements below n in document order, without

@@ -131,6 +131,7 @@ func FuzzLoadRDFXML(f *testing.F) {
 			return
 		}
 		checkOntology(t, o)
+		require.Equal(t, decoderStartTags(t, data), startTags(data), "start tags")
 		out := writeJSON(o)
 		again, err := LoadJSON(bytes.NewReader(out), "again.json")
 		require.NoError(t, err, "%s", out)
@@ -153,5 +154,31 @@ func TestFuzzLoadRDFXMLSeeds(t *testing.T) {
 	for _, s := range rdfClassSeeds(t) {
 		_, err := LoadRDFXML(bytes.NewReader(s), "seed.rdf")
 		assert.NoError(t, err)
+	}
+}
+
+// decoderStartTags returns the offsets of data's start tags as
+// encoding/xml reads them, with the document's entities: what startTags
+// must find.
+func decoderStartTags(t testing.TB, data []byte) []int {
+	entities := map[string]string{}
+	if i := bytes.Index(data, []byte("<!DOCTYPE")); i >= 0 {
+		for _, m := range entityDecl.FindAllSubmatch(data[i:], -1) {
+			entities[string(m[1])] = string(m[2]) + string(m[3])
+		}
+	}
+	d := xml.NewDecoder(bytes.NewReader(data))
+	d.Entity = entities
+	var offs []int
+	for {
+		off := d.InputOffset()
+		tok, err := d.RawToken()
+		if err == io.EOF {
+			return offs
+		}
+		require.NoError(t, err)
+		if _, ok := tok.(xml.StartElement); ok {
+			offs = append(offs, int(off))
+		}
 	}
 }
