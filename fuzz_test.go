@@ -10,6 +10,8 @@ import (
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/mem"
 )
 
 // FuzzLinkFrames sends what its input holds, cut into frames, over a link
@@ -28,6 +30,11 @@ func FuzzLinkFrames(f *testing.F) {
 		&wire.Pull{Seq: 7, Max: 1 << 31},
 		&wire.Ack{Seq: 8},
 		&wire.Deliver{Event: wire.Event{Type: "Reading"}},
+		&wire.Received{Frames: 1},
+		&wire.Received{Frames: 1 << 60},
+		&wire.Lost{Lost: []wire.Count{{Sub: 1, N: 3}}},
+		&wire.Publish{Seq: 0, Event: wire.Event{Type: "Reading"}},
+		&wire.Hello{Version: 2, Session: "again", Resume: []byte("0123456789abcdef"), Received: 9},
 		&wire.Bye{},
 	}
 	for _, m := range seeds {
@@ -155,5 +162,75 @@ func FuzzSharedLinkFrames(f *testing.F) {
 		publish(t, pub, reading(42))
 		require.NoError(t, n.sws[0].Flush(ctx))
 		require.Equal(t, 1, count(sub))
+	})
+}
+
+// FuzzRemoteSessionFrames is the other side of FuzzLinkFrames: a switch
+// that answers a remote session's hello and then sends what its input
+// holds, cut into frames. The entity's side must not panic or hang: it
+// takes the frames it understands, ends the session on one it does not
+// (with Reconnect disabled), and Close returns.
+//
+//	go test -run=^$ -fuzz=FuzzRemoteSessionFrames -fuzztime=1m .
+func FuzzRemoteSessionFrames(f *testing.F) {
+	seeds := []wire.Message{
+		&wire.Deliver{Event: wire.Event{Type: "Reading", Attrs: []ontology.Attr{{Name: "n", Value: ontology.Int(3)}}}, Matched: []wire.Match{{Sub: 1, Score: 1}}},
+		&wire.Deliver{Event: wire.Event{Type: "Reading", Condition: "{tier >"}, Matched: []wire.Match{{Sub: 99}}},
+		&wire.Ack{Seq: 1},
+		&wire.Ack{Seq: 1 << 40},
+		&wire.Error{Seq: 2, Code: 4, Message: "no"},
+		&wire.Error{Code: 8, Message: "the end"},
+		&wire.PullReply{Seq: 3, Deliveries: []wire.Delivery{{Event: wire.Event{Type: "Reading"}}}},
+		&wire.Lost{Lost: []wire.Count{{Sub: 1, N: 1 << 62}, {Sub: 7, N: 1}}},
+		&wire.Welcome{Version: 2},
+		&wire.Forward{Event: wire.Event{Type: "Reading"}},
+	}
+	for _, m := range seeds {
+		b, err := wire.Encode(nil, m)
+		require.NoError(f, err)
+		f.Add(append([]byte{byte(len(b))}, b...))
+	}
+	f.Add([]byte{3, 0xff, 0xff, 0xff})
+
+	network, err := mem.NewNetwork(mem.Config{})
+	require.NoError(f, err)
+	l, err := network.Listen("fake-switch")
+	require.NoError(f, err)
+	f.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		accepted := make(chan transport.Conn, 1)
+		go func() {
+			conn, err := l.Accept(ctx)
+			if err != nil {
+				close(accepted)
+				return
+			}
+			if _, err := conn.Recv(ctx); err == nil { // the hello
+				w, _ := wire.Encode(nil, &wire.Welcome{Version: 2, Switch: "fake", Place: "test", Token: []byte("t"), MaxPayloadBytes: 1 << 20})
+				conn.Send(ctx, w)
+			}
+			accepted <- conn
+		}()
+		s, err := sion.Dial(ctx, network, "fake-switch", sion.SessionConfig{Name: "victim", Reconnect: sion.ReconnectPolicy{Disabled: true}})
+		conn := <-accepted
+		require.NotNil(t, conn)
+		defer conn.Close()
+		require.NoError(t, err)
+		defer s.Close()
+		for len(data) > 0 { // frames: a length byte, then that many bytes
+			n := min(int(data[0]), len(data)-1)
+			if conn.Send(ctx, data[1:1+n]) != nil {
+				break
+			}
+			data = data[1+n:]
+		}
+		conn.Close()
+		select {
+		case <-s.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the session did not end when its switch went away")
+		}
+		require.ErrorIs(t, s.Err(), sion.ErrClosed)
 	})
 }
