@@ -20,17 +20,7 @@ import (
 // test ends, and returns the address.
 func serveTCP(t *testing.T, sw *sion.Switch, tr transport.Transport) string {
 	t.Helper()
-	l, err := tr.Listen("127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- sw.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-served)
-		require.NoError(t, sw.Close())
-	})
-	return l.Addr().String()
+	return serveAt(t, sw, tr, "127.0.0.1:0")
 }
 
 func newTCP(t *testing.T, cfg tcp.Config) *tcp.Transport {

@@ -15,6 +15,7 @@ import (
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/mem"
 )
 
@@ -67,7 +68,15 @@ func serveMem(t testing.TB, sw *sion.Switch) *mem.Network {
 	t.Helper()
 	network, err := mem.NewNetwork(mem.Config{})
 	require.NoError(t, err)
-	l, err := network.Listen("switch")
+	serveAt(t, sw, network, "switch")
+	return network
+}
+
+// serveAt serves sw's remote sessions on tr at addr until the test ends,
+// and returns the address listened on; the switch closes then too.
+func serveAt(t testing.TB, sw *sion.Switch, tr transport.Transport, addr string) string {
+	t.Helper()
+	l, err := tr.Listen(addr)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -77,7 +86,7 @@ func serveMem(t testing.TB, sw *sion.Switch) *mem.Network {
 		require.NoError(t, <-served)
 		require.NoError(t, sw.Close())
 	})
-	return network
+	return l.Addr().String()
 }
 
 func TestErrorsLocalAndRemote(t *testing.T) {
