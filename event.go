@@ -243,9 +243,6 @@ const (
 	linkMaxFrame  = 1 << 20
 )
 
-// fitsLink refuses an event that no shared link with the default frame
-// limit could carry; attrBytes is the sum of its attribute names and
-// string values.
 // checkPayloadSize refuses a payload of n bytes over a place's limit: the
 // one check of PlaceConfig.MaxPayloadBytes, for local publishes (on the
 // switch) and remote ones (on the entity's side, with the limit the
@@ -257,6 +254,9 @@ func checkPayloadSize(n, limit int) error {
 	return nil
 }
 
+// fitsLink refuses an event that no shared link with the default frame
+// limit could carry; attrBytes is the sum of its attribute names and
+// string values.
 func fitsLink(ev *Event, attrBytes int) error {
 	if len(ev.Attrs) > linkMaxAttrs {
 		return fmt.Errorf("%w: %d attributes, more than the %d an event may carry over a shared link", ErrInvalidEvent, len(ev.Attrs), linkMaxAttrs)

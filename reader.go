@@ -102,9 +102,9 @@ func (r *JSONReader) Read(doc []byte) (*Event, error) {
 		}
 		name = v.Str()
 	}
-	t, ok := o.Lookup(name)
-	if !ok {
-		return nil, fmt.Errorf("%w %q (read at %q)", ErrUnknownEventType, name, r.fields.TypePath)
+	t, err := readType(o, name, r.fields.TypePath)
+	if err != nil {
+		return nil, err
 	}
 	ev := &Event{Type: t.Name}
 	for _, a := range r.fields.Attrs {
@@ -168,9 +168,28 @@ func distinctAttrs(o *ontology.Ontology, attrs []AttrPath, what string) error {
 	return nil
 }
 
-// asKind converts a JSON value to attribute kind k.
+// readType looks up the event type name a reader read at path: one the
+// ontology does not know, or reserves for sion's control traffic, is
+// refused as Publish would refuse it.
+func readType(o *ontology.Ontology, name, path string) (*ontology.EventType, error) {
+	t, ok := o.Lookup(name)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w %q (read at %q)", ErrUnknownEventType, name, path)
+	case ontology.IsReserved(t.Name):
+		return nil, fmt.Errorf("%w: event type %q (read at %q) is reserved for sion's control traffic", ErrInvalidEvent, t.Name, path)
+	}
+	return t, nil
+}
+
+// asKind converts a JSON value to attribute kind k. A number too large
+// for a float64 (1e999, which JSON allows) is refused, as Publish refuses
+// ±Inf.
 func asKind(v ontology.Value, k ontology.Kind, unit time.Duration) (ontology.Value, error) {
 	if cv, ok := convertKind(v, k); ok {
+		if cv.Kind() == ontology.KindFloat && (math.IsNaN(cv.Float()) || math.IsInf(cv.Float(), 0)) {
+			return ontology.Value{}, fmt.Errorf("%v: the number is beyond float64's range (NaN and ±Inf are refused)", v)
+		}
 		return cv, nil
 	}
 	if k == ontology.KindTime {
@@ -317,9 +336,9 @@ func (r *XMLReader) read(e filter.XMLElement) (*Event, error) {
 		}
 		name = s
 	}
-	t, ok := o.Lookup(name)
-	if !ok {
-		return nil, fmt.Errorf("%w %q (read at %q)", ErrUnknownEventType, name, r.fields.TypePath)
+	t, err := readType(o, name, r.fields.TypePath)
+	if err != nil {
+		return nil, err
 	}
 	ev := &Event{Type: t.Name}
 	for i, a := range r.fields.Attrs {

@@ -38,6 +38,9 @@ func TestJSONReader(t *testing.T) {
 		{`{"kind": "Reading", "n": "1"}`, `want int, got string "1"`},
 		{`{"kind": "Notice", "where": {"zone": 3}}`, `attribute "zone" (at "where.zone"): want string, got int 3`},
 		{`{"kind": "TempReading", "where": {"zone": "hall"}}`, `attribute "zone" (at "where.zone") is not in the vocabulary of event type "TempReading"`},
+		// Found by FuzzJSONReader: what Publish would refuse, the reader refuses.
+		{`{"kind": "sion.Control"}`, `event type "sion.Control" (read at "kind") is reserved for sion's control traffic`},
+		{`{"kind": "TempReading", "t.c": 1e999}`, `attribute "tempC" (at "t\\.c"): +Inf: the number is beyond float64's range`},
 	} {
 		_, err := r.Read([]byte(c.doc))
 		require.Error(t, err, c.doc)
@@ -84,6 +87,17 @@ func TestXMLReader(t *testing.T) {
 	require.ErrorIs(t, err, sion.ErrInvalidConfig, "unbound prefix")
 	_, err = r.ReadList([]byte(`<feed><entry>`), "/a:feed/a:entry")
 	require.ErrorIs(t, err, sion.ErrInvalidEvent)
+
+	// Found by FuzzXMLReader: a reserved type, and a prefix declared with
+	// an empty namespace name, which xmlquery would put on unprefixed
+	// attributes in the payload (Namespaces in XML 1.0 forbids it).
+	_, err = r.Read([]byte(`<entry xmlns:x="urn:sensors"><x:kind>sion.Discovery</x:kind></entry>`))
+	require.ErrorIs(t, err, sion.ErrInvalidEvent)
+	assert.Contains(t, err.Error(), `event type "sion.Discovery" (read at "s:kind") is reserved`)
+	_, err = r.Read([]byte(`<entry xmlns:x="urn:sensors" xmlns:e="" a="1"><x:kind>Reading</x:kind></entry>`))
+	require.ErrorIs(t, err, sion.ErrInvalidEvent)
+	assert.Contains(t, err.Error(), `prefix "e" declared with an empty namespace name`)
+	require.ErrorIs(t, filter.CheckPayload("application/xml", []byte(`<feed xmlns:000='' A=''></feed>`)), filter.ErrPayload)
 
 	tr, err := p.NewXMLReader(sion.XMLFields{Type: "Notice", Attrs: []sion.AttrPath{{Name: "seq", Path: "@seq"}}})
 	require.NoError(t, err)

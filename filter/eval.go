@@ -131,13 +131,47 @@ func isIntLiteral(s string) bool {
 	return true
 }
 
-// xmlDoc parses an XML payload once per event; nil when it does not parse.
+// parseXML parses an XML payload once per event; nil when it does not
+// parse (see readXML).
 func parseXML(data []byte) *xmlquery.Node {
-	doc, err := xmlquery.Parse(bytes.NewReader(data))
+	doc, err := readXML(data)
 	if err != nil {
 		return nil
 	}
 	return doc
+}
+
+// readXML parses an XML document: the one parse of XML payloads for
+// matching (parseXML), checking (CheckPayload) and reading events
+// (XMLElements). Beyond well-formedness it refuses a prefix declared with
+// an empty namespace name (xmlns:p=""), which Namespaces in XML 1.0 forbids
+// and which xmlquery would otherwise attach to unprefixed attributes.
+func readXML(data []byte) (*xmlquery.Node, error) {
+	doc, err := xmlquery.Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	for n := doc; n != nil; n = nextNode(n) {
+		for _, a := range n.Attr {
+			if a.Name.Space == "xmlns" && a.Value == "" {
+				return nil, fmt.Errorf("prefix %q declared with an empty namespace name on <%s> (Namespaces in XML 1.0 forbids it)", a.Name.Local, n.Data)
+			}
+		}
+	}
+	return doc, nil
+}
+
+// nextNode returns the node after n in document order, or nil.
+func nextNode(n *xmlquery.Node) *xmlquery.Node {
+	if n.FirstChild != nil {
+		return n.FirstChild
+	}
+	for ; n != nil; n = n.Parent {
+		if n.NextSibling != nil {
+			return n.NextSibling
+		}
+	}
+	return nil
 }
 
 // xpathSource returns the boolean XPath 1.0 expression that a predicate on

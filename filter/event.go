@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -110,7 +109,7 @@ func CheckPayload(contentType string, data []byte) error {
 			return fmt.Errorf("%w: not valid JSON (content type %q, %d bytes)", ErrPayload, contentType, len(data))
 		}
 	case payloadXML:
-		doc, err := xmlquery.Parse(bytes.NewReader(data))
+		doc, err := readXML(data)
 		if err != nil {
 			return fmt.Errorf("%w: not well-formed XML (content type %q): %v", ErrPayload, contentType, err)
 		}

@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"bytes"
 	"encoding/xml"
 	"fmt"
 
@@ -45,7 +44,7 @@ type XMLElement struct {
 // selects, in document order; element nodes only. A document that does
 // not parse returns an error wrapping ErrPayload. Cost: one parse of doc.
 func XMLElements(doc []byte, sel *XMLPath) ([]XMLElement, error) {
-	root, err := xmlquery.Parse(bytes.NewReader(doc))
+	root, err := readXML(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not well-formed XML: %v", ErrPayload, err)
 	}
