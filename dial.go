@@ -137,13 +137,17 @@ type remoteClient struct {
 	sendMu sync.Mutex
 
 	mu         sync.Mutex
-	conn       transport.Conn      // mu; nil while disconnected
-	addr       string              // mu; the address of conn, or of the last one
-	lim        wire.Limits         // mu; of conn
-	token      []byte              // mu; names the session for a resume
-	switchName string              // mu
-	maxPayload int                 // mu; the place's PlaceConfig.MaxPayloadBytes
-	pending    map[uint64]*request // mu; requests not yet answered, by Seq
+	conn       transport.Conn // mu; nil while disconnected
+	addr       string         // mu; the address of conn, or of the last one
+	lim        wire.Limits    // mu; of conn
+	token      []byte         // mu; names the session for a resume
+	switchName string         // mu
+	maxPayload int            // mu; the place's PlaceConfig.MaxPayloadBytes
+	// retentionBytes is the stream's bound the switch granted: the
+	// entity confirms at least every quarter of it, so that a small bound
+	// does not drop what a fast entity has received. mu.
+	retentionBytes int
+	pending        map[uint64]*request // mu; requests not yet answered, by Seq
 	// resubscribing counts the subscriptions registered again after a
 	// reconnect, not yet answered; reconnected is the event reported
 	// once they are. mu.
@@ -190,6 +194,7 @@ func (rc *remoteClient) adopt(conn transport.Conn, w *wire.Welcome, addr string)
 	rc.lim.MaxFrameBytes = conn.MaxFrameBytes()
 	rc.switchName, rc.addr = w.Switch, addr
 	rc.maxPayload = int(min(w.MaxPayloadBytes, 1<<31-1))
+	rc.retentionBytes = int(min(w.RetentionBytes, 1<<31-1))
 }
 
 func (rc *remoteClient) encode(m wire.Message) ([]byte, error) {

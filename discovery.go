@@ -189,9 +189,16 @@ func (e *Entity) logDatagramAt(now time.Time, level slog.Level, msg string, from
 	if !ok {
 		return
 	}
+	ok, suppressedAll := e.logAll.Allow(now)
+	if !ok {
+		return
+	}
 	args = append([]any{"entity", e.cfg.Name, "from", from}, args...)
 	if suppressed > 0 {
 		args = append(args, "suppressed", suppressed)
+	}
+	if suppressedAll > 0 {
+		args = append(args, "suppressed_all_sources", suppressedAll)
 	}
 	e.log.Log(e.ctx, level, msg, args...)
 }

@@ -2,6 +2,7 @@ package sion
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -93,7 +94,7 @@ func (h *records) attrs(i int) map[string]string {
 // logger's level cost nothing and are not counted.
 func TestLogDatagramOncePerSource(t *testing.T) {
 	h := &records{level: slog.LevelInfo}
-	e := &Entity{cfg: EntityConfig{Name: "a"}, ctx: context.Background(), log: slog.New(h), logLimit: guard.NewEvery(discoveryLogInterval, 16)}
+	e := &Entity{cfg: EntityConfig{Name: "a"}, ctx: context.Background(), log: slog.New(h), logLimit: guard.NewEvery(discoveryLogInterval, 16), logAll: guard.NewWindow(maxLogRecords, discoveryLogInterval)}
 	src := netip.MustParseAddrPort("192.0.2.7:4000")
 	t0 := time.Unix(1000, 0)
 	for i := range 5 {
@@ -112,4 +113,24 @@ func TestLogDatagramOncePerSource(t *testing.T) {
 	assert.Equal(t, map[string]string{"msg": "junk", "entity": "a", "from": "192.0.2.8:1"}, h.attrs(2))
 	assert.Equal(t, map[string]string{"msg": "junk", "entity": "a", "from": "192.0.2.7:4000", "suppressed": "4"}, h.attrs(3),
 		"the next record, an interval later, tells how many were suppressed")
+}
+
+// TestLogDatagramBoundedOverManySources: datagrams from 3,000 source
+// addresses get at most maxLogRecords records per interval in all (the
+// per-source limit forgets sources past maxDiscoverySources); the next
+// record counts those held back. Before: 7,590 records for 9,000 probes
+// from 3,000 sources.
+func TestLogDatagramBoundedOverManySources(t *testing.T) {
+	h := &records{level: slog.LevelInfo}
+	e := &Entity{cfg: EntityConfig{Name: "a"}, ctx: context.Background(), log: slog.New(h),
+		logLimit: guard.NewEvery(discoveryLogInterval, maxDiscoverySources), logAll: guard.NewWindow(maxLogRecords, discoveryLogInterval)}
+	t0 := time.Unix(1000, 0)
+	for i := range 3000 {
+		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i / 250), byte(1 + i%250)}), 4000)
+		e.logDatagramAt(t0, slog.LevelInfo, "short probe", from)
+	}
+	require.Len(t, h.got, maxLogRecords)
+	e.logDatagramAt(t0.Add(discoveryLogInterval), slog.LevelInfo, "short probe", netip.MustParseAddrPort("192.0.2.9:1"))
+	require.Len(t, h.got, maxLogRecords+1)
+	assert.Equal(t, fmt.Sprint(3000-maxLogRecords), h.attrs(maxLogRecords)["suppressed_all_sources"])
 }

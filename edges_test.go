@@ -510,3 +510,59 @@ func TestRemoteCloseIsNotAWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalLogsBoundedOverManySources: junk from 300 source addresses
+// (127.2.0.0/16 on loopback) makes the switch log at most 64 records per
+// 10 s (maxLogRecords) over all sources; the next record counts those held
+// back. Before, each new source got a record (10,000 hellos from 5,000
+// sources wrote 10,000 lines).
+func TestRefusalLogsBoundedOverManySources(t *testing.T) {
+	const sources = 300
+	logs := &logBuffer{}
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitchWith(t, sion.PlaceConfig{}, sion.SwitchConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	addr := serveTCP(t, sw, tr)
+	var wg sync.WaitGroup
+	errs := make(chan error, sources)
+	for i := range sources {
+		wg.Go(func() {
+			errs <- junkPeer(addr, net.IPv4(127, 2, byte(i/250), byte(1+i%250)))
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	records := strings.Count(logs.String(), "no hello")
+	t.Logf("%d sources sent junk: %d records", sources, records)
+	assert.Positive(t, records)
+	assert.LessOrEqual(t, records, 64)
+}
+
+// junkPeer connects to addr from the IP local, speaks the TCP transport's
+// preamble, sends a frame that is not a hello, and waits for the close.
+func junkPeer(addr string, local net.IP) error {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local}, Timeout: 10 * time.Second}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	var pre [9]byte
+	if _, err := io.ReadFull(nc, pre[:]); err != nil {
+		return fmt.Errorf("preamble: %w", err)
+	}
+	junk := []byte("GET / HTTP/1.1")
+	out := append([]byte("SION\x01"), binary.BigEndian.AppendUint32(nil, 1<<20)...)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(junk)))
+	out = append(out, junk...)
+	if _, err := nc.Write(out); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, nc); err != nil && !isReset(err) {
+		return fmt.Errorf("waiting for the close: %w", err)
+	}
+	return nil
+}

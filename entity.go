@@ -187,7 +187,8 @@ type Entity struct {
 	probeConn, answerConn *udp.Conn
 	answers               chan probeAnswer // readProbeAnswers → probeRound
 	answerLimit           *answerLimit     // answerProbes only
-	logLimit              *guard.Every     // logDatagram
+	logLimit              *guard.Every     // logDatagram, per source
+	logAll                *guard.Window    // logDatagram, all sources
 	stats                 entityCounters
 }
 
@@ -246,7 +247,8 @@ func NewEntity(cfg EntityConfig) (*Entity, error) {
 	}
 	e := &Entity{cfg: cfg, log: cfg.Logger, places: map[string]*member{}, searches: map[string]chan EntityInfo{}, answers: make(chan probeAnswer, 256), state: NonExistent, changed: make(chan struct{}),
 		answerLimit: newAnswerLimit(ProbeAnswersPerSecond, ProbeAnswerBurst, maxDiscoverySources),
-		logLimit:    guard.NewEvery(discoveryLogInterval, maxDiscoverySources)}
+		logLimit:    guard.NewEvery(discoveryLogInterval, maxDiscoverySources),
+		logAll:      guard.NewWindow(maxLogRecords, discoveryLogInterval)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sion-go/sion/internal/wire"
 )
@@ -40,7 +41,8 @@ type outbox struct {
 	replies int               // of the other frames in items; mu
 	lost    map[uint64]uint64 // entity's subscription ID → deliveries dropped, not yet reported; mu
 	slow    bool              // a delivery was dropped since the stream last drained below half; mu
-	closed  bool              // the session ended: deliveries are dropped; mu
+	closed  bool              // the session ends: deliveries are dropped; mu
+	ended   bool              // the session ended: the stream is empty for good; mu
 	changed chan struct{}     // closed at the next change; nil unless someone waits; mu
 }
 
@@ -75,18 +77,23 @@ func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
 		}
 		return false
 	}
-	if ob.bytes > 0 && ob.bytes+len(f) > ob.limit {
+	sw := ob.sess.sw
+	total := sw.held.Add(int64(len(f)))
+	if ob.bytes > 0 && ob.bytes+len(f) > ob.limit || total > int64(sw.cfg.MaxRetentionTotalBytes) {
+		sw.held.Add(-int64(len(f)))
 		for _, sub := range subs {
 			ob.lost[sub.remote]++
 		}
 		slow := !ob.slow
 		ob.slow = true
+		held := ob.bytes
 		ob.mu.Unlock()
 		for _, sub := range subs {
 			sub.drop(1)
-			if slow {
-				sub.reportSlow()
-			}
+		}
+		if slow { // once per episode: until the stream drains below half
+			sw.log.Warn("sion: a remote session's stream is full; deliveries are dropped and reported to it", "switch", sw.cfg.Name,
+				"session", ob.sess.name, "held_bytes", held, "retention_bytes", ob.limit, "switch_held_bytes", total-int64(len(f)))
 		}
 		return false
 	}
@@ -96,6 +103,39 @@ func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
 	ob.notify()
 	ob.mu.Unlock()
 	return true
+}
+
+// goodbye closes the stream to deliveries and appends a Bye frame, the
+// switch's last; it returns its number.
+func (ob *outbox) goodbye() uint64 {
+	f, _ := wire.Encode(nil, &wire.Bye{})
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.closed = true
+	ob.flushLost()
+	ob.items = append(ob.items, outItem{f: f})
+	ob.replies += len(f)
+	ob.notify()
+	return ob.first - 1 + uint64(len(ob.items))
+}
+
+// waitConfirmed waits until the entity has confirmed the first n frames
+// of the stream, or the session ended; it returns false once stop fires.
+func (ob *outbox) waitConfirmed(n uint64, stop <-chan time.Time) bool {
+	for {
+		ob.mu.Lock()
+		if ob.first > n || ob.ended {
+			ob.mu.Unlock()
+			return true
+		}
+		ch := ob.waitChan()
+		ob.mu.Unlock()
+		select {
+		case <-ch:
+		case <-stop:
+			return false
+		}
+	}
 }
 
 // flushLost appends Lost frames for the drops not yet reported. mu must be
@@ -162,13 +202,16 @@ func (ob *outbox) confirm(n uint64) error {
 	}
 	k := int(n - (ob.first - 1))
 	done := slices.Clone(ob.items[:k])
+	freed := 0
 	for _, it := range done {
 		if it.subs != nil {
-			ob.bytes -= len(it.f)
+			freed += len(it.f)
 		} else {
 			ob.replies -= len(it.f)
 		}
 	}
+	ob.bytes -= freed
+	ob.sess.sw.held.Add(-int64(freed))
 	clear(ob.items[:k])
 	ob.items = ob.items[k:]
 	if len(ob.items) == 0 {
@@ -263,8 +306,9 @@ func (ob *outbox) roomForReplies(stop <-chan struct{}) bool {
 // deliveries lost by subscription, those not yet reported included.
 func (ob *outbox) end() []wire.Count {
 	ob.mu.Lock()
-	ob.closed = true
+	ob.closed, ob.ended = true, true
 	items := ob.items
+	ob.sess.sw.held.Add(-int64(ob.bytes))
 	ob.items, ob.sent, ob.bytes, ob.replies = nil, 0, 0, 0
 	for _, it := range items {
 		for _, sub := range it.subs {

@@ -151,14 +151,15 @@ func (rc *remoteClient) run(ctx context.Context, conn transport.Conn) {
 		addr := rc.addr
 		rc.mu.Unlock()
 		if rc.policy.Disabled || errors.Is(err, errEnded) || errors.Is(err, ErrProtocol) {
-			rc.fail(addr, err)
+			rc.fail(addr, err, 0)
 			return
 		}
 		rc.log.Warn("sion: remote session disconnected; reconnecting", "session", rc.sess.name, "addr", addr, "err", err)
 		rc.notify(ConnectionEvent{Addr: addr, Err: err})
-		if conn, err = rc.reconnect(ctx); err != nil {
+		var attempts int
+		if conn, attempts, err = rc.reconnect(ctx); err != nil {
 			if ctx.Err() == nil {
-				rc.fail(addr, err)
+				rc.fail(addr, err, attempts)
 			}
 			return
 		}
@@ -169,11 +170,17 @@ func (rc *remoteClient) run(ctx context.Context, conn transport.Conn) {
 // frame with Seq 0).
 var errEnded = errors.New("the switch ended the session")
 
+// errSwitchClosed ends a connection whose switch said goodbye (a Bye at
+// the end of the stream: Switch.Close); the session reconnects, if it
+// may, having received everything.
+var errSwitchClosed = errors.New("the switch closed")
+
 // read dispatches the frames of conn until it fails, confirming them.
 func (rc *remoteClient) read(ctx context.Context, conn transport.Conn) error {
 	rc.mu.Lock()
-	lim := rc.lim
+	lim, ackBytes := rc.lim, max(1, rc.retentionBytes/4)
 	rc.mu.Unlock()
+	bytes := 0 // received since the last confirmation this loop sent
 	for {
 		f, err := conn.Recv(ctx)
 		if err != nil {
@@ -197,13 +204,18 @@ func (rc *remoteClient) read(ctx context.Context, conn transport.Conn) error {
 			rc.reply(m.Seq, m)
 		case *wire.Lost:
 			rc.lost(m.Lost)
+		case *wire.Bye: // the switch closes: this is its last frame, and all before it arrived
+			rc.confirm(conn, rc.received.Add(1))
+			return errSwitchClosed
 		default:
 			return fmt.Errorf("%w: the switch sent a %v frame", ErrProtocol, m.Kind())
 		}
 		n := rc.received.Add(1)
+		bytes += len(f)
 		switch acked := rc.acked.Load(); {
-		case n-acked >= ackEvery:
+		case n-acked >= ackEvery || bytes >= ackBytes:
 			rc.confirm(conn, n)
+			bytes = 0
 		case n == acked+1:
 			select {
 			case rc.ackWake <- struct{}{}:
@@ -257,15 +269,16 @@ func (rc *remoteClient) ackLoop() {
 // reconnect dials the switch's addresses in turn, with backoff, until
 // the session is connected again, ctx ends, the switch refuses it or
 // MaxAttempts attempts failed.
-func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, error) {
+func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, int, error) {
 	var last error
-	for attempt := 1; rc.policy.MaxAttempts == 0 || attempt <= rc.policy.MaxAttempts; attempt++ {
+	attempt := 1
+	for ; rc.policy.MaxAttempts == 0 || attempt <= rc.policy.MaxAttempts; attempt++ {
 		t := time.NewTimer(rc.policy.backoff(attempt))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, attempt - 1, ctx.Err()
 		}
 		addr := rc.addrs[(attempt-1)%len(rc.addrs)]
 		hello := rc.hello
@@ -278,18 +291,18 @@ func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, error) {
 		cancel()
 		if err == nil {
 			rc.resumed(conn, welcome, addr, attempt)
-			return conn, nil
+			return conn, attempt, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, attempt, ctx.Err()
 		}
 		if errors.Is(err, ErrNotAdmitted) {
-			return nil, err
+			return nil, attempt, err
 		}
 		last = err
 		rc.log.Debug("sion: remote session cannot reconnect yet", "session", rc.sess.name, "addr", addr, "attempt", attempt, "err", err)
 	}
-	return nil, fmt.Errorf("sion: gave up reconnecting after %d attempts: %w", rc.policy.MaxAttempts, last)
+	return nil, attempt - 1, fmt.Errorf("sion: gave up reconnecting after %d attempts: %w", rc.policy.MaxAttempts, last)
 }
 
 // resumed carries on over conn, whose handshake welcome answered after
@@ -375,8 +388,8 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 }
 
 // fail ends the session for good: the connection at addr failed with err
-// and the session could not reconnect.
-func (rc *remoteClient) fail(addr string, err error) {
+// and the session could not reconnect in attempts attempts.
+func (rc *remoteClient) fail(addr string, err error, attempts int) {
 	rc.mu.Lock()
 	if rc.closed {
 		rc.mu.Unlock()
@@ -387,7 +400,7 @@ func (rc *remoteClient) fail(addr string, err error) {
 	rc.mu.Unlock()
 	cause := fmt.Errorf("the connection to switch %q at %s failed: %w", rc.name(), addr, err)
 	rc.log.Warn("sion: remote session ends", "session", rc.sess.name, "addr", addr, "err", err)
-	rc.notify(ConnectionEvent{Addr: addr, Err: err, Ended: true})
+	rc.notify(ConnectionEvent{Addr: addr, Err: err, Ended: true, Attempts: attempts})
 	rc.sess.shut(cause)
 }
 
@@ -419,7 +432,8 @@ func (rc *remoteClient) lost(cs []wire.Count) uint64 {
 		rc.mu.Lock()
 		sub := rc.subs[c.Sub]
 		rc.mu.Unlock()
-		if sub != nil {
+		if sub != nil { // matched on the switch, lost there
+			sub.matched.Add(c.N)
 			sub.drop(c.N)
 			sub.reportSlow()
 		}

@@ -3,6 +3,7 @@ package sion_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )
@@ -249,6 +251,9 @@ func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
 	assert.Equal(t, uint64(published-len(got)), ev.Lost, "exactly")
 	assert.Equal(t, ev.Lost, sub.Stats().Dropped)
 	assert.Equal(t, ev.Lost, sw.Stats().Dropped)
+	st := sub.Stats()
+	assert.Equal(t, uint64(published), st.Matched, "matched on the switch, whether received or lost")
+	assert.Equal(t, st.Matched, st.Delivered+st.Dropped)
 }
 
 // TestDeadPeerEventsCountedAndSaid: a subscriber that stops (its
@@ -362,6 +367,7 @@ func TestRemoteSessionEndsWhenItCannotReconnect(t *testing.T) {
 	require.False(t, log.next(t).Connected)
 	ev := log.next(t)
 	assert.True(t, ev.Ended)
+	assert.Equal(t, 3, ev.Attempts)
 	assert.ErrorContains(t, ev.Err, "gave up reconnecting after 3 attempts")
 	<-s.Done()
 	require.ErrorIs(t, s.Err(), sion.ErrClosed)
@@ -426,4 +432,119 @@ func TestReconnectPolicyRefused(t *testing.T) {
 		_, err := sion.Dial(context.Background(), network, "switch", sion.SessionConfig{Name: "x", Reconnect: p})
 		require.ErrorIs(t, err, sion.ErrInvalidConfig, "%+v", p)
 	}
+}
+
+// TestSwitchCloseTellsRemoteSessions: a switch that closes tells its
+// connected remote sessions at the end of their streams and waits for them
+// to confirm, so an entity receives what was matched for it before the
+// close, and knows it: it reconnects (here to a switch started again at the
+// address) with nothing lost, or ends saying the switch closed. Before, the
+// entity received 0 to 100 of 100 events, was told it lost none, and the
+// switch counted 100 dropped.
+func TestSwitchCloseTellsRemoteSessions(t *testing.T) {
+	for _, reconnect := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reconnect=%v", reconnect), func(t *testing.T) {
+			tr := newTCP(t, tcp.Config{})
+			ctx := context.Background()
+			place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "test", Ontology: ont1(t)})
+			require.NoError(t, err)
+			start := func(addr string) (*sion.Switch, string, func()) {
+				sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
+				require.NoError(t, err)
+				var l transport.Listener
+				require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, 10*time.Second, 10*time.Millisecond)
+				sctx, cancel := context.WithCancel(ctx)
+				served := make(chan error, 1)
+				go func() { served <- sw.Serve(sctx, l) }()
+				return sw, l.Addr().String(), func() { cancel(); <-served; sw.Close() }
+			}
+			sw, addr, stop := start("127.0.0.1:0")
+			log := newConnectionLog()
+			policy := fastReconnect
+			policy.Disabled, policy.OnChange = !reconnect, log.record
+			s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: "app", Reconnect: policy})
+			require.NoError(t, err)
+			defer s.Close()
+			sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
+			pub := open(t, sw, "pub")
+			for n := 1; n <= 100; n++ {
+				publish(t, pub, reading(n))
+			}
+			require.NoError(t, sw.Close())
+			assert.Zero(t, sw.Stats().Dropped, "the entity confirmed them all")
+			ev := log.next(t)
+			require.False(t, ev.Connected)
+			assert.ErrorContains(t, ev.Err, "the switch closed")
+			if !reconnect {
+				<-s.Done()
+				assert.ErrorContains(t, s.Err(), "the switch closed")
+				assert.Equal(t, seq(1, 100), ns(queued(sub)), "everything before the close arrived")
+				stop()
+				return
+			}
+			stop()
+			_, _, stop = start(addr)
+			defer stop()
+			ev = log.next(t)
+			require.True(t, ev.Connected)
+			assert.False(t, ev.Resumed)
+			assert.Zero(t, ev.Lost)
+			require.NoError(t, s.Sync(ctx))
+			assert.Equal(t, seq(1, 100), ns(queued(sub)), "everything before the close arrived")
+			st := sub.Stats()
+			assert.Equal(t, st.Matched, st.Delivered+st.Dropped)
+		})
+	}
+}
+
+// TestRemoteSessionBounds: what a remote session asks for is capped by
+// its switch — the look-in spool (MaxSpoolSize), Pulls waiting (one), and
+// the bytes all remote sessions' streams hold together
+// (MaxRetentionTotalBytes) — and a full stream is logged as such, not as
+// a subscription's queue.
+func TestRemoteSessionBounds(t *testing.T) {
+	logs := &logBuffer{}
+	sw := newSwitchWith(t, sion.PlaceConfig{}, sion.SwitchConfig{MaxSpoolSize: 10, MaxRetentionTotalBytes: 64 << 10,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	network := serveMem(t, sw)
+	pub := open(t, sw, "pub")
+
+	spool := rawSession(t, network, &wire.Hello{Version: 2, Session: "hoarder", SpoolSize: 1<<32 - 1})
+	send(t, spool, &wire.Subscribe{Seq: 1, Sub: 1, Filter: `{type ⊑ Notice}`, LookIn: true})
+	require.IsType(t, &wire.Ack{}, recv(t, spool))
+	for n := range 20 {
+		publish(t, pub, &sion.Event{Type: "Notice", Attrs: attrs("seq", n)})
+	}
+	send(t, spool, &wire.Pull{Seq: 2})
+	r, ok := recv(t, spool).(*wire.PullReply)
+	require.True(t, ok)
+	assert.Len(t, r.Deliveries, 10, "the spool holds MaxSpoolSize events")
+	send(t, spool, &wire.Pull{Seq: 3})
+	send(t, spool, &wire.Pull{Seq: 4})
+	e, ok := recv(t, spool).(*wire.Error)
+	require.True(t, ok)
+	assert.Equal(t, uint64(4), e.Seq)
+	assert.Contains(t, e.Message, "has a Pull waiting already")
+
+	var sleepers []transport.Conn
+	for i := range 2 { // two sessions that read nothing, each allowed 1 MiB
+		c := rawSession(t, network, &wire.Hello{Version: 2, Session: fmt.Sprint("sleeper", i), RetentionBytes: 1 << 20})
+		send(t, c, &wire.Subscribe{Seq: 1, Sub: 1, Filter: `{type ⊑ Reading}`})
+		sleepers = append(sleepers, c)
+	}
+	for _, c := range sleepers {
+		require.IsType(t, &wire.Ack{}, recv(t, c))
+	}
+	payload := fmt.Appendf(nil, `{"pad":%q}`, strings.Repeat("x", 2000))
+	for n := range 200 {
+		ev := reading(n)
+		ev.ContentType, ev.Data = "application/json", payload
+		publish(t, pub, ev)
+	}
+	st := sw.Stats()
+	t.Logf("retained %d bytes, dropped %d", st.RetainedBytes, st.Dropped)
+	assert.LessOrEqual(t, st.RetainedBytes, int64(64<<10), "the switch's total bound")
+	assert.Positive(t, st.Dropped)
+	assert.Contains(t, logs.String(), "stream is full")
+	assert.NotContains(t, logs.String(), "slow consumer")
 }

@@ -20,6 +20,15 @@ const (
 	// DefaultMaxRetentionBytes caps the bytes of deliveries a switch holds
 	// for one remote session (ReconnectPolicy.RetentionBytes).
 	DefaultMaxRetentionBytes = 64 << 20
+	// DefaultMaxRetentionTotalBytes caps them over all of a switch's
+	// remote sessions (SwitchConfig.MaxRetentionTotalBytes): 1 GiB.
+	DefaultMaxRetentionTotalBytes = 1 << 30
+	// DefaultMaxSpoolSize caps the look-in spool of a remote session, in
+	// events (SwitchConfig.MaxSpoolSize).
+	DefaultMaxSpoolSize = 1 << 16
+	// goodbyeTimeout bounds how long Switch.Close waits for its connected
+	// remote sessions to confirm the end of their streams.
+	goodbyeTimeout = time.Second
 	// tombstones bounds how many ended remote sessions a switch remembers,
 	// and tombstoneAge for how long, so that an entity returning after its
 	// retention learns what it lost.
@@ -343,14 +352,21 @@ func (re *remoteEnd) unsubscribe(id uint64) {
 }
 
 // pull answers a look-in Pull with spooled deliveries, at most what fits
-// one frame; it waits in a goroutine until the spool has some.
+// one frame; it waits in a goroutine until the spool has some. A session
+// has one Pull waiting at most (the entity's side never sends another):
+// a second is refused, so that Pulls cannot pile up goroutines.
 func (re *remoteEnd) pull(m *wire.Pull) {
 	ctx, cancel := context.WithCancel(context.Background())
 	re.mu.Lock()
-	if re.ended {
+	if re.ended || len(re.pulls) > 0 {
+		waiting := len(re.pulls) > 0
 		re.mu.Unlock()
 		cancel()
-		re.reply(m.Seq, fmt.Errorf("%w: session %q", ErrClosed, re.sess.name))
+		if waiting {
+			re.reply(m.Seq, fmt.Errorf("%w: session %q has a Pull waiting already; one at a time", ErrProtocol, re.sess.name))
+		} else {
+			re.reply(m.Seq, fmt.Errorf("%w: session %q", ErrClosed, re.sess.name))
+		}
 		return
 	}
 	re.pulls[m.Seq] = cancel
@@ -608,6 +624,33 @@ func (re *remoteEnd) end() {
 	}
 	if at == nil && re.retention > 0 { // away: the entity may still come back
 		sw.bury(re.token, tombstone{name: re.sess.name, requests: requests, lost: lost, at: time.Now()})
+	}
+}
+
+// goodbye tells each connected remote session that the switch closes, at
+// the end of its stream, and waits up to goodbyeTimeout for them to
+// confirm what they received.
+func (sw *Switch) goodbye() {
+	sw.mu.RLock()
+	var outs []*outbox
+	for _, re := range sw.remotes {
+		re.mu.Lock()
+		if re.conn != nil {
+			outs = append(outs, re.out)
+		}
+		re.mu.Unlock()
+	}
+	sw.mu.RUnlock()
+	ends := make([]uint64, len(outs))
+	for i, ob := range outs {
+		ends[i] = ob.goodbye()
+	}
+	timeout := time.NewTimer(goodbyeTimeout)
+	defer timeout.Stop()
+	for i, ob := range outs {
+		if !ob.waitConfirmed(ends[i], timeout.C) {
+			return
+		}
 	}
 }
 

@@ -34,6 +34,11 @@ const (
 	// at most; the refusals in between are counted in the next record.
 	refusalLogInterval = 10 * time.Second
 	refusalLogSources  = 4096
+	// maxLogRecords bounds the records of refusals and junk logged per
+	// interval over all sources (a switch's refusals, an entity's
+	// discovery datagrams), so that a flood from many source addresses
+	// cannot flood the log either; the next record counts those held back.
+	maxLogRecords = 64
 )
 
 // Serve accepts remote sessions (see Dial), shared links (Switch.Link)
@@ -129,16 +134,24 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 }
 
 // refusal logs a refusal or a piece of junk from source at level Warn, at
-// most once per source every refusalLogInterval, with the number of
-// records suppressed since the last one.
+// most once per source every refusalLogInterval and maxLogRecords times
+// in all per interval, with the numbers of records suppressed since.
 func (sw *Switch) refusal(source, msg string, args ...any) {
-	ok, suppressed := sw.refusals.Allow(source, time.Now())
+	now := time.Now()
+	ok, suppressed := sw.refusals.Allow(source, now)
+	if !ok {
+		return
+	}
+	ok, suppressedAll := sw.refusalsAll.Allow(now)
 	if !ok {
 		return
 	}
 	args = append(args, "switch", sw.cfg.Name, "remote", source)
 	if suppressed > 0 {
 		args = append(args, "suppressed", suppressed)
+	}
+	if suppressedAll > 0 {
+		args = append(args, "suppressed_all_sources", suppressedAll)
 	}
 	sw.log.Warn(msg, args...)
 }
@@ -232,7 +245,7 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 	}
 	cfg := SessionConfig{
 		Name: hello.Session, Profile: hello.Profile,
-		SpoolSize: int(hello.SpoolSize), SpoolRetention: millis(hello.SpoolRetentionMillis),
+		SpoolSize: min(int(hello.SpoolSize), sw.cfg.MaxSpoolSize), SpoolRetention: millis(hello.SpoolRetentionMillis),
 	}
 	if err := sw.admitSession(ctx, cfg, conn); err != nil {
 		return hs, nil, nil, refuse(errorCode(err), err)

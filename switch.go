@@ -54,6 +54,14 @@ type SwitchConfig struct {
 	// one remote session, unconfirmed or waiting for its entity to return
 	// (ReconnectPolicy.RetentionBytes); 0 means DefaultMaxRetentionBytes.
 	MaxRetentionBytes int
+	// MaxRetentionTotalBytes caps those bytes over all of the switch's
+	// remote sessions together: past it, a delivery to a remote session is
+	// dropped (counted, and reported to the session) as if its own bound
+	// were reached. 0 means DefaultMaxRetentionTotalBytes.
+	MaxRetentionTotalBytes int
+	// MaxSpoolSize caps the look-in spool a remote session may ask for
+	// (SessionConfig.SpoolSize, in events); 0 means DefaultMaxSpoolSize.
+	MaxSpoolSize int
 }
 
 // Switch is a semantic information switch (S1 SI-SW): sessions attach to
@@ -100,14 +108,16 @@ type Switch struct {
 
 	eventsIn, fires, deliveries, refused atomic.Uint64
 
-	handshakes *guard.Handshakes     // connections in their handshake
-	refusals   *guard.Every          // refusals logged, per source
-	stopping   chan struct{}         // closed when Close begins
-	remotes    map[string]*remoteEnd // mu; remote sessions by token
-	tombs      map[string]tombstone  // mu; remote sessions that ended while away, by token
-	tombOrder  []string              // mu; the tokens of tombs, oldest first
+	handshakes  *guard.Handshakes     // connections in their handshake
+	refusals    *guard.Every          // refusals logged, per source
+	refusalsAll *guard.Window         // refusals logged, all sources
+	stopping    chan struct{}         // closed when Close begins
+	remotes     map[string]*remoteEnd // mu; remote sessions by token
+	tombs       map[string]tombstone  // mu; remote sessions that ended while away, by token
+	tombOrder   []string              // mu; the tokens of tombs, oldest first
 
 	dropped atomic.Uint64 // events lost for subscriptions, over the switch's life
+	held    atomic.Int64  // bytes of deliveries held by remote sessions' streams
 
 	pool sync.Pool // *publishScratch
 }
@@ -123,13 +133,16 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		return nil, fmt.Errorf("%w: SwitchConfig.Place is nil", ErrInvalidConfig)
 	case cfg.HandshakeTimeout < 0 || cfg.MaxRetention < 0:
 		return nil, fmt.Errorf("%w: SwitchConfig.HandshakeTimeout %v and MaxRetention %v must not be negative", ErrInvalidConfig, cfg.HandshakeTimeout, cfg.MaxRetention)
-	case cfg.MaxHandshakes < 0 || cfg.MaxRetentionBytes < 0:
-		return nil, fmt.Errorf("%w: SwitchConfig.MaxHandshakes %d and MaxRetentionBytes %d must not be negative", ErrInvalidConfig, cfg.MaxHandshakes, cfg.MaxRetentionBytes)
+	case cfg.MaxHandshakes < 0 || cfg.MaxRetentionBytes < 0 || cfg.MaxRetentionTotalBytes < 0 || cfg.MaxSpoolSize < 0:
+		return nil, fmt.Errorf("%w: SwitchConfig.MaxHandshakes %d, MaxRetentionBytes %d, MaxRetentionTotalBytes %d and MaxSpoolSize %d must not be negative",
+			ErrInvalidConfig, cfg.MaxHandshakes, cfg.MaxRetentionBytes, cfg.MaxRetentionTotalBytes, cfg.MaxSpoolSize)
 	}
 	cfg.HandshakeTimeout = cmp.Or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	cfg.MaxHandshakes = cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)
 	cfg.MaxRetention = cmp.Or(cfg.MaxRetention, DefaultMaxRetention)
 	cfg.MaxRetentionBytes = cmp.Or(cfg.MaxRetentionBytes, DefaultMaxRetentionBytes)
+	cfg.MaxRetentionTotalBytes = cmp.Or(cfg.MaxRetentionTotalBytes, DefaultMaxRetentionTotalBytes)
+	cfg.MaxSpoolSize = cmp.Or(cfg.MaxSpoolSize, DefaultMaxSpoolSize)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -145,11 +158,12 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		routed:   map[uint64]*Subscription{},
 		probes:   map[uint64]chan probeReply{},
 
-		handshakes: guard.NewHandshakes(cfg.MaxHandshakes),
-		refusals:   guard.NewEvery(refusalLogInterval, refusalLogSources),
-		stopping:   make(chan struct{}),
-		remotes:    map[string]*remoteEnd{},
-		tombs:      map[string]tombstone{},
+		handshakes:  guard.NewHandshakes(cfg.MaxHandshakes),
+		refusals:    guard.NewEvery(refusalLogInterval, refusalLogSources),
+		refusalsAll: guard.NewWindow(maxLogRecords, refusalLogInterval),
+		stopping:    make(chan struct{}),
+		remotes:     map[string]*remoteEnd{},
+		tombs:       map[string]tombstone{},
 	}
 	sw.pool.New = func() any { return new(publishScratch) }
 	return sw, nil
@@ -448,8 +462,14 @@ type Stats struct {
 	// stream full or ended unconfirmed (see Dial).
 	Dropped uint64
 	// Refused counts sessions and shared links the place refused
-	// (admission hook, shared key, tree rule).
+	// (admission hook, shared key, tree rule); handshakes that fail
+	// before a session is named (no hello, a timeout, an eviction) are
+	// not counted here, only logged.
 	Refused uint64
+	// RetainedBytes is the bytes of deliveries remote sessions' streams
+	// hold now, unconfirmed or waiting for their entities to return; at
+	// most SwitchConfig.MaxRetentionTotalBytes.
+	RetainedBytes int64
 	// Links sums the counters of the switch's shared links over their
 	// lifetimes, the links that have ended included (Switch.Links shows
 	// the links up now).
@@ -488,7 +508,7 @@ func (sw *Switch) Stats() Stats {
 	}
 	sw.routeMu.Unlock()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
-	st.Dropped = sw.dropped.Load()
+	st.Dropped, st.RetainedBytes = sw.dropped.Load(), sw.held.Load()
 	return st
 }
 
@@ -510,7 +530,13 @@ func (sw *Switch) Drain(ctx context.Context) error {
 // Close ends the switch's shared links, stops every Serve call (their
 // listeners are closed when it returns), closes every session (remote
 // ones with their connections), waits for their goroutines to return and
-// refuses new sessions with ErrClosed. It is idempotent.
+// refuses new sessions with ErrClosed. A connected remote session is told
+// first, at the end of its stream, and given up to a second to confirm
+// what it received: it then reconnects (to a switch that starts again at
+// the address, say) knowing it lost nothing; what it does not confirm in
+// time, and what sessions whose entities are away hold, is counted as
+// dropped here (Stats.Dropped), and those entities cannot know it. Close
+// is idempotent.
 func (sw *Switch) Close() error {
 	sw.mu.Lock()
 	if !chanClosed(sw.stopping) {
@@ -532,6 +558,7 @@ func (sw *Switch) Close() error {
 		g.cancel() // not Close: the other place keeps its consent for when this switch returns
 	}
 	sw.linkers.Wait()
+	sw.goodbye()
 	for _, stop := range serving {
 		stop()
 	}

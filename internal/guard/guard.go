@@ -187,3 +187,40 @@ func (ev *Every) Allow(key string, now time.Time) (ok bool, suppressed uint64) {
 	ev.keys[key] = ev.lru.PushBack(&everyKey{key: key, last: now})
 	return true, 0
 }
+
+// Window lets at most n events happen per interval overall, whatever
+// their source: a bound on log records that a flood from many sources
+// would otherwise multiply (Every forgets sources past its maxKeys). A
+// Window is safe for concurrent use.
+type Window struct {
+	n        int
+	interval time.Duration
+
+	mu         sync.Mutex
+	start      time.Time // of the current interval; mu
+	count      int       // events allowed in it; mu
+	suppressed uint64    // events refused since the last allowed one; mu
+}
+
+// NewWindow returns a Window of at most n (at least 1) events per
+// interval.
+func NewWindow(n int, interval time.Duration) *Window {
+	return &Window{n: max(n, 1), interval: interval}
+}
+
+// Allow reports whether an event may happen at now, with the number of
+// events refused since the last one allowed.
+func (w *Window) Allow(now time.Time) (ok bool, suppressed uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.start) >= w.interval {
+		w.start, w.count = now, 0
+	}
+	if w.count >= w.n {
+		w.suppressed++
+		return false, 0
+	}
+	w.count++
+	suppressed, w.suppressed = w.suppressed, 0
+	return true, suppressed
+}

@@ -110,3 +110,19 @@ func TestEvery(t *testing.T) {
 	ok, _ = ev.Allow("a", t0.Add(time.Millisecond))
 	assert.True(t, ok, "a was forgotten, so it is allowed again")
 }
+
+func TestWindow(t *testing.T) {
+	w := NewWindow(3, time.Second)
+	t0 := time.Unix(1000, 0)
+	for i := range 3 {
+		ok, _ := w.Allow(t0.Add(time.Duration(i) * time.Millisecond))
+		assert.True(t, ok, "event %d", i)
+	}
+	for i := range 5 {
+		ok, _ := w.Allow(t0.Add(time.Duration(10+i) * time.Millisecond))
+		assert.False(t, ok)
+	}
+	ok, n := w.Allow(t0.Add(time.Second))
+	assert.True(t, ok, "a new interval")
+	assert.Equal(t, uint64(5), n)
+}
