@@ -99,8 +99,8 @@
 //     handshakes that evicts the busiest source's oldest
 //     (MaxHandshakes), handshake frames of at most
 //     MaxHandshakeFrameBytes, and the transport's own bounds (see
-//     Switch.Serve); refusals are logged at most once per source every
-//     10 s.
+//     Switch.Serve); refusals are logged at most once per source, and 64
+//     times in all, every 10 s.
 //   - Control events: link requests, registers, releases, markers and
 //     acknowledgements travel as events of reserved "sion." types (ontology.RegisterType, …) in
 //     the same frames as data events, in order with them.

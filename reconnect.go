@@ -91,10 +91,16 @@ type ConnectionEvent struct {
 	Attempts int
 	// Resumed reports that the switch still held the session: nothing
 	// matched while it was away is lost but what Lost counts. When false,
-	// the session was opened anew (its retention passed, or the switch
-	// did not know it) and its subscriptions registered again; events
-	// published in between were not matched for it.
+	// the session was opened anew and its subscriptions registered again;
+	// events published in between were not matched for it.
 	Resumed bool
+	// Expired reports, when Resumed is false, that the switch ended the
+	// session because its retention passed: Lost is then exactly what it
+	// held. When both are false the switch did not know the session —
+	// another switch, or one that restarted: if the old one closed in
+	// good order (Switch.Close), the entity had received everything it
+	// matched; if it failed, what it held is unknown here.
+	Expired bool
 	// Lost counts the events matched for the session that it will not
 	// receive: dropped while it was away (RetentionBytes) or, when the
 	// session was opened anew, held when the old one ended. Each is also
@@ -334,7 +340,7 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 		subs = append(subs, sub)
 	}
 	rc.mu.Unlock()
-	ev := ConnectionEvent{Connected: true, Addr: addr, Attempts: attempts, Resumed: w.Resumed, Lost: rc.lost(w.Lost)}
+	ev := ConnectionEvent{Connected: true, Addr: addr, Attempts: attempts, Resumed: w.Resumed, Expired: w.Expired, Lost: rc.lost(w.Lost)}
 	rc.log.Info("sion: remote session reconnected", "session", rc.sess.name, "addr", addr, "resumed", ev.Resumed, "lost", ev.Lost, "attempts", attempts)
 
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultHandshakeTimeout)

@@ -202,6 +202,7 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 	ev = log.next(t)
 	require.True(t, ev.Connected, "%+v", ev)
 	assert.False(t, ev.Resumed, "opened anew")
+	assert.True(t, ev.Expired)
 	assert.Equal(t, uint64(lost), ev.Lost, "exactly the events matched and not delivered")
 	assert.Equal(t, uint64(lost), sub.Stats().Dropped)
 
@@ -412,6 +413,7 @@ func TestReconnectToARestartedSwitch(t *testing.T) {
 	ev := log.next(t)
 	require.True(t, ev.Connected)
 	assert.False(t, ev.Resumed, "the new switch does not know the session")
+	assert.False(t, ev.Expired)
 	assert.Zero(t, ev.Lost)
 	pub := open(t, sw, "pub")
 	require.Eventually(t, func() bool {

@@ -49,8 +49,8 @@ const (
 // frame per message. A session fires once per event: one Deliver frame
 // lists all its subscriptions that matched. A malformed or unexpected
 // frame closes that connection only; admission refusals are answered
-// with an error frame and logged, at most once per source address every
-// 10 s (SwitchConfig.Logger).
+// with an error frame and logged, at most once per source address and 64
+// times in all every 10 s (SwitchConfig.Logger).
 //
 // A connection that has not been admitted costs the switch a bounded
 // amount (S1 security assurance unit, DESIGN.md "Admission"): its whole
@@ -66,6 +66,15 @@ const (
 // A remote session whose connection fails is kept for the retention its
 // entity asked for (ReconnectPolicy), so that it can reconnect and miss
 // nothing; see Dial.
+//
+// Admission is the place's: with no SharedKey, Admit hook or mutual TLS,
+// every entity that reaches the listener is admitted. An admitted entity
+// is bounded per remote session (MaxRetentionBytes, MaxSpoolSize, one Pull
+// waiting) and in all (MaxRetentionTotalBytes), not in how many sessions
+// and subscriptions it opens: admit only entities you trust with that.
+// Frames carry no MAC of their own, and a shared key proves an entity at
+// its handshake only: over a network you do not trust, use TLS
+// (transport/tcp Config.TLS).
 //
 // Serve blocks until ctx ends, l is closed or the switch closes; it then
 // closes l and returns nil (the connections it accepted end with ctx or

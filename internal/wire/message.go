@@ -75,8 +75,9 @@ type Message interface {
 // Hello opens a session: the first frame a client sends to a switch.
 type Hello struct {
 	// Version is the newest session protocol version the client speaks
-	// (FrameVersion for this package). It travels in the body and is
-	// distinct from the frame version byte, which must match exactly.
+	// (the root package's protocol, 2 since sessions resume). It travels
+	// in the body and is distinct from the frame version byte
+	// (FrameVersion), which must match exactly.
 	Version uint16
 	// Session names the session (UTF-8); "" asks the switch to name it.
 	Session string
