@@ -106,7 +106,8 @@ type Listener interface {
 // which case the peer's Recv returns an error. Frames of concurrent Sends
 // are never interleaved, and each goroutine's frames keep their order. A
 // frame queued by a Send that returned nil is delivered even if the sender
-// closes right after; the peer's Recv returns the frames sent before the
+// closes right after (except on a Conn closed before it was admitted;
+// see Admitter); the peer's Recv returns the frames sent before the
 // close, then an error wrapping ErrClosed.
 //
 // A Conn is safe for concurrent use by multiple goroutines. Close unblocks
@@ -177,6 +178,13 @@ type Conn interface {
 // to the Conn's full buffers and MaxFrameBytes. A Conn returned by Dial is
 // admitted from the start, and a transport within one process (mem) need
 // not implement Admitter.
+//
+// A server may close at once a Conn it has not admitted: such a Conn,
+// closed before Admit, need not wait for the peer to take the frames
+// queued or to end its side, and frees the connection within a short
+// bound the implementation documents. The frames sent before that Close
+// — a refusal, say — are then delivered on a best-effort basis, an
+// exception to Conn's delivery on Close.
 type Admitter interface {
 	// Admit lifts the receive budget of the Conn. It is idempotent, never
 	// blocks, and is safe to call concurrently with every method of the

@@ -2,9 +2,15 @@ package tcp_test
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -233,7 +239,7 @@ func TestPendingBudget(t *testing.T) {
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 				assert.Equal(t, frame(1, tc.frame), f)
-				nc.Close() // or s, closed, waits for the end of the peer's stream
+				nc.Close() // or s, if admitted, closed, waits for the end of the peer's stream
 				return
 			}
 			require.ErrorIs(t, err, tcp.ErrProtocol)
@@ -283,4 +289,235 @@ func TestPendingQueue(t *testing.T) {
 		"after Admit, the receive queue takes every frame")
 	recvSeq(t, ctx, s, frames, size)
 	nc.Close()
+}
+
+// rawHeartbeatInterval is how often the raw peers of the tests below
+// send a heartbeat, as a live tcp Conn does (every HeartbeatInterval).
+const rawHeartbeatInterval = 100 * time.Millisecond
+
+// heartbeat writes a heartbeat to each of peers every
+// rawHeartbeatInterval, until stop is called or t ends; a peer whose
+// write fails (its connection was reset) gets no more.
+func heartbeat(t *testing.T, peers ...net.Conn) (stop func()) {
+	t.Helper()
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		hb := binary.BigEndian.AppendUint32(nil, 0xFFFF_FFFF)
+		live := slices.Clone(peers)
+		tick := time.NewTicker(rawHeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			live = slices.DeleteFunc(live, func(nc net.Conn) bool {
+				nc.SetWriteDeadline(time.Now().Add(rawHeartbeatInterval))
+				_, err := nc.Write(hb)
+				return err != nil
+			})
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(quit); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// acceptRaw connects a raw peer to l, which completes the preambles, and
+// returns the Conn that l's Accept returns, not admitted, and the peer.
+func acceptRaw(t *testing.T, ctx context.Context, l transport.Listener) (*tcp.Conn, net.Conn) {
+	t.Helper()
+	nc := rawDial(t, l.Addr().String())
+	_, err := nc.Write(preamble(transport.DefaultMaxFrameBytes))
+	require.NoError(t, err)
+	readPreamble(t, nc, transport.DefaultMaxFrameBytes)
+	s, err := l.Accept(ctx)
+	require.NoError(t, err)
+	return s.(*tcp.Conn), nc
+}
+
+// framesIn returns the frames of the records in b, without the
+// heartbeats, and the bytes left after the last whole record.
+func framesIn(b []byte) (frames []string, rest []byte) {
+	for len(b) >= 4 {
+		n := binary.BigEndian.Uint32(b)
+		if n == 0xFFFF_FFFF {
+			b = b[4:]
+			continue
+		}
+		if uint64(len(b)-4) < uint64(n) {
+			break
+		}
+		frames = append(frames, string(b[4:4+n]))
+		b = b[4+n:]
+	}
+	return frames, b
+}
+
+// closeBound bounds the end of a Conn closed before it was admitted,
+// whose peer holds its side open: a functional bound, far above the
+// milliseconds its few queued bytes take and well under WriteTimeout
+// (10 s by default), which is what a graceful Close may wait for such a
+// peer.
+const closeBound = 3 * time.Second
+
+func TestCloseNotAdmitted(t *testing.T) {
+	// A raw peer that completes the preamble, sends heartbeats and holds
+	// its side open, as a peer that never passes the application's
+	// handshake does. A Conn closed before it admitted the peer writes
+	// the frame queued before Close and then closes its socket without
+	// waiting for the peer's end: its goroutines and socket are gone
+	// within closeBound, and the peer sees the end (EOF, or a reset: the
+	// peer's heartbeats are left unread). An admitted Conn, and a dialed
+	// one, close gracefully: the peer gets the frame and a clean end of
+	// stream, and the Conn waits for the peer to end its side.
+	for _, tc := range []struct {
+		name     string
+		connect  func(t *testing.T, ctx context.Context, tr *tcp.Transport) (*tcp.Conn, net.Conn)
+		graceful bool
+	}{
+		{"accepted, not admitted", func(t *testing.T, ctx context.Context, tr *tcp.Transport) (*tcp.Conn, net.Conn) {
+			return acceptRaw(t, ctx, listen(t, tr))
+		}, false},
+		{"accepted, admitted", func(t *testing.T, ctx context.Context, tr *tcp.Transport) (*tcp.Conn, net.Conn) {
+			s, nc := acceptRaw(t, ctx, listen(t, tr))
+			s.Admit()
+			return s, nc
+		}, true},
+		{"dialed", func(t *testing.T, ctx context.Context, tr *tcp.Transport) (*tcp.Conn, net.Conn) {
+			nl, accepted := rawListen(t)
+			dialed := make(chan transport.Conn, 1)
+			go func() {
+				c, err := tr.Dial(ctx, nl.Addr().String())
+				assert.NoError(t, err, "Dial")
+				dialed <- c
+			}()
+			nc := await(t, accepted, "the raw listener accepts")
+			_, err := nc.Write(preamble(transport.DefaultMaxFrameBytes))
+			require.NoError(t, err)
+			c := await(t, dialed, "Dial")
+			require.NotNil(t, c)
+			readPreamble(t, nc, transport.DefaultMaxFrameBytes)
+			return c.(*tcp.Conn), nc
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			tr := newTransport(t, tcp.Config{}) // WriteTimeout 10 s
+			c, nc := tc.connect(t, ctx, tr)
+			closeAtEnd(t, c)
+			stop := heartbeat(t, nc)
+			require.NoError(t, c.Send(ctx, []byte("refused")))
+			require.NoError(t, c.Close())
+
+			if !tc.graceful {
+				timer := time.NewTimer(closeBound)
+				defer timer.Stop()
+				select {
+				case <-c.Done():
+				case <-timer.C:
+					t.Fatalf("the Conn closed before Admit still holds its socket %v after Close, its peer holding its side open", closeBound)
+				}
+				frames, rest := framesIn(readToEnd(t, nc, "the peer sees the end"))
+				if runtime.GOOS == "linux" { // a reset keeps the bytes received before it
+					assert.Equal(t, []string{"refused"}, frames, "frames the peer received")
+					assert.Empty(t, rest, "bytes after the last record")
+				}
+				return
+			}
+			nc.SetReadDeadline(time.Now().Add(waitTimeout))
+			b, err := io.ReadAll(nc)
+			require.NoError(t, err, "the peer reads a clean end of stream, not a reset")
+			frames, rest := framesIn(b)
+			assert.Equal(t, []string{"refused"}, frames, "frames the peer received")
+			assert.Empty(t, rest, "bytes after the last record")
+			select {
+			case <-c.Done():
+				t.Fatal("the Conn ended before its peer ended its side")
+			default:
+			}
+			stop()
+			require.NoError(t, nc.(*net.TCPConn).CloseWrite())
+			await(t, c.Done(), "end of the Conn once its peer ended its side")
+		})
+	}
+}
+
+// openFiles returns the number of files the process has open, or skips
+// t where /proc/self/fd does not list them.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count open files: %v", err)
+	}
+	return len(fds)
+}
+
+func TestCloseNotAdmittedFlood(t *testing.T) {
+	// 2,000 raw peers complete the preamble, send heartbeats and hold
+	// their side open; the application accepts each and, as a switch
+	// does when it evicts or refuses a handshake, sends a refusal and
+	// closes it without Admit. Within closeBound, the process is back to
+	// the sockets and goroutines it had before, but for the peers' own
+	// sockets, which they still hold. slack allows for the runtime's and
+	// the test's own.
+	const peers, slack = 2000, 50
+	needFiles(t, 2*peers+256)
+	ctx := testCtx(t)
+	l := listen(t, newTransport(t, tcp.Config{}))
+	fds0, gs0 := openFiles(t), runtime.NumGoroutine()
+	conns := make([]*tcp.Conn, peers)
+	ncs := make([]net.Conn, peers)
+	t.Cleanup(func() { // last, once the peers have closed their side
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+				await(t, c.Done(), "end of the Conn's goroutines")
+			}
+		}
+	})
+	for i := range peers {
+		conns[i], ncs[i] = acceptRaw(t, ctx, l)
+	}
+	heartbeat(t, ncs...)
+	fds1, gs1 := openFiles(t), runtime.NumGoroutine()
+	start := time.Now()
+	for _, c := range conns {
+		require.NoError(t, c.Send(ctx, []byte("refused")))
+		require.NoError(t, c.Close())
+	}
+	var fds, gs int
+	freed := func() bool {
+		fds, gs = openFiles(t), runtime.NumGoroutine()
+		return fds <= fds0+peers+slack && gs <= gs0+slack
+	}
+	timer := time.NewTimer(closeBound)
+	defer timer.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for done := freed(); !done; done = freed() {
+		select {
+		case <-timer.C:
+			t.Fatalf("%v after closing %d Conns not admitted: %d open files, %d goroutines; want at most %d and %d "+
+				"(before the peers %d and %d; with the Conns open %d and %d)",
+				time.Since(start).Round(time.Millisecond), peers, fds, gs, fds0+peers+slack, gs0+slack, fds0, gs0, fds1, gs1)
+		case <-tick.C:
+		}
+	}
+	t.Logf("%d peers holding their side open: open files %d before the peers, %d with the Conns open, %d %v after Close; goroutines %d, %d, %d",
+		peers, fds0, fds1, fds, time.Since(start).Round(time.Millisecond), gs0, gs1, gs)
+	for i, c := range conns {
+		select {
+		case <-c.Done():
+		default:
+			t.Fatalf("Conn %d has not ended", i)
+		}
+	}
+	for i, nc := range ncs {
+		requireEnd(t, nc, "peer "+strconv.Itoa(i)+" sees the end")
+	}
 }

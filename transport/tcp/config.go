@@ -28,7 +28,7 @@ const (
 	// bytes: 4 MiB.
 	DefaultReadBufferBytes = 4 << 20
 	// DefaultWriteTimeout bounds a Send blocked on a full write buffer,
-	// and the flush of a closed Conn.
+	// and the flush of a closed Conn that was admitted.
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultBacklogConns is the number of established connections a
 	// Listener holds for Accept before it stops taking in sockets.
@@ -46,6 +46,13 @@ const (
 // frame and lengths from 2^31 on stay free for the protocol (see the
 // package doc, "Wire format").
 const MaxFrameBytesLimit = math.MaxInt32
+
+// UnadmittedCloseTimeout bounds how long an accepted Conn closed before
+// Admit writes the frames queued before Close (Config.WriteTimeout
+// bounds it too, if shorter): 250 ms. Then it closes its socket without
+// waiting for the peer's end of stream, so a peer that has not been
+// admitted keeps its socket and goroutines no longer. See Conn.Close.
+const UnadmittedCloseTimeout = 250 * time.Millisecond
 
 // Config configures a Transport. The zero Config means the defaults. A
 // Config is copied by New; the TLS config it points to is not, and must
@@ -99,7 +106,9 @@ type Config struct {
 
 	// WriteTimeout is how long a Send waits for room in the write buffer
 	// before it gives up with ErrWriteBufferFull; it also bounds how long
-	// a closed Conn tries to deliver the frames still queued. 0 means
+	// a closed Conn tries to deliver the frames still queued and waits
+	// for the peer's end of stream (UnadmittedCloseTimeout bounds that
+	// for an accepted Conn closed before Admit). 0 means
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
 

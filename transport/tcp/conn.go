@@ -34,8 +34,9 @@ const firstChunkBytes = 64 << 10
 // receive buffer for Recv and watches that the peer is alive. Both end
 // once Close has delivered the queued frames (or given up, at most
 // Config.WriteTimeout later) and the peer has seen the end, or when the
-// peer closes, dies or breaks the protocol; Done reports it. See the
-// package doc.
+// peer closes, dies or breaks the protocol; Done reports it. An accepted
+// Conn closed before Admit does not wait for the peer: its goroutines end
+// within UnadmittedCloseTimeout of Close. See the package doc.
 //
 // The Conn that Accept returns holds its peer to a small receive budget,
 // Config.PendingReadBytes, until Admit; the Conn that Dial returns is
@@ -67,6 +68,12 @@ type Conn struct {
 	closeOnce sync.Once
 	over      chan struct{} // closed when the socket is closed and both goroutines ended
 	running   atomic.Int32  // goroutines not yet ended
+
+	// closeAtOnce is set by Close, before it closes done and wq, when c
+	// was not admitted: the writer, which reads it once wq is closed,
+	// closes the socket once it has written the end of the stream,
+	// without waiting for the peer's.
+	closeAtOnce bool
 
 	// dmu guards the socket's read deadline, which the reader moves
 	// before each read and Close may bring forward.
@@ -211,10 +218,27 @@ func (c *Conn) Recv(ctx context.Context) ([]byte, error) {
 // before the socket is closed. Both give up Config.WriteTimeout after
 // Close, dropping the frames not yet written, so a peer that does not
 // read cannot keep the socket open; Done reports when it is closed.
+//
+// An accepted Conn closed before Admit does not wait for its peer, which
+// has not proved who it is and may hold its side open: the writer has
+// UnadmittedCloseTimeout (or WriteTimeout, if shorter) to write the
+// frames queued, then signals the end and closes the socket without
+// waiting for the peer's end, so that its socket and goroutines are gone
+// within UnadmittedCloseTimeout of Close. Closing a socket with received
+// bytes not yet read (the peer's heartbeats, say) may reset the
+// connection, and a reset may make the peer lose what it has not read
+// yet: delivery to a peer not admitted — of a refusal, say — is best
+// effort. Whether c was admitted is settled when Close is called.
+//
 // Close is idempotent and returns nil.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
-		deadline := time.Now().Add(c.writeTimeout)
+		timeout := c.writeTimeout
+		if !c.admitted.Load() {
+			c.closeAtOnce = true
+			timeout = min(timeout, UnadmittedCloseTimeout)
+		}
+		deadline := time.Now().Add(timeout)
 		c.dmu.Lock()
 		c.closeDeadline = deadline
 		if c.readDeadline.After(deadline) {
@@ -258,8 +282,9 @@ func (c *Conn) abort() {
 // Done returns a channel that is closed once c's socket is closed and its
 // goroutines have ended: after Close, once the queued frames are
 // delivered and the peer has seen the end (or Config.WriteTimeout
-// passed), or as soon as the peer closes, dies or breaks the protocol.
-// Recv reports why.
+// passed) — for an accepted Conn closed before Admit, once the queued
+// frames are written (or UnadmittedCloseTimeout passed) —, or as soon as
+// the peer closes, dies or breaks the protocol. Recv reports why.
 func (c *Conn) Done() <-chan struct{} { return c.over }
 
 // LocalAddr returns the address of this end, a *net.TCPAddr.
@@ -396,8 +421,9 @@ func (c *Conn) armReadDeadline() {
 // writeLoop is the writer goroutine: it writes the queued frames, and a
 // heartbeat whenever it has written nothing for HeartbeatInterval. Once
 // Close has been called and the queue is empty, it signals the end to
-// the peer and returns; it also returns when the reader ends c or a
-// write fails.
+// the peer and returns; if c was not admitted when Close was called, it
+// closes the socket too, which ends the reader. It also returns when the
+// reader ends c or a write fails.
 func (c *Conn) writeLoop() {
 	defer c.exit()
 	heartbeat := time.NewTimer(c.heartbeatInterval)
@@ -417,6 +443,8 @@ func (c *Conn) writeLoop() {
 		case err == errClosed: // by Close, and every frame queued before is written
 			if err := c.closeWrite(); err != nil {
 				c.writeFailed(err)
+			} else if c.closeAtOnce { // set before wq was closed
+				c.raw.Close()
 			}
 			return
 		case err != nil: // by the reader

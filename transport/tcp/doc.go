@@ -139,6 +139,13 @@
 // (net.ipv4.tcp_rmem and tcp_wmem on Linux) come on top of this, outside
 // the process's heap, for each socket.
 //
+// Once the application closes a Conn it has not admitted, the peer holds
+// its socket, goroutines and buffers for at most UnadmittedCloseTimeout
+// (250 ms), while the Conn writes what was queued, even if the peer
+// holds its side open and sends heartbeats: the Conn does not wait for
+// the peer's end of stream (see "Close"). A Conn closed after Admit may
+// wait WriteTimeout (10 s) for its peer.
+//
 // An admitted peer is held to Config.ReadBufferBytes and MaxFrameBytes,
 // and its frames too cost memory only as their bytes arrive.
 //
@@ -155,6 +162,17 @@
 // closed and the Conn's goroutines have ended. So Close does not wait
 // for the peer, yet every goroutine it stops has ended WriteTimeout
 // after it at the latest.
+//
+// An accepted Conn closed before Admit — a peer the application evicts,
+// refuses or gives up on in its own handshake — does not wait for its
+// peer's end: the writer has UnadmittedCloseTimeout (250 ms), or
+// WriteTimeout if shorter, to write the frames queued, then ends the
+// stream and closes the socket at once, which ends the reader. Closing a
+// socket with received bytes not yet read may make the system reset the
+// connection, and a peer that gets a reset may lose what it had not yet
+// read, so the frames sent to a peer not admitted — a refusal, say — are
+// delivered on a best-effort basis. Admitted Conns, those returned by
+// Dial included, close as above.
 //
 // A Conn whose reader reaches the end of the peer's stream, finds the
 // peer dead or the protocol broken closes its socket and ends its

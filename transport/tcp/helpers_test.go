@@ -86,9 +86,9 @@ func pair(t *testing.T, cfg tcp.Config) (c, s *tcp.Conn) {
 }
 
 // closeAtEnd closes conns when t ends, then waits until their goroutines
-// end. Close the two ends of a connection together: a Conn closed while
-// its peer neither reads nor closes waits WriteTimeout to deliver its
-// frames.
+// end. Close the two ends of a connection together: an admitted Conn
+// closed while its peer neither reads nor closes waits WriteTimeout to
+// deliver its frames.
 func closeAtEnd(t *testing.T, conns ...*tcp.Conn) {
 	t.Cleanup(func() {
 		for _, c := range conns {
