@@ -521,3 +521,26 @@ func TestCloseNotAdmittedFlood(t *testing.T) {
 		requireEnd(t, nc, "peer "+strconv.Itoa(i)+" sees the end")
 	}
 }
+
+func TestFloodFromManySourcesLoggedBounded(t *testing.T) {
+	// Bad preambles from 300 source addresses (127.3.0.0/16 on loopback):
+	// the per-source limit alone would write a record for each; over all
+	// sources the Listener writes at most 64 per interval.
+	const sources = 300
+	needFiles(t, 2*sources+256)
+	h := newCountingHandler()
+	l, err := newTransport(t, tcp.Config{Logger: slog.New(h)}).Listen("")
+	require.NoError(t, err)
+	for i := range sources {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 3, byte(i/250), byte(1+i%250))}, Timeout: waitTimeout}
+		nc, err := d.Dial("tcp", l.Addr().String())
+		require.NoError(t, err)
+		sendAndEnd(t, nc, []byte("GET / HTTP/1.1\r\n"))
+		requireEnd(t, nc, "the Listener refuses the connection")
+		nc.Close()
+	}
+	require.NoError(t, l.Close())
+	n, _ := h.counts()
+	t.Logf("%d sources: %v", sources, n)
+	assert.Equal(t, 64, n["tcp: connection refused in its handshake"])
+}

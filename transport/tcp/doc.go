@@ -108,8 +108,9 @@
 //
 // The Listener logs (Config.Logger) a Warn record for a connection it
 // refuses in its handshake and for a handshake it evicts, at most one per
-// source and kind every 10 s; the next record says how many were
-// suppressed ("suppressed"), so a flood costs a few lines.
+// source and kind, and 64 in all, every 10 s; the next record says how
+// many were suppressed ("suppressed", "suppressed_all_sources"), so a
+// flood costs a few lines, from one source or from many.
 //
 // # Bounds for unadmitted peers
 //

@@ -25,6 +25,7 @@ const (
 const (
 	logInterval = 10 * time.Second
 	logSources  = 4096
+	logRecords  = 64 // per logInterval, over all sources and kinds
 )
 
 // errEvicted is the cause of a handshake's end when the table of
@@ -60,6 +61,7 @@ type Listener struct {
 
 	handshakes *guard.Handshakes // the connections in their handshake
 	logs       *guard.Every      // rate of log records, per kind and source
+	logsAll    *guard.Window     // and over all sources
 
 	backlog chan *Conn    // established connections, waiting for Accept
 	room    chan struct{} // signalled when Accept takes from backlog
@@ -81,6 +83,7 @@ func newListener(nl net.Listener, cfg Config) *Listener {
 		cfg:        cfg,
 		handshakes: guard.NewHandshakes(cfg.MaxHandshakes),
 		logs:       guard.NewEvery(logInterval, logSources),
+		logsAll:    guard.NewWindow(logRecords, logInterval),
 		// Room for every connection established while the accept loop
 		// has not yet stopped, so that a handshake rarely waits.
 		backlog: make(chan *Conn, cfg.BacklogConns+cfg.MaxHandshakes),
@@ -231,8 +234,8 @@ func (l *Listener) handshake(ctx context.Context, cancel context.CancelCauseFunc
 }
 
 // warn logs, at now, a Warn record of kind about source, with attrs,
-// unless one was logged for them within logInterval; the record counts
-// those suppressed since the last.
+// unless one was logged for them within logInterval or logRecords were
+// logged in all; the record counts those suppressed since the last.
 func (l *Listener) warn(now time.Time, kind, source, msg string, attrs ...slog.Attr) {
 	if l.cfg.Logger == nil {
 		return
@@ -241,8 +244,15 @@ func (l *Listener) warn(now time.Time, kind, source, msg string, attrs ...slog.A
 	if !ok {
 		return
 	}
+	ok, suppressedAll := l.logsAll.Allow(now)
+	if !ok {
+		return
+	}
 	attrs = append([]slog.Attr{slog.String("listener", l.Addr().String())}, attrs...)
 	attrs = append(attrs, slog.Uint64("suppressed", suppressed))
+	if suppressedAll > 0 {
+		attrs = append(attrs, slog.Uint64("suppressed_all_sources", suppressedAll))
+	}
 	l.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
 }
 
