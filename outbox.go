@@ -19,13 +19,18 @@ const maxReplyBytes = 4 << 20
 
 // outbox is the switch's side of a remote session's stream (see Dial):
 // every frame the switch sends the session after Welcome — deliveries,
-// answers to requests, loss reports — gets the next number, from 1, and
-// stays until the entity confirms it has received it (wire.Received), so
-// that an entity that reconnects gets every frame it missed, once, in
-// order, on its next connection. The deliveries it holds are bounded in
-// bytes (the session's retention); one that does not fit is dropped for
-// its subscriptions, counted, and reported in the stream (a Lost frame)
-// before the next delivery that fits, or when the entity reconnects.
+// answers to requests, loss reports — gets the next number, from 1, as it
+// is sent, and stays until the entity confirms it has received it
+// (wire.Received), so that an entity that reconnects gets every frame it
+// missed, once, in order, on its next connection.
+//
+// The deliveries it holds, sent or not, are bounded in bytes (the
+// session's retention, and the switch's total). When a delivery does not
+// fit, the oldest delivery not yet sent is dropped to make room — an
+// entity away for long receives the newest events — or, when all are
+// sent and wait for confirmation, the new one. A drop is counted for its
+// subscriptions and reported in the stream (a Lost frame) where the gap
+// is: before the next frame sent, or in the Welcome of a reconnect.
 //
 // An outbox is safe for concurrent use: publishers append, the
 // connection's writer takes, its reader confirms.
@@ -35,10 +40,12 @@ type outbox struct {
 
 	mu      sync.Mutex
 	first   uint64            // the number of items[0]; mu
-	items   []outItem         // unconfirmed frames, oldest first; mu
-	sent    int               // items[:sent] were sent on the current connection; mu
-	bytes   int               // of the deliveries in items; mu
-	replies int               // of the other frames in items; mu
+	items   []outItem         // sent and unconfirmed, numbered from first; mu
+	resend  int               // items[:resend] were sent on the current connection; mu
+	queue   []outItem         // not yet sent, oldest first, from head; mu
+	head    int               // queue[:head] were taken; mu
+	bytes   int               // of the deliveries in items and queue; mu
+	replies int               // of the other frames in items and queue; mu
 	lost    map[uint64]uint64 // entity's subscription ID → deliveries dropped, not yet reported; mu
 	slow    bool              // a delivery was dropped since the stream last drained below half; mu
 	closed  bool              // the session ends: deliveries are dropped; mu
@@ -50,6 +57,7 @@ type outbox struct {
 type outItem struct {
 	f    []byte
 	subs []*Subscription // for a delivery, its subscriptions; nil for other frames
+	lost []wire.Count    // for a Lost frame, what it reports
 }
 
 func newOutbox(s *Session, limit int) *outbox {
@@ -59,16 +67,20 @@ func newOutbox(s *Session, limit int) *outbox {
 // reply appends a frame that is not a delivery: an answer or a report.
 func (ob *outbox) reply(f []byte) {
 	ob.mu.Lock()
-	ob.items = append(ob.items, outItem{f: f})
+	ob.queue = append(ob.queue, outItem{f: f})
 	ob.replies += len(f)
 	ob.notify()
 	ob.mu.Unlock()
 }
 
-// deliver appends the Deliver frame f for subs, or, when the deliveries
-// held would exceed the limit, drops it for each of them (counted, and
-// reported in the stream later). It reports whether f was taken.
+// deliver appends the Deliver frame f for subs, making room within the
+// session's bound by dropping the oldest deliveries not yet sent; when
+// there are none, or the switch's total is full, it drops f for each of
+// subs. Drops are counted and reported in the stream later. It reports
+// whether f was taken.
 func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
+	sw := ob.sess.sw
+	n := int64(len(f))
 	ob.mu.Lock()
 	if ob.closed {
 		ob.mu.Unlock()
@@ -77,78 +89,64 @@ func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
 		}
 		return false
 	}
-	sw := ob.sess.sw
-	total := sw.held.Add(int64(len(f)))
-	if ob.bytes > 0 && ob.bytes+len(f) > ob.limit || total > int64(sw.cfg.MaxRetentionTotalBytes) {
-		sw.held.Add(-int64(len(f)))
+	var dropped [][]*Subscription
+	taken := sw.held.Add(n) <= int64(sw.cfg.MaxRetentionTotalBytes) // else the switch's total is full: f is dropped
+	for taken && ob.bytes > 0 && ob.bytes+len(f) > ob.limit {
+		old, ok := ob.dropOldest()
+		if !ok { // all sent and waiting for confirmation: f is dropped
+			taken = false
+			break
+		}
+		dropped = append(dropped, old)
+	}
+	if taken {
+		ob.queue = append(ob.queue, outItem{f: f, subs: subs})
+		ob.bytes += len(f)
+		ob.notify()
+	} else {
+		sw.held.Add(-n)
 		for _, sub := range subs {
 			ob.lost[sub.remote]++
 		}
-		slow := !ob.slow
+		dropped = append(dropped, subs)
+	}
+	report := len(dropped) > 0 && !ob.slow
+	if len(dropped) > 0 {
 		ob.slow = true
-		held := ob.bytes
-		ob.mu.Unlock()
+	}
+	held := ob.bytes
+	ob.mu.Unlock()
+	for _, subs := range dropped {
 		for _, sub := range subs {
 			sub.drop(1)
 		}
-		if slow { // once per episode: until the stream drains below half
-			sw.log.Warn("sion: a remote session's stream is full; deliveries are dropped and reported to it", "switch", sw.cfg.Name,
-				"session", ob.sess.name, "held_bytes", held, "retention_bytes", ob.limit, "switch_held_bytes", total-int64(len(f)))
-		}
-		return false
 	}
-	ob.flushLost()
-	ob.items = append(ob.items, outItem{f: f, subs: subs})
-	ob.bytes += len(f)
-	ob.notify()
-	ob.mu.Unlock()
-	return true
+	if report { // once per episode: until the stream drains below half
+		sw.log.Warn("sion: a remote session's stream is full; its oldest unsent deliveries are dropped and reported to it", "switch", sw.cfg.Name,
+			"session", ob.sess.name, "held_bytes", held, "retention_bytes", ob.limit, "switch_held_bytes", sw.held.Load())
+	}
+	return taken
 }
 
-// goodbye closes the stream to deliveries and appends a Bye frame, the
-// switch's last; it returns its number.
-func (ob *outbox) goodbye() uint64 {
-	f, _ := wire.Encode(nil, &wire.Bye{})
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	ob.closed = true
-	ob.flushLost()
-	ob.items = append(ob.items, outItem{f: f})
-	ob.replies += len(f)
-	ob.notify()
-	return ob.first - 1 + uint64(len(ob.items))
-}
-
-// waitConfirmed waits until the entity has confirmed the first n frames
-// of the stream, or the session ended; it returns false once stop fires.
-func (ob *outbox) waitConfirmed(n uint64, stop <-chan time.Time) bool {
-	for {
-		ob.mu.Lock()
-		if ob.first > n || ob.ended {
-			ob.mu.Unlock()
-			return true
+// dropOldest drops the oldest delivery not yet sent, counting it in lost
+// for its subscriptions, and returns them. mu must be held.
+func (ob *outbox) dropOldest() ([]*Subscription, bool) {
+	for i := ob.head; i < len(ob.queue); i++ {
+		it := ob.queue[i]
+		if it.subs == nil {
+			continue
 		}
-		ch := ob.waitChan()
-		ob.mu.Unlock()
-		select {
-		case <-ch:
-		case <-stop:
-			return false
+		copy(ob.queue[ob.head+1:i+1], ob.queue[ob.head:i]) // the answers before it keep their order
+		ob.queue[ob.head] = outItem{}
+		ob.head++
+		ob.bytes -= len(it.f)
+		ob.sess.sw.held.Add(-int64(len(it.f)))
+		for _, sub := range it.subs {
+			ob.lost[sub.remote]++
 		}
+		return it.subs, true
 	}
-}
-
-// flushLost appends Lost frames for the drops not yet reported. mu must be
-// held.
-func (ob *outbox) flushLost() {
-	for _, cs := range chunks(ob.takeLost(), wire.DefaultLimits().MaxMatches) {
-		f, err := wire.Encode(nil, &wire.Lost{Lost: cs})
-		if err != nil { // cannot happen: counts of at most MaxMatches always encode
-			panic(fmt.Sprintf("sion: Lost frame: %v", err))
-		}
-		ob.items = append(ob.items, outItem{f: f})
-		ob.replies += len(f)
-	}
+	return nil, false
 }
 
 // takeLost returns the drops not yet reported, by subscription, and
@@ -163,6 +161,21 @@ func (ob *outbox) takeLost() []wire.Count {
 	}
 	clear(ob.lost)
 	slices.SortFunc(out, func(a, b wire.Count) int { return cmp.Compare(a.Sub, b.Sub) })
+	return out
+}
+
+// lostFrames returns the Lost frames for the drops not yet reported, and
+// forgets them. mu must be held.
+func (ob *outbox) lostFrames() []outItem {
+	var out []outItem
+	for _, cs := range chunks(ob.takeLost(), wire.DefaultLimits().MaxMatches) {
+		f, err := wire.Encode(nil, &wire.Lost{Lost: cs})
+		if err != nil { // cannot happen: counts of at most MaxMatches always encode
+			panic(fmt.Sprintf("sion: Lost frame: %v", err))
+		}
+		ob.replies += len(f)
+		out = append(out, outItem{f: f, lost: cs})
+	}
 	return out
 }
 
@@ -191,7 +204,7 @@ func chunks[T any](s []T, n int) [][]T {
 // the frames sent, and ignores one it has seen.
 func (ob *outbox) confirm(n uint64) error {
 	ob.mu.Lock()
-	sent := ob.first - 1 + uint64(ob.sent)
+	sent := ob.first - 1 + uint64(ob.resend)
 	if n > sent {
 		ob.mu.Unlock()
 		return fmt.Errorf("%w: the session confirmed %d frames of its stream, %d were sent", ErrProtocol, n, sent)
@@ -218,7 +231,7 @@ func (ob *outbox) confirm(n uint64) error {
 		ob.items = nil // let the backing array go
 	}
 	ob.first += uint64(k)
-	ob.sent -= k
+	ob.resend -= k
 	recovered := ob.slow && ob.bytes < ob.limit/2
 	if recovered {
 		ob.slow = false
@@ -242,33 +255,63 @@ func (ob *outbox) confirm(n uint64) error {
 
 // rewind prepares the stream for a new connection of an entity that has
 // received the first received frames: those are confirmed, and the rest
-// are sent again from the first one.
+// of those sent are sent again, then those not yet sent; the drops they
+// report wait for the Welcome (unreported).
 func (ob *outbox) rewind(received uint64) error {
 	ob.mu.Lock()
 	if total := ob.first - 1 + uint64(len(ob.items)); received > total {
 		ob.mu.Unlock()
 		return fmt.Errorf("%w: the session says it received %d frames of its stream, %d were sent", ErrProtocol, received, total)
 	}
-	ob.sent = len(ob.items) // each may have been sent on the connection that ended
+	ob.resend = len(ob.items) // each may have been sent on the connection that ended
 	ob.mu.Unlock()
 	if err := ob.confirm(received); err != nil {
 		return err
 	}
 	ob.mu.Lock()
-	ob.sent = 0
+	// The entity received none of the frames left: their numbers are not
+	// known to it yet, and the drops their Lost frames report go into the
+	// Welcome instead, so that it hears of every drop at once.
+	kept := ob.items[:0]
+	for _, it := range ob.items {
+		if it.lost == nil {
+			kept = append(kept, it)
+			continue
+		}
+		ob.replies -= len(it.f)
+		for _, c := range it.lost {
+			ob.lost[c.Sub] += c.N
+		}
+	}
+	clear(ob.items[len(kept):])
+	ob.items = kept
+	ob.resend = 0
 	ob.notify()
 	ob.mu.Unlock()
 	return nil
 }
 
 // next returns the next frame to send on the current connection, waiting
-// until there is one; it returns false once stop is closed.
+// until there is one: a frame sent before and not confirmed, a report of
+// drops, or the oldest not yet sent, which from then on has a number. It
+// returns false once stop is closed.
 func (ob *outbox) next(stop <-chan struct{}) ([]byte, bool) {
 	for {
 		ob.mu.Lock()
-		if ob.sent < len(ob.items) {
-			f := ob.items[ob.sent].f
-			ob.sent++
+		if ob.resend == len(ob.items) && (ob.head < len(ob.queue) || len(ob.lost) > 0) {
+			ob.items = append(ob.items, ob.lostFrames()...)
+			if ob.resend == len(ob.items) { // no drops to report: the oldest not yet sent
+				ob.items = append(ob.items, ob.queue[ob.head])
+				ob.queue[ob.head] = outItem{}
+				ob.head++
+				if ob.head == len(ob.queue) {
+					ob.queue, ob.head = ob.queue[:0], 0
+				}
+			}
+		}
+		if ob.resend < len(ob.items) {
+			f := ob.items[ob.resend].f
+			ob.resend++
 			ob.mu.Unlock()
 			return f, true
 		}
@@ -301,15 +344,50 @@ func (ob *outbox) roomForReplies(stop <-chan struct{}) bool {
 	}
 }
 
+// goodbye closes the stream to deliveries and appends a Bye frame, the
+// switch's last, after a report of the drops not yet reported; it returns
+// the Bye's number.
+func (ob *outbox) goodbye() uint64 {
+	f, _ := wire.Encode(nil, &wire.Bye{})
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.closed = true
+	ob.queue = append(ob.queue, ob.lostFrames()...)
+	ob.queue = append(ob.queue, outItem{f: f})
+	ob.replies += len(f)
+	ob.notify()
+	return ob.first - 1 + uint64(len(ob.items)) + uint64(len(ob.queue)-ob.head)
+}
+
+// waitConfirmed waits until the entity has confirmed the first n frames
+// of the stream, or the session ended; it returns false once stop fires.
+func (ob *outbox) waitConfirmed(n uint64, stop <-chan time.Time) bool {
+	for {
+		ob.mu.Lock()
+		if ob.first > n || ob.ended {
+			ob.mu.Unlock()
+			return true
+		}
+		ch := ob.waitChan()
+		ob.mu.Unlock()
+		select {
+		case <-ch:
+		case <-stop:
+			return false
+		}
+	}
+}
+
 // end empties the stream of a session that ends: its unconfirmed
-// deliveries are dropped for their subscriptions (counted). It returns the
-// deliveries lost by subscription, those not yet reported included.
+// deliveries, sent or not, are dropped for their subscriptions (counted).
+// It returns the deliveries lost by subscription, those not yet reported
+// included.
 func (ob *outbox) end() []wire.Count {
 	ob.mu.Lock()
 	ob.closed, ob.ended = true, true
-	items := ob.items
+	items := append(ob.items, ob.queue[ob.head:]...)
 	ob.sess.sw.held.Add(-int64(ob.bytes))
-	ob.items, ob.sent, ob.bytes, ob.replies = nil, 0, 0, 0
+	ob.items, ob.resend, ob.queue, ob.head, ob.bytes, ob.replies = nil, 0, nil, 0, 0, 0
 	for _, it := range items {
 		for _, sub := range it.subs {
 			ob.lost[sub.remote]++

@@ -60,12 +60,15 @@ type ReconnectPolicy struct {
 	// (SwitchConfig.MaxRetention).
 	Retention time.Duration
 	// RetentionBytes bounds the bytes of deliveries the switch holds for
-	// the session: sent and not yet confirmed, or waiting for the entity
-	// to return. A delivery that does not fit is dropped for its
-	// subscriptions and counted (SubscriptionStats.Dropped, also on this
-	// side, and WithSlowConsumer's callback). 0 means
-	// DefaultRetentionBytes; the switch caps it
-	// (SwitchConfig.MaxRetentionBytes).
+	// the session: sent and not yet confirmed, or waiting to be sent (the
+	// entity is away, or slow). A delivery that does not fit pushes out
+	// the oldest one not yet sent — an entity away for long receives the
+	// newest events — or, when all are sent and wait for confirmation, is
+	// dropped itself. Each drop is counted for its subscriptions
+	// (SubscriptionStats.Dropped, on this side too, and WithSlowConsumer's
+	// callback) and reported: in the stream where the gap is, or in the
+	// reconnect's ConnectionEvent.Lost. 0 means DefaultRetentionBytes; the
+	// switch caps it (SwitchConfig.MaxRetentionBytes).
 	RetentionBytes int
 	// OnChange, when set, is called when the connection fails and when
 	// the session is connected again, and once more when the session
