@@ -524,8 +524,11 @@ func TestRefusalLogsBoundedOverManySources(t *testing.T) {
 	addr := serveTCP(t, sw, tr)
 	var wg sync.WaitGroup
 	errs := make(chan error, sources)
+	sem := make(chan struct{}, 32) // fewer at once than the transport's handshake table, which would evict some
 	for i := range sources {
+		sem <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-sem }()
 			errs <- junkPeer(addr, net.IPv4(127, 2, byte(i/250), byte(1+i%250)))
 		})
 	}

@@ -374,18 +374,16 @@ func (re *remoteEnd) pull(m *wire.Pull) {
 	re.mu.Unlock()
 	go func() {
 		defer re.reqs.Done()
-		defer func() {
-			re.mu.Lock()
-			delete(re.pulls, m.Seq)
-			re.mu.Unlock()
-			cancel()
-		}()
 		limit := wire.DefaultLimits().MaxDeliveries
 		if m.Max > 0 {
 			limit = min(limit, int(m.Max))
 		}
 		s := re.sess
 		ds, err := s.spool.pull(ctx, limit, s.done)
+		re.mu.Lock() // before the answer: the entity may send its next Pull as soon as it has it
+		delete(re.pulls, m.Seq)
+		re.mu.Unlock()
+		cancel()
 		if err != nil {
 			re.reply(m.Seq, err)
 			return

@@ -21,7 +21,7 @@ func TestWarnCountsSuppressed(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { nl.Close() })
 	var out bytes.Buffer
-	l := &Listener{nl: nl, cfg: Config{Logger: slog.New(slog.NewJSONHandler(&out, nil))}, logs: guard.NewEvery(logInterval, logSources)}
+	l := &Listener{nl: nl, cfg: Config{Logger: slog.New(slog.NewJSONHandler(&out, nil))}, logs: guard.NewEvery(logInterval, logSources), logsAll: guard.NewWindow(logRecords, logInterval)}
 	t0 := time.Now()
 	for _, w := range []struct {
 		at           time.Duration
