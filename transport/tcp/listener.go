@@ -224,10 +224,12 @@ func (l *Listener) handshake(ctx context.Context, cancel context.CancelCauseFunc
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	select {
-	case <-l.ctx.Done():
-	case l.backlog <- c: // waits only in a rare race with an eviction
-		return
+	if l.ctx.Err() == nil { // else Close may have drained the backlog already: c would stay there
+		select {
+		case <-l.ctx.Done():
+		case l.backlog <- c: // waits only in a rare race with an eviction
+			return
+		}
 	}
 	c.abort()
 	<-c.Done()
