@@ -22,6 +22,7 @@ import (
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/mem"
 	"github.com/sion-go/sion/transport/tcp"
 )
 
@@ -568,4 +569,51 @@ func junkPeer(addr string, local net.IP) error {
 		return fmt.Errorf("waiting for the close: %w", err)
 	}
 	return nil
+}
+
+// TestServeAfterCloseReturnsNil: `go sw.Serve(ctx, l)` with `defer
+// sw.Close()` may run Close first; Serve then closes l and returns nil,
+// as for any shutdown (before: ErrClosed, which made TestSharedKeyAdmission
+// fail 5 times in 2,000 under load).
+func TestServeAfterCloseReturnsNil(t *testing.T) {
+	sw := newSwitch(t, sion.PlaceConfig{})
+	network, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	l, err := network.Listen("late")
+	require.NoError(t, err)
+	require.NoError(t, sw.Close())
+	require.NoError(t, sw.Serve(context.Background(), l))
+	_, err = network.Dial(context.Background(), "late")
+	require.ErrorIs(t, err, transport.ErrNoListener, "the listener is closed")
+}
+
+// TestHandshakeDeadlineCountsTheTransports: the switch's HandshakeTimeout
+// runs from the connection's arrival (transport.Arrival), so a peer that
+// spends most of it on the transport's preamble does not get a fresh
+// timeout for its hello (before: a slow preamble then a silent peer was
+// held for the preamble's time plus HandshakeTimeout). The bound is
+// functional: the peer is closed 2 s after it arrived, not 3.8 s.
+func TestHandshakeDeadlineCountsTheTransports(t *testing.T) {
+	const timeout, preambleAfter, bound = 2 * time.Second, 1800 * time.Millisecond, 3200 * time.Millisecond
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitchWith(t, sion.PlaceConfig{}, sion.SwitchConfig{HandshakeTimeout: timeout})
+	addr := serveTCP(t, sw, tr)
+	start := time.Now()
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	var pre [9]byte
+	_, err = io.ReadFull(nc, pre[:])
+	require.NoError(t, err)
+	time.Sleep(preambleAfter) // the peer's pace, not synchronisation
+	_, err = nc.Write(append([]byte("SION\x01"), binary.BigEndian.AppendUint32(nil, 1<<20)...))
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, nc) // then silent, until the switch closes
+	if err != nil && !isReset(err) {
+		require.NoError(t, err)
+	}
+	took := time.Since(start)
+	t.Logf("closed %v after it arrived", took)
+	assert.Less(t, took, bound)
 }

@@ -54,8 +54,9 @@ const (
 //
 // A connection that has not been admitted costs the switch a bounded
 // amount (S1 security assurance unit, DESIGN.md "Admission"): its whole
-// handshake must end within SwitchConfig.HandshakeTimeout, whatever it
-// sends meanwhile; at most SwitchConfig.MaxHandshakes connections are in
+// handshake — the transport's (TLS, preambles: transport.Arrival) and the
+// switch's — must end within SwitchConfig.HandshakeTimeout of its arrival,
+// whatever it sends meanwhile; at most SwitchConfig.MaxHandshakes connections are in
 // their handshake at once, and a new one evicts the oldest handshake of
 // the source address that holds the most, so connections that send
 // nothing cannot keep others out; handshake frames are at most
@@ -176,7 +177,11 @@ type handshake struct {
 // the handshake's place in the switch's table.
 func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn, source string, done func()) {
 	defer conn.Close()
-	hctx, cancel := context.WithTimeout(ctx, sw.cfg.HandshakeTimeout)
+	deadline := time.Now().Add(sw.cfg.HandshakeTimeout)
+	if a, ok := conn.(transport.Arrival); ok && !a.ArrivedAt().IsZero() {
+		deadline = a.ArrivedAt().Add(sw.cfg.HandshakeTimeout) // the transport's handshake counts too
+	}
+	hctx, cancel := context.WithDeadline(ctx, deadline)
 	hs, sess, re, err := sw.handshake(hctx, conn, source)
 	cancel()
 	done()

@@ -36,8 +36,10 @@ type SwitchConfig struct {
 	// absorbed.
 	Transport transport.Transport
 	// HandshakeTimeout bounds the whole handshake of a connection Serve
-	// accepted, from Accept to Welcome: the Hello, the shared-key
-	// challenge, the admission hook; whatever the peer sends meanwhile
+	// accepted, to the Welcome: the transport's (TLS, preambles; counted
+	// from the connection's arrival when the transport tells it,
+	// transport.Arrival, as transport/tcp does), the Hello, the shared-key
+	// challenge, the admission hook. Whatever the peer sends meanwhile
 	// (transport heartbeats included) does not extend it. 0 means
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration

@@ -7,7 +7,9 @@
 //
 // An accepted Conn may also implement Admitter: it then holds its peer to a
 // small receive budget until the server's own handshake admits the peer,
-// so that a peer that has not proved who it is costs little.
+// so that a peer that has not proved who it is costs little; and Arrival,
+// telling when the connection arrived, so that the server's handshake
+// deadline counts the transport's handshake too.
 //
 // The package holds only the contracts and their sentinel errors; each
 // implementation lives in its own subpackage (mem runs within one process)
@@ -33,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"time"
 )
 
 // DefaultMaxFrameBytes is the frame size limit, in bytes, of an
@@ -190,4 +193,13 @@ type Admitter interface {
 	// blocks, and is safe to call concurrently with every method of the
 	// Conn.
 	Admit()
+}
+
+// Arrival is implemented by a Conn that knows when its Listener took the
+// connection in, before the transport's own handshake (TLS, preambles),
+// so that a server can give the whole handshake — the transport's and its
+// own — one deadline from then. ArrivedAt returns the zero time for a
+// Conn from Dial, or when it does not know.
+type Arrival interface {
+	ArrivedAt() time.Time
 }

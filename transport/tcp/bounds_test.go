@@ -544,3 +544,23 @@ func TestFloodFromManySourcesLoggedBounded(t *testing.T) {
 	t.Logf("%d sources: %v", sources, n)
 	assert.Equal(t, 64, n["tcp: connection refused in its handshake"])
 }
+
+func TestArrivedAt(t *testing.T) {
+	// An accepted Conn tells when its socket arrived, before its
+	// handshake, so that a server can bound the whole handshake; a dialed
+	// one has the zero time.
+	ctx := testCtx(t)
+	tr := newTransport(t, tcp.Config{})
+	l := listen(t, tr)
+	before := time.Now()
+	c, err := tr.Dial(ctx, l.Addr().String())
+	require.NoError(t, err)
+	closeAtEnd(t, c.(*tcp.Conn))
+	s, err := l.Accept(ctx)
+	require.NoError(t, err)
+	closeAtEnd(t, s.(*tcp.Conn))
+	at := s.(transport.Arrival).ArrivedAt()
+	assert.False(t, at.Before(before.Add(-time.Second)), "arrived at %v, dialed at %v", at, before)
+	assert.False(t, at.After(time.Now()))
+	assert.True(t, c.(transport.Arrival).ArrivedAt().IsZero())
+}

@@ -48,6 +48,7 @@ type Conn struct {
 	nc            net.Conn             // the TLS connection over raw, or raw itself
 	raw           net.Conn             // the TCP socket
 	tlsState      *tls.ConnectionState // nil for plain TCP
+	arrived       time.Time            // when the Listener took the socket in; zero for Dial's
 	maxFrameBytes int
 
 	admitted          atomic.Bool
@@ -85,6 +86,7 @@ type Conn struct {
 var (
 	_ transport.Conn     = (*Conn)(nil)
 	_ transport.Admitter = (*Conn)(nil)
+	_ transport.Arrival  = (*Conn)(nil)
 )
 
 // newConn returns a Conn over nc, established by a handshake that
@@ -296,6 +298,12 @@ func (c *Conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
 // MaxFrameBytes returns the frame size limit of c, in bytes: the smaller
 // of the two ends' Config.MaxFrameBytes, the same at both ends.
 func (c *Conn) MaxFrameBytes() int { return c.maxFrameBytes }
+
+// ArrivedAt returns when the Listener took the connection's socket in,
+// before the TLS handshake and the preambles, so that a server bounds its
+// whole handshake from then (transport.Arrival); the zero time for a Conn
+// from Dial.
+func (c *Conn) ArrivedAt() time.Time { return c.arrived }
 
 // TLSConnectionState returns the state of c's TLS connection as it was
 // when the handshake completed, and true; or false when c is plain TCP.

@@ -182,6 +182,7 @@ func (l *Listener) acceptLoop() {
 			raw.Close()
 			return
 		}
+		arrived := time.Now()
 		ctx, cancel := context.WithCancelCause(l.ctx)
 		done, victim, evicted := l.handshakes.Start(guard.Source(raw.RemoteAddr()), func() { cancel(errEvicted) })
 		if evicted {
@@ -189,7 +190,7 @@ func (l *Listener) acceptLoop() {
 				slog.String("source", victim), slog.Int("max_handshakes", l.cfg.MaxHandshakes))
 		}
 		l.wg.Add(1)
-		go l.handshake(ctx, cancel, done, raw)
+		go l.handshake(ctx, cancel, done, raw, arrived)
 	}
 }
 
@@ -206,15 +207,18 @@ func (l *Listener) waitRoom() bool {
 	return true
 }
 
-// handshake establishes the connection of raw and puts it in the
-// backlog, or closes it if its handshake fails, is evicted (ctx's cause
+// handshake establishes the connection of raw, which the accept loop took
+// in at arrived, and puts it in the backlog, or closes it if its handshake fails, is evicted (ctx's cause
 // is errEvicted) or the Listener closes. It calls done when the
 // handshake ends, and cancel when it returns.
-func (l *Listener) handshake(ctx context.Context, cancel context.CancelCauseFunc, done func(), raw net.Conn) {
+func (l *Listener) handshake(ctx context.Context, cancel context.CancelCauseFunc, done func(), raw net.Conn, arrived time.Time) {
 	defer l.wg.Done()
 	defer cancel(nil)
 	c, err := establish(ctx, raw, l.cfg.TLS, true, l.cfg)
 	done()
+	if c != nil {
+		c.arrived = arrived
+	}
 	if err != nil {
 		if l.ctx.Err() == nil && context.Cause(ctx) != errEvicted {
 			l.warn(time.Now(), "refused", guard.Source(raw.RemoteAddr()), "tcp: connection refused in its handshake",
