@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/sion-go/sion/internal/wire"
 )
@@ -328,9 +327,15 @@ func (ob *outbox) next(stop <-chan struct{}) ([]byte, bool) {
 // roomForReplies waits until the answers held are below maxReplyBytes; it
 // returns false once stop is closed.
 func (ob *outbox) roomForReplies(stop <-chan struct{}) bool {
+	return ob.waitFor(func() bool { return ob.replies < maxReplyBytes }, stop)
+}
+
+// waitFor waits until ok, called with mu held, reports true; it returns
+// false once stop is closed first.
+func (ob *outbox) waitFor(ok func() bool, stop <-chan struct{}) bool {
 	for {
 		ob.mu.Lock()
-		if ob.replies < maxReplyBytes {
+		if ok() {
 			ob.mu.Unlock()
 			return true
 		}
@@ -360,22 +365,10 @@ func (ob *outbox) goodbye() uint64 {
 }
 
 // waitConfirmed waits until the entity has confirmed the first n frames
-// of the stream, or the session ended; it returns false once stop fires.
-func (ob *outbox) waitConfirmed(n uint64, stop <-chan time.Time) bool {
-	for {
-		ob.mu.Lock()
-		if ob.first > n || ob.ended {
-			ob.mu.Unlock()
-			return true
-		}
-		ch := ob.waitChan()
-		ob.mu.Unlock()
-		select {
-		case <-ch:
-		case <-stop:
-			return false
-		}
-	}
+// of the stream, or the session ended; it returns false once stop is
+// closed first.
+func (ob *outbox) waitConfirmed(n uint64, stop <-chan struct{}) bool {
+	return ob.waitFor(func() bool { return ob.first > n || ob.ended }, stop)
 }
 
 // end empties the stream of a session that ends: its unconfirmed

@@ -32,6 +32,26 @@ func newTCP(t *testing.T, cfg tcp.Config) *tcp.Transport {
 	return tr
 }
 
+// restartable returns a function that starts a switch "sw1" of one place
+// serving over tr at addr (a port 0 for a new one, or the address of one
+// stopped, to start it again), and returns it, its address, and a function
+// that stops it.
+func restartable(t *testing.T, tr transport.Transport) func(addr string) (*sion.Switch, string, func()) {
+	t.Helper()
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "test", Ontology: ont1(t)})
+	require.NoError(t, err)
+	return func(addr string) (*sion.Switch, string, func()) {
+		sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
+		require.NoError(t, err)
+		var l transport.Listener
+		require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, 10*time.Second, 10*time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- sw.Serve(ctx, l) }()
+		return sw, l.Addr().String(), func() { cancel(); <-served; sw.Close() }
+	}
+}
+
 // fastReconnect retries at once, so that tests do not wait for backoff.
 var fastReconnect = sion.ReconnectPolicy{MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 
@@ -385,18 +405,7 @@ func TestRemoteSessionEndsWhenItCannotReconnect(t *testing.T) {
 func TestReconnectToARestartedSwitch(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
 	ctx := context.Background()
-	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "test", Ontology: ont1(t)})
-	require.NoError(t, err)
-	start := func(addr string) (*sion.Switch, string, func()) {
-		sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
-		require.NoError(t, err)
-		var l transport.Listener
-		require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, 10*time.Second, 10*time.Millisecond)
-		sctx, cancel := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- sw.Serve(sctx, l) }()
-		return sw, l.Addr().String(), func() { cancel(); <-served; sw.Close() }
-	}
+	start := restartable(t, tr)
 	_, addr, stop := start("127.0.0.1:0")
 	log := newConnectionLog()
 	policy := fastReconnect
@@ -448,18 +457,7 @@ func TestSwitchCloseTellsRemoteSessions(t *testing.T) {
 		t.Run(fmt.Sprintf("reconnect=%v", reconnect), func(t *testing.T) {
 			tr := newTCP(t, tcp.Config{})
 			ctx := context.Background()
-			place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "test", Ontology: ont1(t)})
-			require.NoError(t, err)
-			start := func(addr string) (*sion.Switch, string, func()) {
-				sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
-				require.NoError(t, err)
-				var l transport.Listener
-				require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, 10*time.Second, 10*time.Millisecond)
-				sctx, cancel := context.WithCancel(ctx)
-				served := make(chan error, 1)
-				go func() { served <- sw.Serve(sctx, l) }()
-				return sw, l.Addr().String(), func() { cancel(); <-served; sw.Close() }
-			}
+			start := restartable(t, tr)
 			sw, addr, stop := start("127.0.0.1:0")
 			log := newConnectionLog()
 			policy := fastReconnect

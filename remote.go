@@ -643,10 +643,10 @@ func (sw *Switch) goodbye() {
 	for i, ob := range outs {
 		ends[i] = ob.goodbye()
 	}
-	timeout := time.NewTimer(goodbyeTimeout)
-	defer timeout.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), goodbyeTimeout)
+	defer cancel()
 	for i, ob := range outs {
-		if !ob.waitConfirmed(ends[i], timeout.C) {
+		if !ob.waitConfirmed(ends[i], ctx.Done()) {
 			return
 		}
 	}
