@@ -15,9 +15,14 @@ import (
 
 // Defaults of ReconnectPolicy.
 const (
-	DefaultMinBackoff     = 50 * time.Millisecond
-	DefaultMaxBackoff     = 5 * time.Second
-	DefaultRetention      = time.Minute
+	// DefaultMinBackoff is ReconnectPolicy.MinBackoff when zero.
+	DefaultMinBackoff = 50 * time.Millisecond
+	// DefaultMaxBackoff is ReconnectPolicy.MaxBackoff when zero.
+	DefaultMaxBackoff = 5 * time.Second
+	// DefaultRetention is ReconnectPolicy.Retention when zero.
+	DefaultRetention = time.Minute
+	// DefaultRetentionBytes is ReconnectPolicy.RetentionBytes when zero:
+	// 8 MiB.
 	DefaultRetentionBytes = 8 << 20
 )
 
