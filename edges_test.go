@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/sion-go/sion/internal/testenv"
 	"io"
 	"log/slog"
 	"net"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,27 +51,6 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// needFiles raises the soft limit on open files to n if it is lower, or
-// skips t if the hard limit does not allow it.
-func needFiles(t *testing.T, n uint64) {
-	t.Helper()
-	var lim syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
-	if lim.Cur >= n {
-		return
-	}
-	if lim.Max < n {
-		t.Skipf("needs %d open files; the hard limit (ulimit -Hn) is %d", n, lim.Max)
-	}
-	old := lim.Cur
-	lim.Cur = n
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
-	t.Cleanup(func() {
-		lim.Cur = old
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	})
 }
 
 // recvUntilClosed reads conn until it fails, for at most 10 s, and
@@ -136,7 +115,7 @@ func TestHandshakeHasOneDeadline(t *testing.T) {
 // failed: the idle ones held every handshake slot for 10 s.
 func TestIdleConnectionsDoNotStarveDials(t *testing.T) {
 	const idle, dials, bound = 1000, 5, 3 * time.Second
-	needFiles(t, 3*idle+256)
+	testenv.NeedFiles(t, 3*idle+256)
 	for _, after := range []string{"socket", "preamble"} {
 		t.Run("silent after the "+after, func(t *testing.T) {
 			tr := newTCP(t, tcp.Config{})
@@ -199,7 +178,7 @@ func TestIdleConnectionsDoNotStarveDials(t *testing.T) {
 // 1 GiB, a frame's memory committed before its bytes arrived).
 func TestUnadmittedFramesCostLittle(t *testing.T) {
 	const conns = 1000
-	needFiles(t, 3*conns+256)
+	testenv.NeedFiles(t, 3*conns+256)
 	tr := newTCP(t, tcp.Config{})
 	sw := newSwitchWith(t, sion.PlaceConfig{SharedKey: bytes.Repeat([]byte("k"), 32)}, sion.SwitchConfig{})
 	addr := serveTCP(t, sw, tr)

@@ -3,6 +3,7 @@ package tcp_test
 import (
 	"context"
 	"encoding/binary"
+	"github.com/sion-go/sion/internal/testenv"
 	"io"
 	"log/slog"
 	"maps"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,27 +26,6 @@ import (
 // floodConns is how many connections the tests of a flood open: 1,000,
 // as in the attacks of issue 13.
 const floodConns = 1000
-
-// needFiles raises the soft limit on open files to n if it is lower, or
-// skips t if the hard limit does not allow it.
-func needFiles(t *testing.T, n uint64) {
-	t.Helper()
-	var lim syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
-	if lim.Cur >= n {
-		return
-	}
-	if lim.Max < n {
-		t.Skipf("needs %d open files; the hard limit (ulimit -Hn) is %d", n, lim.Max)
-	}
-	old := lim.Cur
-	lim.Cur = n
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
-	t.Cleanup(func() {
-		lim.Cur = old
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	})
-}
 
 // idleFlood opens n raw connections to addr that send nothing, holds
 // them open until t ends, and returns them, oldest first.
@@ -78,7 +57,7 @@ func TestIdleFloodDoesNotStarveDials(t *testing.T) {
 	// takes: before the table, a Dial waited for idle handshakes to reach
 	// HandshakeTimeout (10 s) by the BacklogConns, and failed.
 	const dials, dialBound = 5, 3 * time.Second
-	needFiles(t, 2*floodConns+256)
+	testenv.NeedFiles(t, 2*floodConns+256)
 	ctx := testCtx(t)
 	tr := newTransport(t, tcp.Config{})
 	l := listen(t, tr)
@@ -155,7 +134,7 @@ func TestFloodLoggedOncePerSource(t *testing.T) {
 		refusedMsg = "tcp: connection refused in its handshake"
 		evictedMsg = "tcp: handshake evicted: too many connections in their handshake"
 	)
-	needFiles(t, 2*floodConns+256)
+	testenv.NeedFiles(t, 2*floodConns+256)
 	for _, tc := range []struct {
 		name  string
 		cfg   tcp.Config
@@ -466,7 +445,7 @@ func TestCloseNotAdmittedFlood(t *testing.T) {
 	// sockets, which they still hold. slack allows for the runtime's and
 	// the test's own.
 	const peers, slack = 2000, 50
-	needFiles(t, 2*peers+256)
+	testenv.NeedFiles(t, 2*peers+256)
 	ctx := testCtx(t)
 	l := listen(t, newTransport(t, tcp.Config{}))
 	fds0, gs0 := openFiles(t), runtime.NumGoroutine()
@@ -527,7 +506,7 @@ func TestFloodFromManySourcesLoggedBounded(t *testing.T) {
 	// the per-source limit alone would write a record for each; over all
 	// sources the Listener writes at most 64 per interval.
 	const sources = 300
-	needFiles(t, 2*sources+256)
+	testenv.NeedFiles(t, 2*sources+256)
 	h := newCountingHandler()
 	l, err := newTransport(t, tcp.Config{Logger: slog.New(h)}).Listen("")
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package tcp_test
 
 import (
 	"encoding/binary"
+	"github.com/sion-go/sion/internal/testenv"
 	"net"
 	"runtime"
 	"syscall"
@@ -27,7 +28,7 @@ func TestAnnouncedFramesCostOnlyWhatArrives(t *testing.T) {
 		sent      = "a few bytes"
 		maxGrowth = 256 << 20
 	)
-	needFiles(t, 2*floodConns+256)
+	testenv.NeedFiles(t, 2*floodConns+256)
 	for _, tc := range []struct {
 		name  string
 		admit bool
