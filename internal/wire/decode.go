@@ -481,3 +481,13 @@ func (m *Challenge) decode(d *decoder) {
 func (m *Response) decode(d *decoder) {
 	m.Proof = d.bytes("proof", d.lim.MaxStringBytes)
 }
+
+// decode copies the rest of the frame, which Decode has already checked
+// against MaxFrameBytes; nil when empty.
+func (m *Control) decode(d *decoder) {
+	if d.err != nil || d.off == len(d.buf) {
+		return
+	}
+	m.Body = make([]byte, len(d.buf)-d.off)
+	d.off += copy(m.Body, d.buf[d.off:])
+}

@@ -12,9 +12,17 @@
 // reconnects names the session (Hello.Resume) and how many it received
 // (Hello.Received), so that the switch sends the rest again, each once.
 //
-// A shared link between two switches (sion.Switch.Link) speaks the same
-// codec: Hello and Welcome open it, then each side sends Forward frames,
-// whose events are data or control events of reserved "sion." types.
+// A shared link between two switches (sion.Switch.Link), and a gateway
+// between two places, speak the same codec: Hello and Welcome open it,
+// then each side sends Forward and Control frames in one ordered stream.
+// Forward carries events only: data events, and routed control events of
+// reserved "sion." types (discovery, advertisements) that are matched like
+// any other. Link-local control (link request and accept, federation
+// request, proxy filter register and release, marker and ack, probe,
+// leave) is a Control frame whose body is a typed message of package
+// internal/linkctl; it is never matched against filters, and because it
+// shares the stream with the events an S2 marker proves their order. This
+// package carries a Control body as opaque bytes.
 //
 // The package knows only its own plain structs (Hello, Publish, Deliver,
 // …, Event); the root package converts between them and its types. It
@@ -29,8 +37,8 @@
 // kind in the order below, and nothing after them:
 //
 //	frame       = version kind body .
-//	version     = byte .                    (FrameVersion, 4)
-//	kind        = byte .                    (Kind: 1 Hello … 17 Lost)
+//	version     = byte .                    (FrameVersion, 5)
+//	kind        = byte .                    (Kind: 1 Hello … 18 Control)
 //
 //	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token)
 //	              bytes(Resume) uvarint(Received) uvarint(RetentionMillis) uvarint(RetentionBytes)
@@ -54,6 +62,7 @@
 //	Response    = bytes(Proof) .
 //	Received    = uvarint(Frames) .
 //	Lost        = counts(Lost) .
+//	Control     = rest(Body) .                (opaque to this package: internal/linkctl)
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)
@@ -72,6 +81,7 @@
 //	string      = uvarint(length) length*byte .   (any bytes)
 //	text        = string that is valid UTF-8 .
 //	bytes       = string, decoded as a fresh []byte; nil when empty .
+//	rest        = every byte up to the frame's end, decoded as a fresh []byte; nil when empty .
 //
 // The encoding is canonical: a varint must be minimal (no trailing 0x80
 // groups), a bool 0 or 1, so each message has exactly one frame and

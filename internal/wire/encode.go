@@ -12,7 +12,7 @@ import (
 // FrameVersion is the version byte that starts every frame this package
 // writes, and the only one Decode accepts. It changes on any incompatible
 // change of the format.
-const FrameVersion = 4
+const FrameVersion = 5
 
 // Wire numbers of value kinds; part of the format, independent of the
 // numbering of ontology.Kind.
@@ -411,4 +411,18 @@ func (m *Response) encode(e *encoder) {
 		return
 	}
 	e.bytes("proof", m.Proof, e.lim.MaxStringBytes)
+}
+
+func (m *Control) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	// Refuse an oversized body before copying it, with the error
+	// EncodeLimits gives any frame over MaxFrameBytes.
+	if n := len(e.buf) - e.start + len(m.Body); n > e.lim.MaxFrameBytes {
+		e.fail("frame", ErrTooLarge, fmt.Sprintf("length %d exceeds limit %d", n, e.lim.MaxFrameBytes))
+		e.err.Offset = 0
+		return
+	}
+	e.buf = append(e.buf, m.Body...)
 }

@@ -30,6 +30,7 @@ const (
 	KindResponse    Kind = 15 // client → switch, the answer to Challenge
 	KindReceived    Kind = 16 // client → switch, how much of the session's stream arrived
 	KindLost        Kind = 17 // switch → client, in the stream: deliveries dropped before they could be sent
+	KindControl     Kind = 18 // either way on a shared link or gateway: a link-local control message
 )
 
 var kindNames = [...]string{
@@ -50,6 +51,7 @@ var kindNames = [...]string{
 	KindResponse:    "Response",
 	KindReceived:    "Received",
 	KindLost:        "Lost",
+	KindControl:     "Control",
 }
 
 // String returns the message type's name ("Publish"), or "Kind(n)" for a
@@ -62,8 +64,8 @@ func (k Kind) String() string {
 }
 
 // Message is one frame's content. It is implemented only by the pointer
-// types of this package (*Hello, *Publish, …, *Bye); Decode returns one of
-// them and Encode accepts any of them.
+// types of this package (*Hello, *Publish, …, *Control); Decode returns
+// one of them and Encode accepts any of them.
 type Message interface {
 	// Kind returns the message type; it does not read the receiver, so a
 	// nil pointer answers too.
@@ -288,11 +290,11 @@ type Error struct {
 type Bye struct{}
 
 // Forward carries one event across a shared link between two switches
-// (S1 shared link): a data event, or a control event of a reserved
-// "sion." type (link request, filter register and release, marker) that
-// the router at the other end consumes. Its control information is the
-// event's as it arrives: TTL already lowered and Hops raised for the hop.
-// It is not answered.
+// (S1 shared link) or a gateway: a data event, or a routed control event
+// of a reserved "sion." type (discovery, advertisements) that is matched
+// like any other. Link-local control travels in Control frames, never in
+// Forward. Its control information is the event's as it arrives: TTL
+// already lowered and Hops raised for the hop. It is not answered.
 type Forward struct {
 	// Event is the event, ID and control information included.
 	Event Event
@@ -316,6 +318,23 @@ type Response struct {
 	// Proof is the client's MAC over Challenge.Nonce, its own nonce and
 	// its session name, at most Limits.MaxStringBytes.
 	Proof []byte
+}
+
+// Control carries one link-local control message between the two ends of
+// a shared link or gateway (link request and accept, federation request,
+// proxy filter register and release, marker and ack, synced, probe and
+// reply, leave): the typed messages of package internal/linkctl, which
+// encodes and decodes Body. It travels in the same ordered stream as the
+// Forward frames, which is what lets an S2 marker prove that everything
+// sent before it has arrived, and is never matched against filters. This
+// package does not interpret Body. It is answered as its message says.
+type Control struct {
+	// Body is the control message's encoding: the rest of the frame after
+	// the kind byte, without a length prefix. It may be empty as far as
+	// this package is concerned (internal/linkctl refuses an empty one).
+	// Decode returns a fresh copy, nil when empty, that the caller may
+	// keep; Encode does not keep it. Only Limits.MaxFrameBytes bounds it.
+	Body []byte
 }
 
 // Event is an event as it travels (S1: control information, semantic
@@ -403,6 +422,9 @@ func (*Received) Kind() Kind { return KindReceived }
 // Kind returns KindLost.
 func (*Lost) Kind() Kind { return KindLost }
 
+// Kind returns KindControl.
+func (*Control) Kind() Kind { return KindControl }
+
 // newMessage returns a zero message of kind k, or nil for an unknown k.
 func newMessage(k Kind) Message {
 	switch k {
@@ -440,6 +462,8 @@ func newMessage(k Kind) Message {
 		return new(Received)
 	case KindLost:
 		return new(Lost)
+	case KindControl:
+		return new(Control)
 	}
 	return nil
 }

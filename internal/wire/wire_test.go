@@ -162,6 +162,11 @@ func samples() []sample {
 		{"Received/max", &Received{Frames: math.MaxUint64}},
 		{"Lost/realistic", &Lost{Lost: []Count{{Sub: 1, N: 3}, {Sub: 9, N: 1}}}},
 		{"Lost/empty", &Lost{Lost: []Count{}}},
+		{"Control/realistic", &Control{Body: []byte("\x04\x01\x07\x0e{type ⊑ X}\x06\x00")}},
+		{"Control/zero", &Control{}},
+		{"Control/empty", &Control{Body: []byte{}}},
+		{"Control/any bytes", &Control{Body: []byte{0, 0xff, 0x80, FrameVersion, byte(KindControl)}}},
+		{"Control/large", &Control{Body: bytes.Repeat([]byte{0xa5}, 64<<10)}},
 	}
 }
 
@@ -210,6 +215,8 @@ func normal(m Message) (Message, []uint64) {
 			c.Lost = nil
 		}
 		return &c, nil
+	case *Control:
+		return &Control{Body: data(m.Body)}, nil
 	case *Lost:
 		if len(m.Lost) == 0 {
 			return &Lost{}, nil
@@ -360,7 +367,7 @@ func TestGoldenPublish(t *testing.T) {
 		Origin: "sw1",
 	}}
 	want := []byte{
-		0x04, 0x03, // version 4, KindPublish
+		0x05, 0x03, // version 5, KindPublish
 		0x01,                                                                                           // Seq 1
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, // ID
 		0x04, 'n', 'e', 'w', 's', // Type
@@ -386,6 +393,9 @@ func TestTruncatedFramesFail(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			frame := encode(t, s.msg)
 			for i := range len(frame) {
+				if s.msg.Kind() == KindControl && i >= 2 {
+					break // the body is the rest of the frame: see TestControlTruncated
+				}
 				m, err := Decode(frame[:i:i], Limits{})
 				if !assert.Error(t, err, "prefix of %d bytes", i) {
 					continue
@@ -426,12 +436,14 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty frame", nil, ErrMalformed, "wire: malformed frame: version: truncated at offset 0"},
 		{"no kind", []byte{FrameVersion}, ErrMalformed, "kind: truncated at offset 1"},
-		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 4 at offset 0"},
-		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 4"},
-		{"version 5", []byte{5, byte(KindBye)}, ErrVersion, "version 5, want 4"},
+		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 5 at offset 0"},
+		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 5"},
+		{"version 4, before Control", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 5"},
+		{"version 4 Control", []byte{4, byte(KindControl), 1}, ErrVersion, "wire: frame of an unsupported version: version: version 4, want 5"},
+		{"version 6", []byte{6, byte(KindBye)}, ErrVersion, "version 6, want 5"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
-		{"kind 18", newFrame(18), ErrMalformed, "unknown kind 18"},
+		{"kind 19", newFrame(19), ErrMalformed, "unknown kind 19"},
 		{"kind 255", newFrame(255).u(1), ErrMalformed, "unknown kind 255"},
 		{"trailing byte after Bye", newFrame(KindBye).raw(0), ErrMalformed, "wire: malformed Bye frame: end: 1 trailing bytes at offset 2"},
 		{"trailing byte after Ack", newFrame(KindAck).u(7).raw(0), ErrMalformed, "1 trailing bytes at offset 3"},
@@ -481,6 +493,71 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 }
 
+// TestControl checks that a Control frame is the kind byte followed by
+// the body as is, and that the decoded body is the caller's to keep.
+func TestControl(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  []byte
+		frame []byte
+	}{
+		{"nil", nil, []byte{FrameVersion, byte(KindControl)}},
+		{"empty", []byte{}, []byte{FrameVersion, byte(KindControl)}},
+		{"one byte", []byte{0}, []byte{FrameVersion, byte(KindControl), 0}},
+		{"no length prefix", []byte("abc"), []byte{FrameVersion, byte(KindControl), 'a', 'b', 'c'}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			frame := encode(t, &Control{Body: tt.body})
+			assert.Equal(t, tt.frame, frame)
+
+			got, err := Decode(frame, Limits{})
+			require.NoError(t, err)
+			c, ok := got.(*Control)
+			require.True(t, ok, "%T", got)
+			if len(tt.body) == 0 {
+				assert.Nil(t, c.Body, "an empty body decodes as nil")
+				return
+			}
+			assert.Equal(t, tt.body, c.Body)
+			for i := range frame {
+				frame[i] = 0xee
+			}
+			assert.Equal(t, tt.body, c.Body, "the body does not share the frame's memory")
+		})
+	}
+}
+
+// TestControlTruncated documents that the wire cannot tell a truncated
+// Control body, which has no length prefix: every prefix after the kind
+// byte is a shorter body, and the transport's whole frames are what keep
+// it intact (internal/linkctl's grammar then refuses a short message).
+func TestControlTruncated(t *testing.T) {
+	frame := encode(t, &Control{Body: []byte("abcdef")})
+	for i := 2; i <= len(frame); i++ {
+		m, err := Decode(frame[:i:i], Limits{})
+		require.NoError(t, err, "prefix of %d bytes", i)
+		assertSameMessage(t, &Control{Body: frame[2:i]}, m)
+	}
+}
+
+func TestControlOversizedNotCopied(t *testing.T) {
+	lim := Limits{MaxFrameBytes: 64}
+	_, err := EncodeLimits(nil, &Control{Body: make([]byte, 63)}, lim)
+	assertOneSentinel(t, err, ErrTooLarge)
+	assert.Equal(t, "wire: cannot encode Control frame: frame: length 65 exceeds limit 64 at offset 0", err.Error())
+
+	frame := append([]byte{FrameVersion, byte(KindControl)}, make([]byte, 63)...)
+	_, err = Decode(frame, lim)
+	assertOneSentinel(t, err, ErrTooLarge)
+	assert.Equal(t, "wire: oversized Control frame: frame: length 65 exceeds limit 64 at offset 0", err.Error())
+
+	dst := []byte("keep")
+	out, err := EncodeLimits(dst, &Control{Body: make([]byte, 1<<20)}, Limits{})
+	assertOneSentinel(t, err, ErrTooLarge)
+	assert.Equal(t, []byte("keep"), out)
+}
+
 func TestFrameError(t *testing.T) {
 	_, err := Decode(newFrame(KindPublish).u(0).id().s("\xff"), Limits{})
 	var fe *FrameError
@@ -499,6 +576,7 @@ func TestEncodeRefuses(t *testing.T) {
 		{"nil Message", nil, "wire: cannot encode frame: message: nil Message"},
 		{"nil *Publish", (*Publish)(nil), "cannot encode Publish frame: message: nil *Publish at offset 0"},
 		{"nil *Bye", (*Bye)(nil), "nil *Bye"},
+		{"nil *Control", (*Control)(nil), "cannot encode Control frame: message: nil *Control at offset 0"},
 		{"zero Value in event", &Publish{Event: Event{Attrs: zero}}, "event attribute 0 value: zero Value"},
 		{"zero Value in profile", &SetProfile{Profile: zero}, "profile attribute 0 value: zero Value"},
 		{"zero Value in delivery", &PullReply{Deliveries: []Delivery{{}, {Event: Event{Attrs: zero}}}}, "delivery 1 event attribute 0 value: zero Value"},
@@ -552,6 +630,7 @@ func TestLimits(t *testing.T) {
 		{"MaxDataBytes", Limits{MaxDataBytes: 4}, &Deliver{Event: Event{Data: make([]byte, 4)}}, &Deliver{Event: Event{Data: make([]byte, 5)}}, "event data"},
 		{"MaxMatches", Limits{MaxMatches: 2}, &Deliver{Matched: make([]Match, 2)}, &Deliver{Matched: make([]Match, 3)}, "match count"},
 		{"MaxMatches in PullReply", Limits{MaxMatches: 2}, &PullReply{Deliveries: []Delivery{{Matched: make([]Match, 2)}}}, &PullReply{Deliveries: []Delivery{{}, {Matched: make([]Match, 3)}}}, "delivery 1 match count"},
+		{"MaxFrameBytes Control", Limits{MaxFrameBytes: 10}, &Control{Body: make([]byte, 8)}, &Control{Body: make([]byte, 9)}, "frame"},
 		{"MaxDeliveries", Limits{MaxDeliveries: 2}, &PullReply{Deliveries: make([]Delivery, 2)}, &PullReply{Deliveries: make([]Delivery, 3)}, "delivery count"},
 	}
 	for _, tt := range tests {
@@ -628,7 +707,7 @@ func TestShortFrameAllocatesLittle(t *testing.T) {
 }
 
 func TestKind(t *testing.T) {
-	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response", "Received", "Lost"}
+	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response", "Received", "Lost", "Control"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -638,7 +717,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 18, 255} {
+	for _, k := range []Kind{0, 19, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))
