@@ -112,9 +112,15 @@ func clientHandshake(ctx context.Context, conn transport.Conn, lim wire.Limits, 
 // error it carries.
 func exchange(ctx context.Context, conn transport.Conn, lim wire.Limits, m wire.Message) (wire.Message, error) {
 	f, err := wire.EncodeLimits(nil, m, lim)
-	if err == nil {
-		err = conn.Send(ctx, f)
+	if err != nil {
+		return nil, err
 	}
+	return exchangeFrame(ctx, conn, lim, f)
+}
+
+// exchangeFrame sends frame f and returns the answer, as exchange.
+func exchangeFrame(ctx context.Context, conn transport.Conn, lim wire.Limits, f []byte) (wire.Message, error) {
+	err := conn.Send(ctx, f)
 	if err == nil {
 		f, err = conn.Recv(ctx)
 	}

@@ -348,7 +348,7 @@ func TestAdmission(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	o := ont1(t)
-	for _, cfg := range []sion.PlaceConfig{{Ontology: o}, {Name: "p"}, {Name: "p", Ontology: o, TTL: -1}, {Name: "p", Ontology: o, MaxPayloadBytes: -1}, {Name: "p", Ontology: o, Routing: 7}} {
+	for _, cfg := range []sion.PlaceConfig{{Ontology: o}, {Name: "p"}, {Name: "p", Ontology: o, TTL: -1}, {Name: "p", Ontology: o, MaxPayloadBytes: -1}} {
 		_, err := sion.NewEventPlace(cfg)
 		require.ErrorIs(t, err, sion.ErrInvalidConfig, "%+v", cfg)
 	}

@@ -12,37 +12,6 @@ import (
 	"github.com/sion-go/sion/ontology"
 )
 
-// RoutingMode says how routers propagate filters between the switches of
-// a place (S1 routing modes; see Switch.Link). Each router registers at
-// its peer by its own switch's mode, so switches whose places say
-// different modes still deliver exactly; use one mode per place to get
-// what it promises.
-type RoutingMode int
-
-const (
-	// RouteByFilter propagates whole filters (S1 "vocabulary"): a link
-	// carries only the events some filter behind it matches. The default.
-	RouteByFilter RoutingMode = iota
-	// RouteByEventType propagates only the event types of filters (S1
-	// "vocabulary concept").
-	RouteByEventType
-	// RouteUnconditional floods every event over every link.
-	RouteUnconditional
-)
-
-// String returns the mode's name.
-func (m RoutingMode) String() string {
-	switch m {
-	case RouteByFilter:
-		return "by-filter"
-	case RouteByEventType:
-		return "by-event-type"
-	case RouteUnconditional:
-		return "unconditional"
-	}
-	return fmt.Sprintf("RoutingMode(%d)", int(m))
-}
-
 // MaxNameBytes bounds the names of places and switches, which every event
 // carries in its control information.
 const MaxNameBytes = 256
@@ -65,8 +34,10 @@ type PlaceConfig struct {
 	// their publisher (Control.TTL) or subscriber (WithTTL) sets none or
 	// more; 0 means DefaultTTL; at most 65535.
 	TTL int
-	// Routing is the routing mode of the place's shared links.
-	Routing RoutingMode
+	// Routing is how the place's switches propagate interest over their
+	// links: RouteByFilter (nil means it), RouteByEventType or
+	// RouteUnconditional (S1 routing modes); see Routing.
+	Routing Routing
 	// ContractTimeout bounds how long Subscribe waits for the switches
 	// within the filter's TTL to acknowledge it (S2 subscription
 	// contract) before refusing it with ErrNotGranted; 0 means
@@ -146,8 +117,7 @@ type EventPlace struct {
 }
 
 // NewEventPlace validates cfg, fills in defaults and returns the place. A
-// missing name or ontology, a negative TTL or payload limit, or an unknown
-// routing mode returns an error wrapping ErrInvalidConfig.
+// missing name or ontology, or a negative TTL or payload limit, returns an error wrapping ErrInvalidConfig.
 func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 	if err := checkName("PlaceConfig.Name", cfg.Name); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -165,8 +135,9 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 		return nil, checkKey("PlaceConfig.SharedKey", cfg.SharedKey)
 	case cfg.ContractTimeout < 0:
 		return nil, fmt.Errorf("%w: PlaceConfig.ContractTimeout is %v, below 0", ErrInvalidConfig, cfg.ContractTimeout)
-	case cfg.Routing < RouteByFilter || cfg.Routing > RouteUnconditional:
-		return nil, fmt.Errorf("%w: PlaceConfig.Routing is %v", ErrInvalidConfig, cfg.Routing)
+	}
+	if cfg.Routing == nil {
+		cfg.Routing = RouteByFilter
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL

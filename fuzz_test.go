@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
@@ -100,24 +101,25 @@ func FuzzLinkFrames(f *testing.F) {
 //
 //	go test -run=^$ -fuzz=FuzzSharedLinkFrames -fuzztime=1m .
 func FuzzSharedLinkFrames(f *testing.F) {
-	ctl := func(typ string, kv ...any) wire.Message {
-		return &wire.Forward{Event: wire.Event{Type: typ, Attrs: attrs(kv...)}}
+	for _, m := range []linkctl.Message{
+		&linkctl.Register{Ack: 1, Filter: "{type ⊑ Alarm}", Key: 1, TTL: 2},
+		&linkctl.Register{Ack: 2, Filter: "{xpath(/t:x)}", Key: 2},
+		&linkctl.Release{Key: 1},
+		&linkctl.Marker{Ack: 3, TTL: 5},
+		&linkctl.Ack{Ack: 1},
+		&linkctl.Probe{Dir: 2, Hops: 3, ID: 4, Path: []string{"a", "b"}},
+		&linkctl.ProbeReply{Addr: "x", End: true, Hops: 1, ID: 4, Path: []string{"fuzz"}, Switch: "s"},
+		&linkctl.Leave{Parent: "nowhere"},
+		&linkctl.Synced{},
+	} {
+		b := controlFrame(f, m)
+		f.Add(append([]byte{byte(len(b))}, b...))
 	}
-	seeds := []wire.Message{
-		ctl(ontology.RegisterType, "ack", 1, "filter", "{type ⊑ Alarm}", "key", 1, "ttl", 2),
-		ctl(ontology.RegisterType, "ack", 2, "filter", "{xpath(/t:x)}", "key", 2, "ttl", 0),
-		ctl(ontology.ReleaseType, "key", 1),
-		ctl(ontology.MarkerType, "ack", 3, "ttl", 5),
-		ctl(ontology.AckType, "ack", 1, "error", ""),
-		ctl(ontology.ProbeType, "dir", 2, "hops", 3, "id", 4, "path", "a\nb"),
-		ctl(ontology.ProbeReplyType, "addr", "x", "end", true, "hops", 1, "id", 4, "path", "fuzz", "switch", "s"),
-		ctl(ontology.LeaveType, "parent", "nowhere"),
-		ctl(ontology.SyncedType),
+	for _, m := range []wire.Message{
 		&wire.Forward{Event: wire.Event{ID: [16]byte{9}, Type: "Alarm", TTL: 2}},
 		&wire.Forward{Event: wire.Event{ID: [16]byte{8}, Type: "Reading", Attrs: attrs("n", 1.5), TTL: -1}},
 		&wire.Bye{},
-	}
-	for _, m := range seeds {
+	} {
 		b, err := wire.Encode(nil, m)
 		require.NoError(f, err)
 		f.Add(append([]byte{byte(len(b))}, b...))
@@ -128,7 +130,7 @@ func FuzzSharedLinkFrames(f *testing.F) {
 	ctx := context.Background()
 	sub := subscribe(f, open(f, n.sws[1], "app"), `{type ⊑ Reading; n == 42}`)
 	pub := open(f, n.sws[0], "pub")
-	marker, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.MarkerType, Attrs: attrs("ack", 1<<30, "ttl", 0)}})
+	marker := controlFrame(f, &linkctl.Marker{Ack: 1 << 30})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := dialRawLink(t, n, 0, "fuzz")
 		for len(data) > 0 { // frames: a length byte, then that many bytes
@@ -148,8 +150,8 @@ func FuzzSharedLinkFrames(f *testing.F) {
 					break
 				}
 				if m, err := wire.Decode(f, wire.DefaultLimits()); err == nil {
-					if fw, ok := m.(*wire.Forward); ok && fw.Event.Type == ontology.AckType {
-						if v, ok := controlValue(fw.Event.Attrs, "ack"); ok && v.Int() == 1<<30 {
+					if c, ok := m.(*wire.Control); ok {
+						if a, err := linkctl.Decode(c); err == nil && a.Kind() == linkctl.KindAck && a.(*linkctl.Ack).Ack == 1<<30 {
 							break
 						}
 					}

@@ -3,19 +3,16 @@ package sion
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
@@ -309,14 +306,11 @@ func (c *gwConv) convert(e *Event, cnt *gwCounters) (typ string, attrs []ontolog
 // until the other place ends the federation. A Gateway is safe for
 // concurrent use.
 type Gateway struct {
-	sw     *Switch
-	tr     transport.Transport
-	addr   string
-	cfg    GatewayConfig
-	id     int64
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the supervisor returns
+	sw   *Switch
+	addr string
+	cfg  GatewayConfig
+	id   int64
+	q    *requester
 
 	conv [2]atomic.Pointer[gwConv] // by GatewayDirection; nil: off
 	cnt  [2]gwCounters             // by GatewayDirection, over the gateway's life
@@ -370,9 +364,7 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 	cfg.HandshakeTimeout = cmp.Or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	cfg.RetryMin = cmp.Or(cfg.RetryMin, 50*time.Millisecond)
 	cfg.RetryMax = max(cmp.Or(cfg.RetryMax, 2*time.Second), cfg.RetryMin)
-	var idb [4]byte
-	rand.Read(idb[:])
-	g := &Gateway{sw: sw, tr: tr, addr: addr, cfg: cfg, id: int64(binary.BigEndian.Uint32(idb[:]) >> 1), done: make(chan struct{})}
+	g := &Gateway{sw: sw, addr: addr, cfg: cfg, id: randomLinkID()}
 	for d, dc := range []*DirectionConfig{Import: cfg.Import, Export: cfg.Export} {
 		if dc == nil {
 			continue
@@ -383,14 +375,17 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 		}
 		g.conv[d].Store(c)
 	}
-	g.ctx, g.cancel = context.WithCancel(context.Background())
+	q, life := sw.newRequester(tr, g, cfg.Name, cfg.SharedKey, requestTimes{cfg.HandshakeTimeout, cfg.RetryMin, cfg.RetryMax})
+	g.q = q
 	sw.mu.Lock()
 	switch {
 	case sw.closed:
 		sw.mu.Unlock()
+		q.cancel()
 		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	case sw.gateways[cfg.Name] != nil:
 		sw.mu.Unlock()
+		q.cancel()
 		return nil, fmt.Errorf("%w: switch %q has a gateway named %q already", ErrInvalidConfig, sw.cfg.Name, cfg.Name)
 	}
 	if sw.gateways == nil {
@@ -399,8 +394,8 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 	sw.gateways[cfg.Name] = g
 	sw.linkers.Add(1)
 	sw.mu.Unlock()
-	r, err := g.connect(ctx)
-	if sw.isClosed() && (err == nil || g.ctx.Err() != nil) {
+	r, linkCtx, err := q.connect(ctx, life, addr)
+	if sw.isClosed() && (err == nil || life.Err() != nil) {
 		err = fmt.Errorf("%w: switch %q closed while it federated: %v", ErrClosed, sw.cfg.Name, err)
 	}
 	if err != nil {
@@ -408,8 +403,8 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 			r.close()
 			<-r.finished
 		}
-		g.cancel()
-		close(g.done)
+		q.cancel()
+		close(q.done)
 		sw.mu.Lock()
 		delete(sw.gateways, cfg.Name)
 		sw.mu.Unlock()
@@ -418,126 +413,73 @@ func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr str
 	}
 	go func() {
 		defer sw.linkers.Done()
-		g.supervise(r)
+		q.supervise(life, linkCtx, r)
 	}()
 	return g, nil
 }
 
-// connect establishes the gateway's link once: hello (and the shared-key
-// challenge), federation request, accept, then the exchange of interest.
-func (g *Gateway) connect(ctx context.Context) (*router, error) {
-	sw := g.sw
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.HandshakeTimeout)
-	defer cancel()
-	stop := context.AfterFunc(g.ctx, cancel)
-	defer stop()
-	fail := func(err error) (*router, error) {
-		return nil, fmt.Errorf("sion: gateway %q from %q to %s: %w", g.cfg.Name, sw.cfg.Name, g.addr, err)
-	}
-	conn, err := g.tr.Dial(ctx, g.addr)
-	if err != nil {
-		return fail(err)
-	}
-	lim := wire.DefaultLimits()
-	lim.MaxFrameBytes = conn.MaxFrameBytes()
-	welcome, err := clientHandshake(ctx, conn, lim, &wire.Hello{Version: protocolVersion, Session: g.cfg.Name}, g.cfg.SharedKey)
-	if err != nil {
-		conn.Close()
-		return fail(err)
-	}
-	if welcome.Place == sw.place.Name() {
-		conn.Close()
-		return fail(fmt.Errorf("%w: switch %q is in this switch's place %q; a gateway joins two places (Switch.Link links switches of one)", ErrLinkRefused, welcome.Switch, welcome.Place))
-	}
-	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: ontology.FederateType, Attrs: []ontology.Attr{
-		{Name: "export", Value: ontology.Bool(g.conv[Export].Load() != nil)},
-		{Name: "gateway", Value: ontology.String(g.cfg.Name)},
-		{Name: "import", Value: ontology.Bool(g.conv[Import].Load() != nil)},
-		{Name: "link", Value: ontology.Int(g.id)},
-		{Name: "place", Value: ontology.String(sw.place.Name())},
-		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
-	}}})
-	if err != nil {
-		conn.Close()
-		return fail(err)
-	}
-	fw, ok := reply.(*wire.Forward)
-	if !ok || fw.Event.Type != typeLinkAccept {
-		conn.Close()
-		return fail(fmt.Errorf("%w: the switch answered the federation request with a %v frame", ErrProtocol, reply.Kind()))
-	}
-	c := controlAttrs(fw.Event.Attrs)
-	peer, err1 := c.str("switch")
-	place, err2 := c.str("place")
-	if err := errors.Join(err1, err2); err != nil {
-		conn.Close()
-		return fail(fmt.Errorf("%w: %w", ErrProtocol, err))
-	}
-	sess, err := sw.openRouterSession("gateway:" + g.cfg.Name)
-	if err != nil {
-		conn.Close()
-		return fail(err)
-	}
-	r := sw.newRouter(g.ctx, conn, peer, false, sess)
-	r.gw = &gatewayEnd{name: g.cfg.Name, peerPlace: place, g: g, in: g.conv[Import].Load() != nil, out: g.conv[Export].Load() != nil, cnt: &g.cnt}
-	r.start()
-	if err := r.awaitUp(ctx); err != nil {
-		r.close()
-		<-r.finished
-		return fail(err)
-	}
-	g.mu.Lock()
-	g.cur, g.peer, g.peerPlace = r, peer, place
-	g.ups++
-	g.mu.Unlock()
-	sw.log.Info("sion: gateway up", "switch", sw.cfg.Name, "gateway", g.cfg.Name, "peer", peer, "place", place)
-	return r, nil
+// The gateway's part of its requester (linkRequest).
+
+func (g *Gateway) describe(addr string) string {
+	return fmt.Sprintf("gateway %q from %q to %s", g.cfg.Name, g.sw.cfg.Name, addr)
 }
 
-// supervise re-establishes the gateway's link when it fails, waiting
-// between attempts as the config says, until Close or the other place
-// ends the federation.
-func (g *Gateway) supervise(r *router) {
-	defer close(g.done)
-	for {
-		select {
-		case <-r.finished:
-		case <-g.ctx.Done():
-			r.close()
-			<-r.finished
-		}
-		err := r.linkErr()
-		g.mu.Lock()
-		g.cur, g.err = nil, err
-		released := g.released
-		g.mu.Unlock()
-		if g.ctx.Err() != nil {
-			return
-		}
-		if released {
-			g.sw.log.Info("sion: the other place ended the federation", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name)
-			return
-		}
-		g.sw.log.Warn("sion: gateway down, re-establishing", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name, "err", err)
-		wait := g.cfg.RetryMin
-		for r = nil; r == nil; {
-			var err error
-			if r, err = g.connect(g.ctx); err == nil {
-				break
-			}
-			g.mu.Lock()
-			g.err = err
-			g.mu.Unlock()
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-g.ctx.Done():
-				t.Stop()
-				return
-			}
-			wait = min(2*wait, g.cfg.RetryMax)
-		}
+// request refuses a switch of this switch's own place, and asks for the
+// federation.
+func (g *Gateway) request(_ transport.Conn, w *wire.Welcome) (linkctl.Message, error) {
+	sw := g.sw
+	if w.Place == sw.place.Name() {
+		return nil, fmt.Errorf("%w: switch %q is in this switch's place %q; a gateway joins two places (Switch.Link links switches of one)", ErrLinkRefused, w.Switch, w.Place)
 	}
+	return &linkctl.Federate{Switch: sw.cfg.Name, Place: sw.place.Name(), Gateway: g.cfg.Name, Link: g.id,
+		Import: g.conv[Import].Load() != nil, Export: g.conv[Export].Load() != nil}, nil
+}
+
+// accepted opens the router's session ("gateway:<name>") and makes the
+// requesting end, which converts both ways.
+func (g *Gateway) accepted(a linkAccept) (*Session, bool, linkEnd, error) {
+	if a.place == "" {
+		return nil, false, nil, fmt.Errorf("%w: the federation accept names no place", ErrProtocol)
+	}
+	sess, err := g.sw.openRouterSession("gateway:" + g.cfg.Name)
+	end := &gatewayEnd{name: g.cfg.Name, peerPlace: a.place, g: g, in: g.conv[Import].Load() != nil, out: g.conv[Export].Load() != nil, cnt: &g.cnt}
+	return sess, false, end, err
+}
+
+func (g *Gateway) up(r *router, _ string) {
+	g.mu.Lock()
+	g.cur, g.peer, g.peerPlace = r, r.peer, gatewayOf(r).peerPlace
+	g.ups++
+	g.mu.Unlock()
+	g.sw.log.Info("sion: gateway up", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name, "peer", r.peer, "place", g.peerPlace)
+}
+
+func (g *Gateway) watch(ctx, _ context.Context, r *router) { awaitEnd(ctx, r) }
+
+// down records the failure; the gateway is re-established unless the
+// other place ended the federation.
+func (g *Gateway) down(_ *router, err error) ([]string, bool) {
+	g.mu.Lock()
+	g.cur, g.err = nil, err
+	released := g.released
+	g.mu.Unlock()
+	switch {
+	case chanClosed(g.q.quit):
+		return nil, false
+	case released:
+		g.sw.log.Info("sion: the other place ended the federation", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name)
+		return nil, false
+	}
+	g.sw.log.Warn("sion: gateway down, re-establishing", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name, "err", err)
+	return nil, true
+}
+
+func (g *Gateway) candidates() []string { return []string{g.addr} }
+
+func (g *Gateway) failed(err error) {
+	g.mu.Lock()
+	g.err = err
+	g.mu.Unlock()
 }
 
 // Name returns the gateway's name.
@@ -549,7 +491,7 @@ func (g *Gateway) State() (LinkState, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case g.released || g.ctx.Err() != nil:
+	case g.released || chanClosed(g.q.quit):
 		return LinkClosed, g.err
 	case g.cur != nil:
 		return *g.cur.state.Load(), g.err
@@ -572,7 +514,7 @@ func (g *Gateway) Info() GatewayInfo {
 	g.mu.Unlock()
 	info.State, _ = g.State()
 	if r != nil {
-		r.gw.fill(r, &info)
+		gatewayOf(r).fill(r, &info)
 	}
 	info.Import, info.Export = g.cnt[Import].snapshot(), g.cnt[Export].snapshot()
 	return info
@@ -636,9 +578,9 @@ func (g *Gateway) reconfigure(ctx context.Context, d GatewayDirection, next func
 	}
 	var waits []*linkAck
 	if d == Import {
-		waits = r.gw.rederiveRoutes(r)
+		waits = gatewayOf(r).rederiveRoutes(r)
 	} else {
-		waits = r.gw.rederiveProxies(r)
+		waits = gatewayOf(r).rederiveProxies(r)
 	}
 	t := time.NewTimer(g.sw.place.cfg.ContractTimeout)
 	defer t.Stop()
@@ -664,11 +606,11 @@ func (g *Gateway) Close() error {
 	g.mu.Lock()
 	r := g.cur
 	g.mu.Unlock()
-	if r != nil && g.ctx.Err() == nil {
+	if r != nil && !chanClosed(g.q.quit) {
 		sendLeave(r)
 	}
-	g.cancel()
-	<-g.done
+	g.q.cancel()
+	<-g.q.done
 	g.sw.mu.Lock()
 	if g.sw.gateways[g.cfg.Name] == g {
 		delete(g.sw.gateways, g.cfg.Name)
@@ -681,7 +623,7 @@ func (g *Gateway) Close() error {
 // and gives the Leave a moment (a marker's round trip, at most
 // probeTimeout) to arrive before the link closes.
 func sendLeave(r *router) {
-	r.sendControl(ontology.LeaveType)
+	r.sendControl(&linkctl.Leave{})
 	a := r.marker(0, 0)
 	t := time.NewTimer(probeTimeout)
 	defer t.Stop()
@@ -703,7 +645,7 @@ func (sw *Switch) Unfederate(name string) error {
 		return g.Close()
 	}
 	for _, r := range sw.gatewayRouters() {
-		if !r.gw.requested() && r.gw.name == name {
+		if ge := gatewayOf(r); !ge.requested() && ge.name == name {
 			sendLeave(r)
 			r.close()
 			<-r.finished
@@ -728,12 +670,13 @@ func (sw *Switch) Gateways() []GatewayInfo {
 		out = append(out, g.Info())
 	}
 	for _, r := range sw.gatewayRouters() {
-		if r.gw.requested() {
+		ge := gatewayOf(r)
+		if ge.requested() {
 			continue
 		}
-		info := GatewayInfo{Name: r.gw.name, Peer: r.peer, PeerPlace: r.gw.peerPlace, State: *r.state.Load()}
-		r.gw.fill(r, &info)
-		info.Import, info.Export = r.gw.cnt[Import].snapshot(), r.gw.cnt[Export].snapshot()
+		info := GatewayInfo{Name: ge.name, Peer: r.peer, PeerPlace: ge.peerPlace, State: *r.state.Load()}
+		ge.fill(r, &info)
+		info.Import, info.Export = ge.cnt[Import].snapshot(), ge.cnt[Export].snapshot()
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b GatewayInfo) int { return cmp.Compare(a.Name, b.Name) })
@@ -746,38 +689,28 @@ func (sw *Switch) gatewayRouters() []*router {
 	defer sw.routeMu.Unlock()
 	var out []*router
 	for _, r := range sw.routers {
-		if r.gw != nil {
+		if gatewayOf(r) != nil {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
+// gatewayOf returns the gateway end of r, or nil when r is not a
+// gateway's.
+func gatewayOf(r *router) *gatewayEnd {
+	ge, _ := r.end.(*gatewayEnd)
+	return ge
+}
+
 // acceptGateway serves a federation request that arrived on a connection
 // Serve accepted, as the first request of session sess: it checks
 // admission and the place's consent, answers, and runs this end of the
 // gateway until it ends.
-func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *Session, req *wire.Event) {
-	refuse := func(code uint16, err error) {
-		sw.log.Warn("sion: federation refused", "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
-		sw.refused.Add(1)
-		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
-			sctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
-			conn.Send(sctx, f)
-			cancel()
-		}
-	}
-	c := controlAttrs(req.Attrs)
-	peer, err1 := c.str("switch")
-	place, err2 := c.str("place")
-	name, err3 := c.str("gateway")
-	imp, err4 := c.get("import", ontology.KindBool)
-	exp, err5 := c.get("export", ontology.KindBool)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		refuse(codeProtocol, fmt.Errorf("%w: federation request: %w", ErrProtocol, err))
-		return
-	}
-	fr := FederationRequest{Place: place, Switch: peer, Gateway: name, Import: imp.Bool(), Export: exp.Bool(), Remote: conn.RemoteAddr(), TLS: tlsState(conn)}
+func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *Session, req *linkctl.Federate) {
+	refuse := func(code uint16, err error) { sw.refuseRequest(ctx, conn, "sion: federation refused", code, err) }
+	peer, place, name := req.Switch, req.Place, req.Gateway
+	fr := FederationRequest{Place: place, Switch: peer, Gateway: name, Import: req.Import, Export: req.Export, Remote: conn.RemoteAddr(), TLS: tlsState(conn)}
 	switch {
 	case place == sw.place.Name():
 		refuse(codeLinkRefused, fmt.Errorf("%w: the federation request came from this switch's own place %q", ErrLinkRefused, place))
@@ -805,22 +738,20 @@ func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *
 	// A gateway re-established after a failure this side has not noticed
 	// yet replaces its stale end.
 	for _, r := range sw.gatewayRouters() {
-		if !r.gw.requested() && r.gw.name == name && r.gw.peerPlace == place {
+		if ge := gatewayOf(r); !ge.requested() && ge.name == name && ge.peerPlace == place {
 			r.close()
 			<-r.finished
 		}
 	}
-	r := sw.newRouter(ctx, conn, peer, false, sess)
-	r.gw = &gatewayEnd{name: name, peerPlace: place, in: fr.Export, out: fr.Import}
-	r.gw.cnt = &r.gw.own
-	r.sendControl(typeLinkAccept,
-		ontology.Attr{Name: "place", Value: ontology.String(sw.place.Name())},
-		ontology.Attr{Name: "switch", Value: ontology.String(sw.cfg.Name)})
+	end := &gatewayEnd{name: name, peerPlace: place, in: fr.Export, out: fr.Import}
+	end.cnt = &end.own
+	r, linkCtx := sw.newRouter(ctx, conn, peer, false, sess, end)
+	r.sendControl(&linkctl.LinkAccept{Switch: sw.cfg.Name, Place: sw.place.Name()})
 	if sw.isClosed() {
 		r.close()
 		return
 	}
-	r.start()
+	r.start(linkCtx)
 	sw.log.Info("sion: gateway accepted", "switch", sw.cfg.Name, "gateway", name, "place", place, "remote", conn.RemoteAddr())
 	<-r.finished
 }
@@ -838,8 +769,8 @@ type gatewayEnd struct {
 	cnt       *[2]gwCounters // by GatewayDirection: Import = into this place
 	own       [2]gwCounters  // the counters of an end this switch did not request
 
-	routeMu sync.Mutex          // taken under the switch's routeMu, before the router's mu
-	routes  map[string]*gwRoute // routeMu; this place's keys → the keys registered at the peer
+	routeMu sync.Mutex            // taken under the switch's routeMu, before the router's mu
+	routes  map[routeKey]*gwRoute // routeMu; this place's keys → the keys registered at the peer
 
 	proxyMu sync.Mutex          // never taken under the switch's routeMu
 	proxies map[uint64]*gwProxy // proxyMu; the peer's keys → subscriptions installed here
@@ -849,7 +780,7 @@ type gatewayEnd struct {
 // the peer.
 type gwRoute struct {
 	refs int
-	keys []string
+	keys []routeKey
 }
 
 // gwProxy is one key of the other place's interest and the subscriptions
@@ -895,7 +826,7 @@ func (e *gatewayEnd) interestPath(here string, places []string) ([]string, bool)
 
 // deriveKeys returns the keys this place's interest text becomes at the
 // peer.
-func (e *gatewayEnd) deriveKeys(r *router, text string, path []string) []string {
+func (e *gatewayEnd) deriveKeys(r *router, text string, path []string) []routeKey {
 	texts := []string{text}
 	if c := e.conv(Import); c != nil {
 		var err error
@@ -904,32 +835,31 @@ func (e *gatewayEnd) deriveKeys(r *router, text string, path []string) []string 
 			return nil
 		}
 	}
-	keys := make([]string, len(texts))
+	keys := make([]routeKey, len(texts))
 	for i, t := range texts {
-		keys[i] = routeKey(t, path)
+		keys[i] = newRouteKey(t, path)
 	}
 	return keys
 }
 
 // addRoute registers at the peer the filters this place's interest key
 // becomes there.
-func (e *gatewayEnd) addRoute(r *router, key string) []*linkAck {
+func (e *gatewayEnd) addRoute(r *router, key routeKey, _ int) []*linkAck {
 	if !e.in {
 		return nil
 	}
-	text, places := splitRouteKey(key)
-	path, ok := e.interestPath(r.sw.place.Name(), places)
-	if !ok || isDiscoveryKey(text) {
+	path, ok := e.interestPath(r.sw.place.Name(), key.placeList())
+	if !ok || isDiscoveryKey(key.filter) {
 		return nil
 	}
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
 	if e.routes == nil {
-		e.routes = map[string]*gwRoute{}
+		e.routes = map[routeKey]*gwRoute{}
 	}
 	rt := e.routes[key]
 	if rt == nil {
-		rt = &gwRoute{keys: e.deriveKeys(r, text, path)}
+		rt = &gwRoute{keys: e.deriveKeys(r, key.filter, path)}
 		e.routes[key] = rt
 	}
 	rt.refs++
@@ -941,7 +871,7 @@ func (e *gatewayEnd) addRoute(r *router, key string) []*linkAck {
 }
 
 // removeRoute undoes one addRoute.
-func (e *gatewayEnd) removeRoute(r *router, key string) {
+func (e *gatewayEnd) removeRoute(r *router, key routeKey, _ int) {
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
 	rt := e.routes[key]
@@ -966,9 +896,8 @@ func (e *gatewayEnd) rederiveRoutes(r *router) []*linkAck {
 	defer e.routeMu.Unlock()
 	var waits []*linkAck
 	for key, rt := range e.routes {
-		text, places := splitRouteKey(key)
-		path, _ := e.interestPath(r.sw.place.Name(), places)
-		keys := e.deriveKeys(r, text, path)
+		path, _ := e.interestPath(r.sw.place.Name(), key.placeList())
+		keys := e.deriveKeys(r, key.filter, path)
 		for _, k := range keys {
 			if !slices.Contains(rt.keys, k) {
 				for range rt.refs {
@@ -1047,15 +976,8 @@ func (e *gatewayEnd) installProxies(r *router, text string, places []string) ([]
 // install handles the peer's register: the other place's interest,
 // installed here as proxy subscriptions (converted at the requesting
 // end), acknowledged once this place has them (S2).
-func (e *gatewayEnd) install(r *router, c controlAttrs) error {
-	key, err1 := c.uint("key")
-	text, err2 := c.str("filter")
-	n, err3 := c.uint("ack")
-	p, err4 := c.str("places")
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return err
-	}
-	places := splitPlaces(p)
+func (e *gatewayEnd) install(r *router, m *linkctl.Register) error {
+	key, text, n, places := m.Key, m.Filter, m.Ack, m.Places
 	var subs []*Subscription
 	var waits []*linkAck
 	var err error
@@ -1078,13 +1000,6 @@ func (e *gatewayEnd) install(r *router, c controlAttrs) error {
 	}
 	r.ackAfter(n, msg, waits)
 	return nil
-}
-
-func splitPlaces(p string) []string {
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, "\n")
 }
 
 // release handles the peer's release of key.
@@ -1132,7 +1047,7 @@ func (e *gatewayEnd) rederiveProxies(r *router) []*linkAck {
 // forward sends event e, which this end's proxies fired for, into the
 // other place: checked against the firewall and converted at the
 // requesting end, with PlaceTTL lowered and PlaceHops raised.
-func (e *gatewayEnd) forward(r *router, ev *Event) {
+func (e *gatewayEnd) forward(r *router, ev *Event, _ *lazyDeliver) {
 	cnt := &e.cnt[Export]
 	switch {
 	case !e.out:
@@ -1182,7 +1097,7 @@ func (e *gatewayEnd) forward(r *router, ev *Event) {
 // Publish would, with this place's TTL and this place appended to its
 // path. An event that has been in this place, or entered it already, is
 // dropped.
-func (e *gatewayEnd) receive(r *router, w *wire.Event) {
+func (e *gatewayEnd) receive(ctx context.Context, r *router, w *wire.Event) {
 	cnt := &e.cnt[Import]
 	sw := r.sw
 	here := sw.place.Name()
@@ -1238,14 +1153,27 @@ func (e *gatewayEnd) receive(r *router, w *wire.Event) {
 	if converted {
 		cnt.converted.Add(1)
 	}
-	if err := sw.deliver(r.ctx, r.ctx.Done(), r.sess, ev); err != nil && r.ctx.Err() == nil {
+	if err := sw.deliver(ctx, ctx.Done(), r.sess, ev); err != nil && ctx.Err() == nil {
 		sw.log.Warn("sion: event from gateway not delivered everywhere", "switch", sw.cfg.Name, "gateway", e.name, "event", ev.ID, "err", err)
 	}
 }
 
-// unfederated handles the other end's Leave: the federation ends and is
-// not re-established.
-func (e *gatewayEnd) unfederated(r *router) {
+func (*gatewayEnd) inPlace() bool { return false }
+
+func (e *gatewayEnd) via() string { return e.name }
+
+// marker passes a marker on into the other place while it may still
+// cross gateways (Switch.Flush: places and gateways may form cycles).
+func (*gatewayEnd) marker(r *router, ttl, gateways int) *linkAck {
+	if gateways <= 0 {
+		return nil
+	}
+	return r.marker(ttl, gateways-1)
+}
+
+// leave handles the other end's Leave: the federation ends and is not
+// re-established.
+func (e *gatewayEnd) leave(r *router, _ string) {
 	if e.g != nil {
 		e.g.mu.Lock()
 		e.g.released = true

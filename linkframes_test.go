@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
-	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
@@ -32,12 +32,27 @@ func dialRawLink(t *testing.T, n *network, at int, name string) *rawLink {
 	l := &rawLink{t: t, conn: conn, ctx: ctx}
 	l.send(&wire.Hello{Version: 2, Session: name})
 	require.IsType(t, &wire.Welcome{}, l.recv())
-	l.send(&wire.Forward{Event: wire.Event{Type: ontology.LinkRequestType, Attrs: attrs("link", 7, "place", n.place.Name(), "switch", name)}})
-	fw, ok := l.recv().(*wire.Forward)
+	l.sendControl(&linkctl.LinkRequest{Switch: name, Place: n.place.Name(), Link: 7})
+	c, ok := l.recv().(*wire.Control)
 	require.True(t, ok)
-	require.Equal(t, ontology.LinkAcceptType, fw.Event.Type)
-	l.send(&wire.Forward{Event: wire.Event{Type: ontology.SyncedType}})
+	m, err := linkctl.Decode(c)
+	require.NoError(t, err)
+	require.IsType(t, &linkctl.LinkAccept{}, m)
+	l.sendControl(&linkctl.Synced{})
 	return l
+}
+
+// controlFrame encodes link-control message m.
+func controlFrame(t testing.TB, m linkctl.Message) []byte {
+	t.Helper()
+	f, err := linkctl.Encode(m, wire.DefaultLimits())
+	require.NoError(t, err)
+	return f
+}
+
+func (l *rawLink) sendControl(m linkctl.Message) {
+	l.t.Helper()
+	require.NoError(l.t, l.conn.Send(l.ctx, controlFrame(l.t, m)))
 }
 
 func (l *rawLink) send(m wire.Message) {
@@ -56,19 +71,15 @@ func (l *rawLink) recv() wire.Message {
 	return m
 }
 
-// recvUntil reads frames until one of type typ (a control or data event
-// type, or "Error") arrives, and returns it; it fails if the link ends.
-func (l *rawLink) recvUntil(typ string) wire.Message {
+// recvControl reads frames until a control message of kind arrives, and
+// returns it; it fails if the link ends.
+func (l *rawLink) recvControl(kind linkctl.Kind) linkctl.Message {
 	l.t.Helper()
 	for {
-		m := l.recv()
-		switch m := m.(type) {
-		case *wire.Error:
-			if typ == "Error" {
-				return m
-			}
-		case *wire.Forward:
-			if m.Event.Type == typ {
+		if c, ok := l.recv().(*wire.Control); ok {
+			m, err := linkctl.Decode(c)
+			require.NoError(l.t, err)
+			if m.Kind() == kind {
 				return m
 			}
 		}
@@ -110,21 +121,15 @@ func TestMalformedLinkFrames(t *testing.T) {
 			{"garbage", func() []byte { return []byte{0xff, 0x00, 0x01} }, "protocol error"},
 			{"a session frame", func() []byte { f, _ := wire.Encode(nil, &wire.Pull{Seq: 1}); return f }, "does not carry Pull frames"},
 			{"register without a key", func() []byte {
-				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.RegisterType, Attrs: attrs("filter", "{}", "ttl", 1)}})
+				f, _ := wire.Encode(nil, &wire.Control{Body: []byte{byte(linkctl.KindRegister)}})
 				return f
-			}, `control attribute "key" is missing`},
-			{"release of an unknown key", func() []byte {
-				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.ReleaseType, Attrs: attrs("key", 99)}})
+			}, `malformed register message: key`},
+			{"release of an unknown key", func() []byte { return controlFrame(t, &linkctl.Release{Key: 99}) }, "release of key 99"},
+			{"a control message out of place", func() []byte { return controlFrame(t, &linkctl.LinkAccept{Switch: "x"}) }, `unexpected link accept message`},
+			{"a key that is not a minimal varint", func() []byte {
+				f, _ := wire.Encode(nil, &wire.Control{Body: []byte{byte(linkctl.KindAck), 0x80, 0x00}})
 				return f
-			}, "release of key 99"},
-			{"an unknown control type", func() []byte {
-				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.LinkAcceptType}})
-				return f
-			}, `unexpected control event "sion.LinkAccept"`},
-			{"a key of the wrong kind", func() []byte {
-				f, _ := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: ontology.AckType, Attrs: attrs("ack", "one")}})
-				return f
-			}, `control attribute "ack" is string, want int`},
+			}, `malformed ack message: ack`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				l := dialRawLink(t, n, 0, "rogue")
@@ -135,9 +140,9 @@ func TestMalformedLinkFrames(t *testing.T) {
 
 		// A bad filter is refused in its acknowledgement; the link stays.
 		l := dialRawLink(t, n, 0, "careless")
-		l.send(&wire.Forward{Event: wire.Event{Type: ontology.RegisterType, Attrs: attrs("ack", 1, "filter", "{type ⊑ Gossip}", "key", 1, "ttl", 0)}})
-		ack := l.recvUntil(ontology.AckType).(*wire.Forward)
-		assert.Contains(t, must(controlValue(ack.Event.Attrs, "error")).Str(), `unknown event type "Gossip"`)
+		l.sendControl(&linkctl.Register{Ack: 1, Filter: "{type ⊑ Gossip}", Key: 1})
+		ack := l.recvControl(linkctl.KindAck).(*linkctl.Ack)
+		assert.Contains(t, ack.Error, `unknown event type "Gossip"`)
 		// An event the place refuses is counted and dropped; the link stays.
 		l.send(&wire.Forward{Event: wire.Event{ID: [16]byte{1}, Type: "Gossip", TTL: 3}})
 		l.send(&wire.Forward{Event: wire.Event{ID: [16]byte{2}, Type: "Alarm", TTL: 3}})
@@ -163,13 +168,4 @@ func TestMalformedLinkFrames(t *testing.T) {
 		n.flush()
 		assert.Equal(t, 1, count(sub))
 	})
-}
-
-func controlValue(as []ontology.Attr, name string) (ontology.Value, bool) {
-	for _, a := range as {
-		if a.Name == name {
-			return a.Value, true
-		}
-	}
-	return ontology.Value{}, false
 }

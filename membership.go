@@ -7,10 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
-	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
@@ -205,51 +204,34 @@ func (sw *Switch) forwardProbe(from *router, id uint64, path []string, hops int,
 	sw.routeMu.Unlock()
 	n := 0
 	for _, r := range routers {
-		if r == from || r.gw != nil || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
+		if r == from || !r.end.inPlace() || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
 			continue // a probe stays in its place: gateways do not carry it
 		}
-		r.sendControl(ontology.ProbeType,
-			ontology.Attr{Name: "dir", Value: ontology.Int(int64(dir))},
-			ontology.Attr{Name: "hops", Value: ontology.Int(int64(hops))},
-			ontology.Attr{Name: "id", Value: ontology.Int(int64(id & 0x7fffffff))},
-			ontology.Attr{Name: "path", Value: ontology.String(strings.Join(path, "\n"))})
+		r.sendControl(&linkctl.Probe{ID: id, Hops: hops, Dir: int(dir), Path: path})
 		n++
 	}
 	return n
 }
 
 // handleProbe answers a probe that arrived on r and passes it on.
-func (r *router) handleProbe(c controlAttrs) error {
-	id, err1 := c.uint("id")
-	hops, err2 := c.int("hops")
-	dir, err3 := c.int("dir")
-	p, err4 := c.str("path")
-	if err := firstErr(err1, err2, err3, err4); err != nil {
-		return err
-	}
-	path := strings.Split(p, "\n")
+func (r *router) handleProbe(m *linkctl.Probe) {
+	path := m.Path
 	if slices.Contains(path, r.sw.cfg.Name) { // a loop: do not answer twice
-		return nil
+		return
 	}
-	further := hops > 1 && r.sw.probeLinks(r, HopDirection(dir)) > 0
+	dir := HopDirection(m.Dir)
+	further := m.Hops > 1 && r.sw.probeLinks(r, dir) > 0
 	// A switch whose own parent link is being set up cannot tell who its
 	// ancestors will be: a loop check must not rely on its answer.
 	r.sw.mu.RLock()
 	parent := r.sw.parent
 	r.sw.mu.RUnlock()
-	pending := dir == int64(TowardParents) && !further && parent != nil && parent.target() == "" && !parent.released()
-	r.sendControl(ontology.ProbeReplyType,
-		ontology.Attr{Name: "addr", Value: ontology.String(r.sw.addrFor(r.conn))},
-		ontology.Attr{Name: "end", Value: ontology.Bool(!further)},
-		ontology.Attr{Name: "pending", Value: ontology.Bool(pending)},
-		ontology.Attr{Name: "hops", Value: ontology.Int(int64(len(path)))},
-		ontology.Attr{Name: "id", Value: ontology.Int(int64(id))},
-		ontology.Attr{Name: "path", Value: ontology.String(p)},
-		ontology.Attr{Name: "switch", Value: ontology.String(r.sw.cfg.Name)})
+	pending := dir == TowardParents && !further && parent != nil && parent.target() == "" && !parent.released()
+	r.sendControl(&linkctl.ProbeReply{ID: m.ID, Hops: len(path), Path: path, Switch: r.sw.cfg.Name,
+		Addr: r.sw.addrFor(r.conn), End: !further, Pending: pending})
 	if further {
-		r.sw.forwardProbe(r, id, append(path, r.sw.cfg.Name), int(hops)-1, HopDirection(dir))
+		r.sw.forwardProbe(r, m.ID, append(slices.Clip(path), r.sw.cfg.Name), m.Hops-1, dir)
 	}
-	return nil
 }
 
 // probeLinks counts the links a probe in dir would go on, except from.
@@ -258,7 +240,7 @@ func (sw *Switch) probeLinks(from *router, dir HopDirection) int {
 	defer sw.routeMu.Unlock()
 	n := 0
 	for _, r := range sw.routers {
-		if r != from && r.gw == nil && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
+		if r != from && r.end.inPlace() && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
 			n++
 		}
 	}
@@ -267,54 +249,36 @@ func (sw *Switch) probeLinks(from *router, dir HopDirection) int {
 
 // handleProbeReply hands a reply to the waiting Probe, or relays it one
 // link back along its path.
-func (r *router) handleProbeReply(c controlAttrs) error {
-	id, err1 := c.uint("id")
-	hops, err2 := c.int("hops")
-	p, err3 := c.str("path")
-	name, err4 := c.str("switch")
-	addr, err5 := c.str("addr")
-	end, err6 := c.get("end", ontology.KindBool)
-	pending, _ := c.get("pending", ontology.KindBool)
-	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
-		return err
-	}
-	path := strings.Split(p, "\n")
+func (r *router) handleProbeReply(m *linkctl.ProbeReply) {
 	sw := r.sw
-	if path[0] == sw.cfg.Name {
+	if len(m.Path) == 0 {
+		return // no prober to return to: drop
+	}
+	if m.Path[0] == sw.cfg.Name {
 		sw.probeMu.Lock()
-		ch := sw.probes[id]
+		ch := sw.probes[m.ID]
 		sw.probeMu.Unlock()
 		if ch != nil {
 			select {
-			case ch <- probeReply{res: ProbeResult{Switch: name, Addr: addr, Hops: int(hops)}, end: end.Bool(), pending: pending.IsValid() && pending.Bool(), path: path}:
+			case ch <- probeReply{res: ProbeResult{Switch: m.Switch, Addr: m.Addr, Hops: m.Hops}, end: m.End, pending: m.Pending, path: m.Path}:
 			default: // the prober has more answers than it can use
 			}
 		}
-		return nil
+		return
 	}
-	i := slices.Index(path, sw.cfg.Name)
+	i := slices.Index(m.Path, sw.cfg.Name)
 	if i < 1 {
-		return nil // not on the path: drop
+		return // not on the path: drop
 	}
 	sw.routeMu.Lock()
 	routers := slices.Clone(sw.routers)
 	sw.routeMu.Unlock()
 	for _, back := range routers {
-		if back.gw == nil && back.peer == path[i-1] {
-			back.sendControl(ontology.ProbeReplyType, c...)
+		if back.end.inPlace() && back.peer == m.Path[i-1] {
+			back.sendControl(m)
 			break
 		}
 	}
-	return nil
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Leave takes the switch out of its place's network (S1 release and
@@ -365,11 +329,11 @@ func (sw *Switch) Leave(ctx context.Context) error {
 	}
 	if elected != nil {
 		target = elected.addr
-		elected.r.sendControl(ontology.LeaveType, ontology.Attr{Name: "parent", Value: ontology.String("")})
+		elected.r.sendControl(&linkctl.Leave{Parent: ""})
 	}
 	for _, c := range kids {
 		if c != elected {
-			c.r.sendControl(ontology.LeaveType, ontology.Attr{Name: "parent", Value: ontology.String(target)})
+			c.r.sendControl(&linkctl.Leave{Parent: target})
 		}
 	}
 	var err error
@@ -426,17 +390,9 @@ func (sw *Switch) Absorb(ctx context.Context, tr transport.Transport, addr strin
 	if _, err := clientHandshake(ctx, conn, lim, &wire.Hello{Version: protocolVersion, Session: sw.cfg.Name}, sw.place.cfg.SharedKey); err != nil {
 		return fmt.Errorf("sion: absorb %s: %w", addr, err)
 	}
-	reply, err := exchange(ctx, conn, lim, &wire.Forward{Event: wire.Event{Type: typeLinkRequest, Attrs: []ontology.Attr{
-		{Name: "absorb", Value: ontology.String(concreteAddr(self, conn.LocalAddr()))},
-		{Name: "link", Value: ontology.Int(0)},
-		{Name: "place", Value: ontology.String(sw.place.Name())},
-		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
-	}}})
-	if err != nil {
+	req := &linkctl.LinkRequest{Switch: sw.cfg.Name, Place: sw.place.Name(), Absorb: concreteAddr(self, conn.LocalAddr())}
+	if _, err := requestLink(ctx, conn, lim, req); err != nil {
 		return fmt.Errorf("sion: absorb %s: %w", addr, err)
-	}
-	if fw, ok := reply.(*wire.Forward); !ok || fw.Event.Type != typeLinkAccept {
-		return fmt.Errorf("%w: absorb %s: the switch answered with a %v frame", ErrProtocol, addr, reply.Kind())
 	}
 	return nil
 }
@@ -450,9 +406,7 @@ func (sw *Switch) absorbed(ctx context.Context, conn transport.Conn, peer, addr 
 	if _, err := sw.Link(ctx, sw.cfg.Transport, addr, LinkConfig{}); err != nil {
 		return err
 	}
-	f, err := wire.Encode(nil, &wire.Forward{Event: wire.Event{Type: typeLinkAccept, Attrs: []ontology.Attr{
-		{Name: "switch", Value: ontology.String(sw.cfg.Name)},
-	}}})
+	f, err := linkctl.Encode(&linkctl.LinkAccept{Switch: sw.cfg.Name}, wire.DefaultLimits())
 	if err == nil {
 		err = conn.Send(ctx, f)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport/mem"
@@ -166,12 +167,12 @@ func TestSubscriptionContractRemote(t *testing.T) {
 }
 
 // fakePeer accepts one link on l and answers its handshake, then reads
-// frames and hands them to got without acknowledging anything: a switch
-// that never installs what it is sent.
-func fakePeer(t *testing.T, n *network, addr string) (<-chan *wire.Event, string) {
+// control messages and hands them to got without acknowledging anything:
+// a switch that never installs what it is sent.
+func fakePeer(t *testing.T, n *network, addr string) (<-chan linkctl.Message, string) {
 	l, err := n.tr.Listen(addr)
 	require.NoError(t, err)
-	got := make(chan *wire.Event, 100)
+	got := make(chan linkctl.Message, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() {
@@ -201,15 +202,19 @@ func fakePeer(t *testing.T, n *network, addr string) (<-chan *wire.Event, string
 		recv() // hello
 		send(&wire.Welcome{Version: 1, Switch: "fake", Place: n.place.Name()})
 		recv() // link request
-		send(&wire.Forward{Event: wire.Event{Type: "sion.LinkAccept", Attrs: []ontology.Attr{{Name: "switch", Value: ontology.String("fake")}}}})
-		send(&wire.Forward{Event: wire.Event{Type: "sion.Synced"}})
+		for _, m := range []linkctl.Message{&linkctl.LinkAccept{Switch: "fake"}, &linkctl.Synced{}} {
+			f, _ := linkctl.Encode(m, wire.DefaultLimits())
+			conn.Send(ctx, f)
+		}
 		for {
 			m := recv()
 			if m == nil {
 				return
 			}
-			if fw, ok := m.(*wire.Forward); ok {
-				got <- &fw.Event
+			if c, ok := m.(*wire.Control); ok {
+				if m, err := linkctl.Decode(c); err == nil {
+					got <- m
+				}
 			}
 		}
 	}()
@@ -228,15 +233,15 @@ func TestContractTimeoutRollsBack(t *testing.T) {
 			n.addrs = append(n.addrs, at)
 			n.parent = append(n.parent, -1)
 			n.link(0, 1)
-			assert.Equal(t, "sion.Synced", (<-got).Type)
+			assert.Equal(t, linkctl.KindSynced, (<-got).Kind())
 
 			s := open(t, n.sws[0], "app")
 			_, err := s.Subscribe(context.Background(), `{type ⊑ Alarm}`)
 			require.ErrorIs(t, err, sion.ErrNotGranted)
 			assert.Contains(t, err.Error(), `"fake" has not acknowledged`)
 			reg, rel := <-got, <-got
-			assert.Equal(t, "sion.Register", reg.Type)
-			assert.Equal(t, "sion.Release", rel.Type, "rolled back")
+			assert.Equal(t, linkctl.KindRegister, reg.Kind())
+			assert.Equal(t, linkctl.KindRelease, rel.Kind(), "rolled back")
 			assert.Empty(t, n.sws[0].Routes())
 			assert.Equal(t, 0, n.sws[0].Stats().Subscriptions)
 

@@ -4,30 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
-	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
-// Control traffic of shared links travels as events of reserved types (DESIGN.md
-// "One mechanism"), in Forward frames, in order with the data events. These are
-// consumed by the router at the other end of the link.
-const (
-	typeLinkRequest  = ontology.LinkRequestType // switch, place, link: a shared-link establishment request (S1)
-	typeLinkAccept   = ontology.LinkAcceptType  // switch, place: the request is accepted
-	typeLinkRegister = ontology.RegisterType    // key, filter, ttl: install a proxy filter; answered by Ack
-	typeLinkRelease  = ontology.ReleaseType     // key: remove the proxy filter key
-	typeLinkMarker   = ontology.MarkerType      // key, ttl: a barrier (Switch.Flush); answered by Ack
-	typeLinkAck      = ontology.AckType         // key, error: a Register or Marker is done downstream (S2)
-	typeLinkSynced   = ontology.SyncedType      // the sender's initial registers precede it
-)
+// Control traffic of a link is link-local: typed messages
+// (internal/linkctl) in Control frames, in the same ordered stream as the
+// data events in Forward frames (DESIGN.md "One mechanism"), consumed by
+// the router at the other end.
 
 // Bounds of a router's outgoing queue for data events; control events are
 // never dropped (their number is bounded by the filters).
@@ -45,13 +34,12 @@ type router struct {
 	sw     *Switch
 	conn   transport.Conn
 	lim    wire.Limits
-	peer   string      // the peer switch's name
-	parent bool        // the peer is this switch's parent: this switch requested the link
-	gw     *gatewayEnd // set when the link is a gateway's, between two places
+	peer   string  // the peer switch's name
+	parent bool    // the peer is this switch's parent: this switch requested the link
+	end    linkEnd // what kind of link it is: a shared link's end or a gateway's
 	sess   *Session
-	mode   RoutingMode
-	ctx    context.Context // ends when the link does
-	cancel context.CancelFunc
+	cancel context.CancelFunc // ends the link's context (newRouter)
+	done   <-chan struct{}    // closed when the link's context ends
 
 	up       chan struct{} // closed when both sides' initial filters are installed
 	synced   chan struct{} // closed when the peer's Synced arrives
@@ -65,18 +53,66 @@ type router struct {
 	wake     chan struct{}
 	dropping atomic.Bool // a drop episode is going on (logged once)
 
-	mu      sync.Mutex
-	closed  bool                      // mu
-	routes  map[string]*route         // mu; propagated to the peer, by proxy filter text
-	acks    map[uint64]*linkAck       // mu; registers and markers sent, not yet acknowledged
-	next    uint64                    // mu; the last key or ack number given out
-	proxies map[uint64]*Subscription  // reader only; the peer's keys installed here
-	err     error                     // mu; why the link ended
-	upAt    time.Time                 // mu
-	state   atomic.Pointer[LinkState] // for Links
+	mu     sync.Mutex
+	closed bool                      // mu
+	routes map[routeKey]*route       // mu; propagated to the peer
+	acks   map[uint64]*linkAck       // mu; registers and markers sent, not yet acknowledged
+	next   uint64                    // mu; the last key or ack number given out
+	err    error                     // mu; why the link ended
+	upAt   time.Time                 // mu
+	state  atomic.Pointer[LinkState] // for Links
 
 	eventsSent, eventsRecv, ctlSent, ctlRecv atomic.Uint64
 	dropped, duplicates, expired, refused    atomic.Uint64
+}
+
+// linkEnd is what one end of a link does that depends on the kind of
+// link (the link-end seam, DESIGN.md "Seams"): a shared link between two
+// switches of a place (sharedEnd) or a gateway between two places
+// (gatewayEnd). The router does what every link does — its session on
+// the switch, whose subscriptions are the peer's proxy filters; the
+// ordered stream of frames with its bounded queue; reference-counted
+// registers and releases; acknowledgements and markers (S2) — and calls
+// its end for the rest, never asking which end it has. A new kind of link
+// (S3's bypass between a merge point and a branch point, a link over
+// another network) is a new implementation.
+//
+// The router calls addRoute and removeRoute under Switch.routeMu;
+// install, release, receive and leave from its reader goroutine, one at a
+// time, in the order the peer sent them; forward from whatever goroutine
+// delivers the event (many at once); marker from any goroutine.
+type linkEnd interface {
+	// addRoute registers at the peer what this switch's interest key,
+	// needed with ttl, becomes over this link, and returns the
+	// acknowledgements a subscription's contract waits on (S2);
+	// removeRoute undoes one addRoute.
+	addRoute(r *router, key routeKey, ttl int) []*linkAck
+	removeRoute(r *router, key routeKey, ttl int)
+	// install handles the peer's register: it installs what the peer's
+	// interest becomes here as subscriptions of r.sess and acknowledges
+	// it (r.ackAfter, r.sendAck) once they are active. release handles
+	// the peer's release of a key. An error ends the link (ErrProtocol).
+	install(r *router, m *linkctl.Register) error
+	release(r *router, key uint64) error
+	// forward sends event e, which r.sess fired for, to the peer (queued:
+	// r.sendData); shared holds the event's encodings, made once per
+	// event for all links.
+	forward(r *router, e *Event, shared *lazyDeliver)
+	// receive handles a data event from the peer; ctx is the link's.
+	receive(ctx context.Context, r *router, w *wire.Event)
+	// leave handles the peer's Leave (parent: where its children re-link).
+	leave(r *router, parent string)
+	// marker passes a marker with ttl on over the link and returns its
+	// acknowledgement, or nil when the marker does not cross it; gateways
+	// is how many more gateways the marker may cross (Switch.Flush).
+	marker(r *router, ttl, gateways int) *linkAck
+	// inPlace reports whether the link joins two switches of one place:
+	// it is one of the switch's shared links (Links, Stats.Links), and
+	// the place's tree control — probes, Leave — travels over it.
+	inPlace() bool
+	// via names the gateway the link is ("" for a shared link), as
+	// RouteInfo.Gateway shows it.
+	via() string
 }
 
 // route is one key propagated to the peer — a proxy filter's text: a
@@ -87,7 +123,7 @@ type router struct {
 // when a larger one is asked for; never lowered until it is released.
 type route struct {
 	id   uint64      // the key's ID at the peer
-	key  string      // the proxy filter's text
+	key  routeKey    // the proxy filter's text and places
 	refs int         // subscriptions that need it
 	ttls map[int]int // of those, how many need each TTL
 	sent int         // the TTL registered at the peer
@@ -103,41 +139,46 @@ type linkAck struct {
 	peer string
 }
 
-func (sw *Switch) newRouter(ctx context.Context, conn transport.Conn, peer string, parent bool, sess *Session) *router {
+// newRouter returns the router of a link over conn to peer, of the kind
+// end says, holding session sess on this switch. It returns the link's
+// context too — a child of parent that ends when the link does — for the
+// caller to pass to start (a context is not kept in a struct).
+func (sw *Switch) newRouter(parent context.Context, conn transport.Conn, peer string, isParent bool, sess *Session, end linkEnd) (*router, context.Context) {
 	r := &router{
-		sw: sw, conn: conn, peer: peer, parent: parent, sess: sess, mode: sw.place.cfg.Routing,
+		sw: sw, conn: conn, peer: peer, parent: isParent, sess: sess, end: end,
 		up: make(chan struct{}), synced: make(chan struct{}), finished: make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		routes: map[string]*route{}, acks: map[uint64]*linkAck{},
-		proxies: map[uint64]*Subscription{},
+		routes: map[routeKey]*route{}, acks: map[uint64]*linkAck{},
 	}
 	r.lim = wire.DefaultLimits()
 	r.lim.MaxFrameBytes = conn.MaxFrameBytes()
-	r.ctx, r.cancel = context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(parent)
+	r.cancel, r.done = cancel, ctx.Done()
 	st := LinkConnecting
 	r.state.Store(&st)
 	sess.end = r
-	return r
+	return r, ctx
 }
 
 // start puts the router into the switch's table, queues its initial
 // registers, and starts its goroutines: the writer, the reader (which
 // shuts the router down when the connection ends) and a watcher that
-// closes up once the initial exchange is acknowledged.
-func (r *router) start() {
+// closes up once the initial exchange is acknowledged. ctx is the link's
+// context newRouter returned.
+func (r *router) start(ctx context.Context) {
 	initial := r.sw.addRouter(r)
-	r.wg.Go(r.write)
+	r.wg.Go(func() { r.write(ctx) })
 	r.wg.Go(func() {
 		for _, a := range initial {
 			select {
 			case <-a.done:
-			case <-r.ctx.Done():
+			case <-r.done:
 				return
 			}
 		}
 		select {
 		case <-r.synced:
-		case <-r.ctx.Done():
+		case <-r.done:
 			return
 		}
 		st := LinkUp
@@ -148,7 +189,7 @@ func (r *router) start() {
 		close(r.up)
 	})
 	go func() {
-		err := r.read()
+		err := r.read(ctx)
 		r.shutdown(err)
 	}()
 }
@@ -219,11 +260,11 @@ func (r *router) shutdown(err error) {
 }
 
 // write sends the queued frames in order until the link ends.
-func (r *router) write() {
+func (r *router) write(ctx context.Context) {
 	for {
 		select {
 		case <-r.wake:
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
 		}
 		r.qmu.Lock()
@@ -231,7 +272,7 @@ func (r *router) write() {
 		r.queue, r.qData, r.qBytes = nil, 0, 0
 		r.qmu.Unlock()
 		for _, f := range batch {
-			if err := r.conn.Send(r.ctx, f); err != nil {
+			if err := r.conn.Send(ctx, f); err != nil {
 				r.conn.Close() // the reader sees it and shuts the router down
 				return
 			}
@@ -261,11 +302,11 @@ func (r *router) enqueue(f []byte, data bool) bool {
 	return true
 }
 
-// sendControl queues a control event of type typ with attrs.
-func (r *router) sendControl(typ string, attrs ...ontology.Attr) {
-	f, err := wire.EncodeLimits(nil, &wire.Forward{Event: wire.Event{Type: typ, Attrs: attrs}}, r.lim)
+// sendControl queues control message m.
+func (r *router) sendControl(m linkctl.Message) {
+	f, err := linkctl.Encode(m, r.lim)
 	if err != nil { // a filter too long for the link's frames: the peer never installs it
-		r.sw.log.Warn("sion: control event does not fit the link", "switch", r.sw.cfg.Name, "peer", r.peer, "type", typ, "err", err)
+		r.sw.log.Warn("sion: control message does not fit the link", "switch", r.sw.cfg.Name, "peer", r.peer, "kind", m.Kind().String(), "err", err)
 		r.close()
 		return
 	}
@@ -274,28 +315,8 @@ func (r *router) sendControl(typ string, attrs ...ontology.Attr) {
 }
 
 // forward sends event e, which the router's session fired for, to the
-// peer: one Forward frame with TTL lowered and Hops raised, encoded once
-// per event for all routers of the switch.
-func (r *router) forward(e *Event, shared *lazyDeliver) {
-	if r.gw != nil {
-		r.gw.forward(r, e)
-		return
-	}
-	if e.Control.TTL <= 0 {
-		r.expired.Add(1)
-		return
-	}
-	f, err := shared.forward(r.sw, e)
-	if err == nil && len(f) > r.lim.MaxFrameBytes {
-		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), r.lim.MaxFrameBytes)
-	}
-	if err != nil {
-		r.dropped.Add(1)
-		r.sw.log.Warn("sion: event not forwarded", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
-		return
-	}
-	r.sendData(f)
-}
+// peer, as the link's end says.
+func (r *router) forward(e *Event, shared *lazyDeliver) { r.end.forward(r, e, shared) }
 
 // sendData queues data frame f and counts it as sent, or, when the queue
 // is full, as dropped (logged once per episode of drops) and returns false.
@@ -314,140 +335,77 @@ func (r *router) sendData(f []byte) bool {
 	return true
 }
 
-// read handles the peer's frames until the connection ends.
-func (r *router) read() error {
+// read handles the peer's frames until the connection ends; ctx is the
+// link's.
+func (r *router) read(ctx context.Context) error {
 	for {
-		f, err := r.conn.Recv(r.ctx)
+		f, err := r.conn.Recv(ctx)
 		if err != nil {
 			return err
 		}
 		m, err := wire.Decode(f, r.lim)
 		if err != nil {
-			return r.protocolError(err)
+			return r.protocolError(ctx, err)
 		}
 		switch m := m.(type) {
+		case *wire.Control:
+			r.ctlRecv.Add(1)
+			c, err := linkctl.Decode(m)
+			if err == nil {
+				err = r.control(c)
+			}
+			if err != nil {
+				return r.protocolError(ctx, err)
+			}
 		case *wire.Forward:
-			if ontology.IsReserved(m.Event.Type) && !ontology.IsRouted(m.Event.Type) {
-				r.ctlRecv.Add(1)
-				if err := r.control(&m.Event); err != nil {
-					return r.protocolError(err)
-				}
-				continue
-			}
 			r.eventsRecv.Add(1)
-			if r.gw != nil {
-				r.gw.receive(r, &m.Event)
-				continue
-			}
-			r.receive(&m.Event)
+			r.end.receive(ctx, r, &m.Event)
 		case *wire.Bye:
 			return nil
 		case *wire.Error:
 			return fromWireError(m)
 		default:
-			return r.protocolError(fmt.Errorf("a shared link does not carry %v frames", m.Kind()))
+			return r.protocolError(ctx, fmt.Errorf("a shared link does not carry %v frames", m.Kind()))
 		}
 	}
 }
 
 // protocolError tells the peer why the link closes and returns the error.
-func (r *router) protocolError(err error) error {
+func (r *router) protocolError(ctx context.Context, err error) error {
 	err = fmt.Errorf("%w: link from %q: %w", ErrProtocol, r.peer, err)
 	if f, e := wire.Encode(nil, &wire.Error{Code: codeProtocol, Message: err.Error()}); e == nil {
-		ctx, cancel := context.WithTimeout(r.ctx, time.Second)
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		r.conn.Send(ctx, f)
 		cancel()
 	}
 	return err
 }
 
-// receive delivers a data event from the peer on this switch: to local
-// subscriptions and to the other links whose proxy filters match, never
-// back to the peer. An event seen before is dropped.
-func (r *router) receive(w *wire.Event) {
-	e, err := r.sw.readmit(w)
-	if err != nil {
-		r.refused.Add(1)
-		r.sw.log.Warn("sion: event from shared link refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
-		return
-	}
-	if r.sw.seen.add(e.ID) {
-		r.duplicates.Add(1)
-		return
-	}
-	if err := r.sw.deliver(r.ctx, r.ctx.Done(), r.sess, e); err != nil && r.ctx.Err() == nil {
-		r.sw.log.Warn("sion: event from shared link not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
-	}
-}
-
-// control handles one control event from the peer.
-func (r *router) control(w *wire.Event) error {
-	c := controlAttrs(w.Attrs)
-	switch w.Type {
-	case typeLinkRegister:
-		if r.gw != nil {
-			return r.gw.install(r, c)
-		}
-		return r.install(c)
-	case typeLinkRelease:
-		key, err := c.uint("key")
-		if err != nil {
-			return err
-		}
-		if r.gw != nil {
-			return r.gw.release(r, key)
-		}
-		sub, ok := r.proxies[key]
-		if !ok {
-			return fmt.Errorf("release of key %d, which is not registered", key)
-		}
-		delete(r.proxies, key)
-		if sub != nil { // nil: it could not be installed here
-			r.sess.forget(sub)
-			sub.cancel()
-		}
-	case typeLinkAck:
-		n, err := c.uint("ack")
-		if err != nil {
-			return err
-		}
-		msg, _ := c.str("error")
-		r.acked(n, msg)
-	case typeLinkMarker:
-		n, err := c.uint("ack")
-		if err != nil {
-			return err
-		}
-		ttl, err := c.int("ttl")
-		if err != nil {
-			return err
-		}
+// control handles one control message from the peer.
+func (r *router) control(m linkctl.Message) error {
+	switch m := m.(type) {
+	case *linkctl.Register:
+		return r.end.install(r, m)
+	case *linkctl.Release:
+		return r.end.release(r, m.Key)
+	case *linkctl.Ack:
+		r.acked(m.Ack, m.Error)
+	case *linkctl.Marker:
 		// Everything the peer sent before the marker has been delivered
 		// here and queued on the other links: pass the marker on and
 		// acknowledge once they have.
-		gateways, _ := c.int("gateways") // missing: 0
 		var waits []*linkAck
-		if ttl > 0 {
-			waits = r.sw.sendMarkers(r, int(ttl)-1, int(gateways))
+		if m.TTL > 0 {
+			waits = r.sw.sendMarkers(r, m.TTL-1, m.Gateways)
 		}
-		r.ackAfter(n, "", waits)
-	case ontology.ProbeType:
-		return r.handleProbe(c)
-	case ontology.ProbeReplyType:
-		return r.handleProbeReply(c)
-	case ontology.LeaveType:
-		if r.gw != nil { // the other place ends the federation
-			r.gw.unfederated(r)
-			return nil
-		}
-		to, err := c.str("parent")
-		if err != nil {
-			return err
-		}
-		if r.parent { // from a child it means nothing: the link just ends
-			r.sw.parentLeaves(to)
-		}
-	case typeLinkSynced:
+		r.ackAfter(m.Ack, "", waits)
+	case *linkctl.Probe:
+		r.handleProbe(m)
+	case *linkctl.ProbeReply:
+		r.handleProbeReply(m)
+	case *linkctl.Leave:
+		r.end.leave(r, m.Parent)
+	case *linkctl.Synced:
 		select {
 		case <-r.synced:
 			return errors.New("a second Synced")
@@ -455,71 +413,8 @@ func (r *router) control(w *wire.Event) error {
 			close(r.synced)
 		}
 	default:
-		return fmt.Errorf("unexpected control event %q", w.Type)
+		return fmt.Errorf("unexpected %v message on an established link", m.Kind())
 	}
-	return nil
-}
-
-// install registers the peer's proxy filter on this switch, propagates it
-// further, and acknowledges it once every link it went on has (S2).
-func (r *router) install(c controlAttrs) error {
-	key, err := c.uint("key")
-	if err != nil {
-		return err
-	}
-	src, err := c.str("filter")
-	if err != nil {
-		return err
-	}
-	ttl, err := c.int("ttl")
-	if err != nil {
-		return err
-	}
-	n, err := c.uint("ack")
-	if err != nil {
-		return err
-	}
-	var places []string
-	if p, err := c.str("places"); err == nil {
-		places = strings.Split(p, "\n")
-	}
-	ack := func(err error) {
-		msg := ""
-		if err != nil {
-			msg = fmt.Sprintf("switch %q: %v", r.sw.cfg.Name, err)
-		}
-		r.sendAck(n, msg)
-	}
-	// A register of a key already installed raises its TTL: the new
-	// proxy goes in before the old one comes out, so nothing is missed.
-	old, again := r.proxies[key]
-	f, err := filter.Compile(src)
-	if err != nil {
-		if !again {
-			r.proxies[key] = nil
-		}
-		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
-		return nil
-	}
-	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: int(ttl), places: places}
-	r.sess.mu.Lock()
-	r.sess.subs[sub.id] = sub
-	r.sess.mu.Unlock()
-	waits, err := r.sw.install(sub)
-	if err != nil {
-		r.sess.forget(sub)
-		if !again {
-			r.proxies[key] = nil
-		}
-		ack(err) // the subscriber's contract fails with this error
-		return nil
-	}
-	r.proxies[key] = sub
-	if old != nil {
-		r.sess.forget(old)
-		old.cancel()
-	}
-	r.ackAfter(n, "", waits)
 	return nil
 }
 
@@ -538,7 +433,7 @@ func (r *router) ackAfter(n uint64, msg string, waits []*linkAck) {
 				if a.err != nil && msg == "" {
 					msg = a.err.Error()
 				}
-			case <-r.ctx.Done():
+			case <-r.done:
 				return
 			}
 		}
@@ -549,7 +444,7 @@ func (r *router) ackAfter(n uint64, msg string, waits []*linkAck) {
 // sendAck acknowledges the peer's register or marker n; msg is "" or why
 // it failed.
 func (r *router) sendAck(n uint64, msg string) {
-	r.sendControl(typeLinkAck, ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))}, ontology.Attr{Name: "error", Value: ontology.String(msg)})
+	r.sendControl(&linkctl.Ack{Ack: n, Error: msg})
 }
 
 // acked handles the peer's Ack of a register or a marker.
@@ -585,29 +480,19 @@ func closedAck(peer string) *linkAck {
 }
 
 // addRoute counts one more subscription needing key at the peer with ttl
-// and returns the acknowledgements the subscription's contract waits on.
-// A gateway converts the key first (gatewayEnd.addRoute).
-func (r *router) addRoute(key string, ttl int) []*linkAck {
-	if r.gw != nil {
-		return r.gw.addRoute(r, key)
-	}
-	return []*linkAck{r.register(key, ttl)}
-}
+// and returns the acknowledgements the subscription's contract waits on;
+// the link's end decides what it registers (a gateway converts the key
+// first). Switch.routeMu must be held.
+func (r *router) addRoute(key routeKey, ttl int) []*linkAck { return r.end.addRoute(r, key, ttl) }
 
-// removeRoute undoes one addRoute.
-func (r *router) removeRoute(key string, ttl int) {
-	if r.gw != nil {
-		r.gw.removeRoute(r, key)
-		return
-	}
-	r.release(key, ttl)
-}
+// removeRoute undoes one addRoute. Switch.routeMu must be held.
+func (r *router) removeRoute(key routeKey, ttl int) { r.end.removeRoute(r, key, ttl) }
 
 // register counts one more subscription needing key at the peer with ttl
 // and registers it there on 0→1, or again when ttl is larger than the
 // one registered. It returns the acknowledgement the subscription's
 // contract waits on: of the register it caused, or of the last one.
-func (r *router) register(key string, ttl int) *linkAck {
+func (r *router) register(key routeKey, ttl int) *linkAck {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -626,24 +511,14 @@ func (r *router) register(key string, ttl int) *linkAck {
 		rt.sent, rt.last = ttl, a
 		// Under mu: registers and releases of one key leave in the order
 		// of their reference-count changes.
-		text, places := splitRouteKey(key)
-		attrs := []ontology.Attr{
-			{Name: "ack", Value: ontology.Int(int64(n))},
-			{Name: "filter", Value: ontology.String(text)},
-			{Name: "key", Value: ontology.Int(int64(rt.id))},
-			{Name: "ttl", Value: ontology.Int(int64(ttl))},
-		}
-		if places != nil {
-			attrs = append(attrs, ontology.Attr{Name: "places", Value: ontology.String(strings.Join(places, "\n"))})
-		}
-		r.sendControl(typeLinkRegister, attrs...)
+		r.sendControl(&linkctl.Register{Key: rt.id, Ack: n, Filter: key.filter, TTL: ttl, Places: key.placeList()})
 	}
 	return rt.last
 }
 
 // release counts one subscription fewer needing key with ttl and
 // releases the key at the peer on 1→0.
-func (r *router) release(key string, ttl int) {
+func (r *router) release(key routeKey, ttl int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt := r.routes[key]
@@ -658,7 +533,7 @@ func (r *router) release(key string, ttl int) {
 		return
 	}
 	delete(r.routes, key)
-	r.sendControl(typeLinkRelease, ontology.Attr{Name: "key", Value: ontology.Int(int64(rt.id))})
+	r.sendControl(&linkctl.Release{Key: rt.id})
 }
 
 // marker sends a marker with ttl and returns its acknowledgement; ok is
@@ -670,43 +545,6 @@ func (r *router) marker(ttl, gateways int) *linkAck {
 		return closedAck(r.peer)
 	}
 	n, a := r.newAck()
-	r.sendControl(typeLinkMarker, ontology.Attr{Name: "ack", Value: ontology.Int(int64(n))},
-		ontology.Attr{Name: "gateways", Value: ontology.Int(int64(gateways))}, ontology.Attr{Name: "ttl", Value: ontology.Int(int64(ttl))})
+	r.sendControl(&linkctl.Marker{Ack: n, TTL: ttl, Gateways: gateways})
 	return a
-}
-
-// controlAttrs reads a control event's attributes.
-type controlAttrs []ontology.Attr
-
-func (c controlAttrs) get(name string, kind ontology.Kind) (ontology.Value, error) {
-	for _, a := range c {
-		if a.Name == name {
-			if a.Value.Kind() != kind {
-				return ontology.Value{}, fmt.Errorf("control attribute %q is %s, want %s", name, a.Value.Kind(), kind)
-			}
-			return a.Value, nil
-		}
-	}
-	return ontology.Value{}, fmt.Errorf("control attribute %q is missing", name)
-}
-
-func (c controlAttrs) int(name string) (int64, error) {
-	v, err := c.get(name, ontology.KindInt)
-	if err != nil {
-		return 0, err
-	}
-	if v.Int() < 0 || v.Int() > math.MaxInt32 {
-		return 0, fmt.Errorf("control attribute %q is %d, out of range", name, v.Int())
-	}
-	return v.Int(), nil
-}
-
-func (c controlAttrs) uint(name string) (uint64, error) {
-	n, err := c.int(name)
-	return uint64(n), err
-}
-
-func (c controlAttrs) str(name string) (string, error) {
-	v, err := c.get(name, ontology.KindString)
-	return v.Str(), err
 }

@@ -10,56 +10,102 @@ import (
 	"time"
 
 	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 )
 
-// The switch's side of routing over shared links (S1 event paths, S2
+// Routing is how the switches of an event place propagate interest — the
+// keys a subscription registers at the peers of its switch — over their
+// links (the routing seam, DESIGN.md "Seams"; S1 routing modes). A place
+// has one (PlaceConfig.Routing); the shared code of the switch and its
+// routers never asks which.
+//
+// Events need no routing of their own: a key a router registers at its
+// peer becomes a proxy filter there (S1 event path), and an event
+// crosses a link when a proxy filter of the link matches it in the
+// switch's filter.Index, as it reaches any session.
+//
+// A Routing is a value with no state of its own, safe for concurrent use.
+// Its methods are unexported: a new routing is written in this package,
+// in a file of its own (routing_*.go), and implements:
+//
+//   - key(sub): the key a subscription registers at peers (the proxy
+//     filter's text, and the places its interest came through) and the
+//     TTL the peer propagates it with, or false when it registers none.
+//     Subscriptions whose keys are equal share one registration per link,
+//     reference-counted (register on 0→1, release on 1→0).
+//   - linkKeys(): the keys every link registers at its peer as it comes
+//     up, whatever the subscriptions (flooding registers "every event").
+//   - toward(r, sub): whether sub's key goes over link r. The S1 modes
+//     send it over every link but the one it came from (everyOtherLink);
+//     a routing over an overlay (S3) chooses the links toward a
+//     rendezvous switch.
+//
+// A routing that needs more — control of its own between neighbours, or
+// links beyond the place's tree (an overlay, a bypass) — adds typed
+// messages to internal/linkctl and a link end (see linkEnd), not branches
+// in the switch.
+type Routing interface {
+	// String names the routing ("by-filter", "by-event-type",
+	// "unconditional").
+	String() string
+	key(sub *Subscription) (k routeKey, ttl int, ok bool)
+	linkKeys() []routeKey
+	toward(r *router, sub *Subscription) bool
+}
+
+// The S1 routing modes (PlaceConfig.Routing). Each router registers at
+// its peer by its own switch's place's routing, so switches whose places
+// say different modes still deliver exactly; use one per place to get what
+// it promises.
+var (
+	// RouteByFilter propagates whole filters (S1 "vocabulary"): a link
+	// carries only the events some filter behind it matches. The default.
+	RouteByFilter Routing = byFilter{}
+	// RouteByEventType propagates only the event types of filters (S1
+	// "vocabulary concept").
+	RouteByEventType Routing = byEventType{}
+	// RouteUnconditional floods every event over every link.
+	RouteUnconditional Routing = flood{}
+)
+
+// RoutingMode is the former name of Routing.
+//
+// Deprecated: use Routing; the modes are its values RouteByFilter,
+// RouteByEventType and RouteUnconditional.
+type RoutingMode = Routing
+
+// everyOtherLink is the S1 modes' answer to Routing.toward: a key goes
+// over every link of the switch but the one whose proxy subscription sub
+// is (interest never goes back where it came from).
+func everyOtherLink(r *router, sub *Subscription) bool { return r.sess != sub.sess }
+
+// routeKey is a key a router registers at its peer: a proxy filter's
+// canonical text and, for interest that came from other places through
+// gateways, those places, this one last — kept apart from this place's
+// own interest in the same filter, so that gateways can tell where
+// interest has been. It is comparable (a map key).
+type routeKey struct {
+	filter string
+	places string // the places joined by "\n" (names have no newline: checkName); "" for this place's own
+}
+
+// newRouteKey returns the key of a proxy filter's text with the places
+// its interest came through (nil: this place alone).
+func newRouteKey(text string, places []string) routeKey {
+	return routeKey{filter: text, places: strings.Join(places, "\n")}
+}
+
+// placeList returns the places of the key, nil for this place's own.
+func (k routeKey) placeList() []string {
+	if k.places == "" {
+		return nil
+	}
+	return strings.Split(k.places, "\n")
+}
+
+// The switch's side of routing over its links (S1 event paths, S2
 // contracts); router.go holds one link's end.
-
-// routeKeyOf returns the key sub propagates under the place's routing
-// mode — the proxy filter's text — and the TTL it needs the key to have
-// at the peer; false when it does not propagate (TTL spent, or the mode
-// floods).
-func (sw *Switch) routeKeyOf(sub *Subscription) (string, int, bool) {
-	if sub.ttl < 1 {
-		return "", 0, false
-	}
-	switch sw.place.cfg.Routing {
-	case RouteByFilter:
-		return routeKey(sub.f.String(), sub.places), sub.ttl - 1, true
-	case RouteByEventType:
-		return routeKey(typeFilter(sub.f.Type()), sub.places), sub.ttl - 1, true
-	}
-	return "", 0, false
-}
-
-// routeKey returns the key of a proxy filter's text with the places its
-// interest came through (nil: this place alone): interest from other
-// places is kept apart, so that gateways can tell where it has been.
-func routeKey(text string, places []string) string {
-	if len(places) == 0 {
-		return text
-	}
-	return text + "\x00" + strings.Join(places, "\n")
-}
-
-// splitRouteKey returns the filter text and places of a key.
-func splitRouteKey(key string) (string, []string) {
-	text, places, ok := strings.Cut(key, "\x00")
-	if !ok {
-		return key, nil
-	}
-	return text, strings.Split(places, "\n")
-}
-
-// typeFilter returns the text of the filter on event type t alone.
-func typeFilter(t string) string {
-	return filter.MustCompile("{type ⊑ " + t + "}").String()
-}
-
-// floodKey is what a router registers at its peer when the place routes
-// unconditionally: every event, no further.
-var floodKey = filter.MustCompile("{}").String()
 
 // install puts sub's filter into the index and propagates it over the
 // switch's links; it returns the routes whose acknowledgements make the
@@ -103,14 +149,14 @@ func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 	if !live {
 		return nil
 	}
-	k, ttl, ok := sw.routeKeyOf(sub)
+	k, ttl, ok := sw.place.cfg.Routing.key(sub)
 	if !ok {
 		return nil
 	}
 	sw.routed[sub.id] = sub
 	var out []*linkAck
 	for _, r := range sw.routers {
-		if r.sess != sub.sess {
+		if sw.place.cfg.Routing.toward(r, sub) {
 			out = append(out, r.addRoute(k, ttl)...)
 		}
 	}
@@ -125,9 +171,9 @@ func (sw *Switch) routeRemove(sub *Subscription) {
 		return
 	}
 	delete(sw.routed, sub.id)
-	k, ttl, _ := sw.routeKeyOf(sub)
+	k, ttl, _ := sw.place.cfg.Routing.key(sub)
 	for _, r := range sw.routers {
-		if r.sess != sub.sess {
+		if sw.place.cfg.Routing.toward(r, sub) {
 			r.removeRoute(k, ttl)
 		}
 	}
@@ -142,23 +188,22 @@ func (sw *Switch) addRouter(r *router) []*linkAck {
 	defer sw.routeMu.Unlock()
 	sw.routers = append(sw.routers, r)
 	var out []*linkAck
-	if sw.place.cfg.Routing == RouteUnconditional {
-		out = append(out, r.addRoute(floodKey, 0)...)
-	} else {
-		subs := make([]*Subscription, 0, len(sw.routed))
-		for _, sub := range sw.routed {
-			subs = append(subs, sub)
-		}
-		slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
-		for _, sub := range subs {
-			if sub.sess == r.sess {
-				continue
-			}
-			k, ttl, _ := sw.routeKeyOf(sub)
+	routing := sw.place.cfg.Routing
+	for _, k := range routing.linkKeys() {
+		out = append(out, r.addRoute(k, 0)...)
+	}
+	subs := make([]*Subscription, 0, len(sw.routed))
+	for _, sub := range sw.routed {
+		subs = append(subs, sub)
+	}
+	slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
+	for _, sub := range subs {
+		if routing.toward(r, sub) {
+			k, ttl, _ := routing.key(sub)
 			out = append(out, r.addRoute(k, ttl)...)
 		}
 	}
-	r.sendControl(typeLinkSynced)
+	r.sendControl(&linkctl.Synced{})
 	return out
 }
 
@@ -176,7 +221,7 @@ func (sw *Switch) endRouter(r *router) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.ending = slices.DeleteFunc(sw.ending, func(x *router) bool { return x == r })
-	if r.gw == nil { // a gateway's counters are its own (Gateways)
+	if r.end.inPlace() { // a gateway's counters are its own (Gateways)
 		sw.ended.add(r)
 	}
 }
@@ -191,12 +236,11 @@ func (sw *Switch) sendMarkers(except *router, ttl, gateways int) []*linkAck {
 	sw.routeMu.Unlock()
 	var out []*linkAck
 	for _, r := range routers {
-		switch {
-		case r == except:
-		case r.gw == nil:
-			out = append(out, r.marker(ttl, gateways))
-		case gateways > 0:
-			out = append(out, r.marker(ttl, gateways-1))
+		if r == except {
+			continue
+		}
+		if a := r.end.marker(r, ttl, gateways); a != nil {
+			out = append(out, a)
 		}
 	}
 	return out

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sion-go/sion/internal/guard"
 	"github.com/sion-go/sion/internal/wire"
-	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
@@ -204,13 +203,7 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn, source str
 		return
 	}
 	first, err := wire.Decode(frame, hs.lim)
-	if fw, ok := first.(*wire.Forward); ok && err == nil && fw.Event.Type == typeLinkRequest {
-		sw.acceptLink(ctx, conn, sess, &fw.Event)
-		sess.Close()
-		return
-	}
-	if fw, ok := first.(*wire.Forward); ok && err == nil && fw.Event.Type == ontology.FederateType {
-		sw.acceptGateway(ctx, conn, sess, &fw.Event)
+	if err == nil && sw.accept(ctx, conn, sess, first) {
 		sess.Close()
 		return
 	}

@@ -504,7 +504,7 @@ func (sw *Switch) Stats() Stats {
 	sw.routeMu.Lock()
 	st.Links = sw.ended
 	for _, r := range append(slices.Clone(sw.routers), sw.ending...) {
-		if r.gw == nil {
+		if r.end.inPlace() { // a gateway's counters are its own (Gateways)
 			st.Links.add(r)
 		}
 	}
@@ -557,7 +557,7 @@ func (sw *Switch) Close() error {
 		parent.Close()
 	}
 	for _, g := range gateways {
-		g.cancel() // not Close: the other place keeps its consent for when this switch returns
+		g.q.cancel() // not Close: the other place keeps its consent for when this switch returns
 	}
 	sw.linkers.Wait()
 	sw.goodbye()

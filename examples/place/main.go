@@ -46,14 +46,14 @@ import (
 // of the final Flush) alone.
 var linkConfig = sion.LinkConfig{ProbeHops: -1}
 
-var modes = []sion.RoutingMode{sion.RouteUnconditional, sion.RouteByEventType, sion.RouteByFilter}
+var modes = []sion.Routing{sion.RouteUnconditional, sion.RouteByEventType, sion.RouteByFilter}
 
 func main() {
 	n := flag.Int("n", 4, "switches in the place (at least 2)")
 	procs := flag.Bool("procs", false, "run switches 1..n-1 as child processes")
 	child := flag.Int("switch", 0, "internal: run switch `i` as a child process")
 	parent := flag.String("parent", "", "internal: the parent switch's address (with -switch)")
-	mode := flag.Int("mode", 0, "internal: the routing mode (with -switch)")
+	mode := flag.String("mode", "", "internal: the routing, by name (with -switch)")
 	flag.Parse()
 	log.SetFlags(0)
 	if *n < 2 {
@@ -61,7 +61,7 @@ func main() {
 	}
 	var err error
 	if *child > 0 {
-		err = runChild(*child, *n, *parent, sion.RoutingMode(*mode))
+		err = runChild(*child, *n, *parent, routingNamed(*mode))
 	} else {
 		err = run(*n, *procs)
 	}
@@ -70,7 +70,17 @@ func main() {
 	}
 }
 
-func newPlace(mode sion.RoutingMode) (*sion.EventPlace, error) {
+// routingNamed returns the routing of modes called name (nil: the default).
+func routingNamed(name string) sion.Routing {
+	for _, m := range modes {
+		if m.String() == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func newPlace(mode sion.Routing) (*sion.EventPlace, error) {
 	ont, err := ontology.LoadJSON(bytes.NewReader(usgs.Hazards), "hazards.json")
 	if err != nil {
 		return nil, err
@@ -193,7 +203,7 @@ func order(line string) int {
 
 // runMode runs the place once with routing mode and returns the
 // subscribers' lines.
-func runMode(ctx context.Context, tr transport.Transport, n int, mode sion.RoutingMode, procs bool) ([]string, error) {
+func runMode(ctx context.Context, tr transport.Transport, n int, mode sion.Routing, procs bool) ([]string, error) {
 	place, err := newPlace(mode)
 	if err != nil {
 		return nil, err
@@ -300,12 +310,12 @@ func readFeed(place *sion.EventPlace) ([]*sion.Event, error) {
 // startChild starts switch i as a child process linked to parent, waits
 // until it is linked and its subscriptions are granted, and returns a
 // function that asks it to report and collects its lines.
-func startChild(i, n int, parent string, mode sion.RoutingMode) (func() ([]string, error), string, error) {
+func startChild(i, n int, parent string, mode sion.Routing) (func() ([]string, error), string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(exe, "-switch", fmt.Sprint(i), "-n", fmt.Sprint(n), "-parent", parent, "-mode", fmt.Sprint(int(mode)))
+	cmd := exec.Command(exe, "-switch", fmt.Sprint(i), "-n", fmt.Sprint(n), "-parent", parent, "-mode", mode.String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -339,7 +349,7 @@ func startChild(i, n int, parent string, mode sion.RoutingMode) (func() ([]strin
 // subscribers, says "ready ADDR", and when its stdin closes, reports its
 // subscribers' counts and its link counters ("links C E": control
 // messages sent and received, events sent, over its link to its child).
-func runChild(i, n int, parent string, mode sion.RoutingMode) error {
+func runChild(i, n int, parent string, mode sion.Routing) error {
 	ctx := context.Background()
 	tr, err := tcp.New(tcp.Config{})
 	if err != nil {

@@ -1,0 +1,215 @@
+package sion
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sion-go/sion/internal/linkctl"
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+)
+
+func (sw *Switch) openRouterSession(peer string) (*Session, error) {
+	s := &Session{sw: sw, be: sw, id: sw.nextSession.Add(1), name: "router:" + peer, spool: newSpool(1, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
+	s.profile.Store(&[]ontology.Attr{})
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.closed {
+		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	}
+	sw.sessions[s.id] = s
+	return s, nil
+}
+
+// accept serves first, the first request of session sess on conn, when
+// it asks for a link — a shared link's establishment request (acceptLink)
+// or a federation request (acceptGateway) — and reports whether it did;
+// the link runs until it ends. Any other request is a remote session's.
+func (sw *Switch) accept(ctx context.Context, conn transport.Conn, sess *Session, first wire.Message) bool {
+	c, ok := first.(*wire.Control)
+	if !ok {
+		return false
+	}
+	m, err := linkctl.Decode(c)
+	switch m := m.(type) {
+	case *linkctl.LinkRequest:
+		sw.acceptLink(ctx, conn, sess, m)
+	case *linkctl.Federate:
+		sw.acceptGateway(ctx, conn, sess, m)
+	default:
+		if err == nil {
+			err = fmt.Errorf("a %v cannot open a link", m.Kind())
+		}
+		sw.refuseRequest(ctx, conn, "sion: link request refused", codeProtocol, fmt.Errorf("%w: %w", ErrProtocol, err))
+	}
+	return true
+}
+
+// refuseRequest refuses a link or federation request that arrived on
+// conn: it logs msg with err (before the count: who sees the count sees
+// the record), counts the refusal and answers an Error frame with code.
+func (sw *Switch) refuseRequest(ctx context.Context, conn transport.Conn, msg string, code uint16, err error) {
+	sw.log.Warn(msg, "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
+	sw.refused.Add(1)
+	if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
+		sctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
+		conn.Send(sctx, f)
+		cancel()
+	}
+}
+
+// acceptLink serves a shared-link establishment request that arrived on a
+// connection Serve accepted, as the first request of session sess: it
+// checks the request, answers, and runs the link until it ends.
+func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Session, req *linkctl.LinkRequest) {
+	refuse := func(code uint16, err error) { sw.refuseRequest(ctx, conn, "sion: shared link refused", code, err) }
+	peer, place, id := req.Switch, req.Place, req.Link
+	addr := req.Addr     // where the requester serves, "" if nowhere
+	absorb := req.Absorb // an absorb request: link to this address
+	sw.mu.RLock()
+	left := sw.left
+	sw.mu.RUnlock()
+	switch {
+	case left && absorb == "":
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q has left place %q (suspended)", ErrLinkRefused, sw.cfg.Name, sw.place.Name()))
+		return
+	case place != sw.place.Name() && !req.Merge:
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is in place %q, the request came from place %q (LinkConfig.Merge combines places)", ErrLinkRefused, sw.cfg.Name, sw.place.Name(), place))
+		return
+	case peer == sw.cfg.Name:
+		refuse(codeLinkRefused, fmt.Errorf("%w: the requesting switch has this switch's name %q", ErrLinkRefused, peer))
+		return
+	}
+	if admit := sw.place.cfg.Admit; admit != nil {
+		req := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: peer, Link: true, Remote: conn.RemoteAddr(), TLS: tlsState(conn)}
+		if err := admit(ctx, req); err != nil {
+			refuse(codeNotAdmitted, fmt.Errorf("%w: shared link from switch %q in place %q: %w", ErrNotAdmitted, peer, place, err))
+			return
+		}
+	}
+	if absorb != "" {
+		if err := sw.absorbed(ctx, conn, peer, absorb); err != nil {
+			code := errorCode(err)
+			if code == codeInternal {
+				code = codeLinkRefused
+			}
+			refuse(code, fmt.Errorf("absorb into %q: %w", peer, err))
+		}
+		return
+	}
+	// Tree rule: one request per switch; a request of the same link
+	// (re-established after a failure this side has not noticed yet)
+	// replaces the stale one.
+	sw.mu.Lock()
+	if sw.parent != nil && sw.parent.peer() == peer {
+		sw.mu.Unlock()
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is the parent of %q; linking back would close a loop (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name))
+		return
+	}
+	stale := sw.children[peer]
+	parent := sw.parent
+	sw.mu.Unlock()
+	if parent != nil {
+		// This switch's own link must be up first: two switches asking
+		// each other at once would otherwise both accept and close a
+		// loop. Wait for it a while; refuse (retry later) if it does not
+		// come up.
+		wctx, cancel := context.WithTimeout(ctx, linkWait)
+		up := parent.waitUp(wctx)
+		cancel()
+		sw.mu.RLock()
+		still := sw.parent == parent
+		sw.mu.RUnlock()
+		if !up && still && !parent.released() {
+			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is establishing its own shared link; retry", ErrLinkRefused, sw.cfg.Name))
+			return
+		}
+		if !up {
+			parent = nil // it became a root meanwhile
+		}
+	}
+	if parent != nil {
+		// A requester among this switch's ancestors would close a loop:
+		// ask them (an n-hop probe toward the parents, S1).
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		ancestors, complete := sw.probe(pctx, sw.place.cfg.TTL, TowardParents, 0)
+		cancel()
+		for _, a := range ancestors {
+			if a.Switch == peer {
+				refuse(codeLinkRefused, fmt.Errorf("%w: switch %q is an ancestor of %q (%d links up); linking would close a loop (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name, a.Hops))
+				return
+			}
+		}
+		if !complete {
+			refuse(codeLinkRefused, fmt.Errorf("%w: switch %q could not check that the link would not close a loop: its ancestors did not all answer within %v, or one of them is still linking; retry", ErrLinkRefused, sw.cfg.Name, probeTimeout))
+			return
+		}
+	}
+	if stale != nil && stale.id != id && stale.alive(ctx) {
+		refuse(codeLinkRefused, fmt.Errorf("%w: switch %q has a shared link to %q already; a switch makes at most one establishment request (S1 tree rule)", ErrLinkRefused, peer, sw.cfg.Name))
+		return
+	}
+	if stale != nil {
+		stale.r.close()
+		<-stale.r.finished
+	}
+	sess.mu.Lock()
+	noSubs := len(sess.subs) == 0
+	sess.mu.Unlock()
+	if !noSubs {
+		refuse(codeProtocol, fmt.Errorf("%w: a link request must be the session's first request", ErrProtocol))
+		return
+	}
+	r, linkCtx := sw.newRouter(ctx, conn, peer, false, sess, newSharedEnd())
+	r.sendControl(&linkctl.LinkAccept{Switch: sw.cfg.Name, Place: sw.place.Name()})
+	child := &childLink{id: id, r: r, addr: addr}
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
+		r.close()
+		return
+	}
+	sw.children[peer] = child
+	sw.mu.Unlock()
+	r.start(linkCtx)
+	sw.log.Info("sion: shared link accepted", "switch", sw.cfg.Name, "child", peer, "remote", conn.RemoteAddr())
+	<-r.finished
+	sw.mu.Lock()
+	if sw.children[peer] == child {
+		delete(sw.children, peer)
+	}
+	sw.mu.Unlock()
+}
+
+// childLink is a link another switch requested to this one.
+type childLink struct {
+	id   int64
+	r    *router
+	addr string // where the child serves link requests, "" if nowhere
+}
+
+// probeTimeout bounds the wait for a link to answer a probe marker, and
+// for the ancestors to answer the loop check; linkWait how long a link
+// request waits for the acceptor's own link to come up.
+const (
+	probeTimeout = 2 * time.Second
+	linkWait     = 2 * time.Second
+)
+
+// alive reports whether the link still answers: a second request from
+// its switch is then refused (tree rule); a link that has ended or stays
+// silent for probeTimeout is stale — its switch restarted — and the new
+// request replaces it.
+func (c *childLink) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	a := c.r.marker(0, 0)
+	select {
+	case <-a.done:
+		return a.ok
+	case <-ctx.Done():
+		return false
+	}
+}

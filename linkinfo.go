@@ -1,0 +1,155 @@
+package sion
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// LinkState is the state of a shared link (S1 shared-link control).
+type LinkState int
+
+const (
+	// LinkConnecting: the link is being established, or its initial
+	// filters are being exchanged.
+	LinkConnecting LinkState = iota
+	// LinkUp: both switches have installed each other's filters.
+	LinkUp
+	// LinkDown: the link failed or closed; a link the switch requested is
+	// being re-established.
+	LinkDown
+	// LinkClosed: a requested link that is not re-established any more:
+	// SharedLink.Close or Switch.Close ran, or its parent left (Leave)
+	// and made this switch a root.
+	LinkClosed
+)
+
+// String returns the state's name.
+func (s LinkState) String() string {
+	switch s {
+	case LinkConnecting:
+		return "connecting"
+	case LinkUp:
+		return "up"
+	case LinkDown:
+		return "down"
+	case LinkClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("LinkState(%d)", int(s))
+}
+
+// LinkInfo describes one shared link of a switch (see Switch.Links): a
+// snapshot of its router's counters (S1 SI-R).
+type LinkInfo struct {
+	// Peer is the other switch's name (for a requested link that has
+	// never been up, the address it goes to); Parent reports whether it is
+	// this switch's parent (this switch requested the link).
+	Peer   string
+	Parent bool
+	State  LinkState
+	// Since is when the link came up (zero while it is not up).
+	Since time.Time
+	// EventsSent and EventsReceived count the data events that crossed
+	// the link; ControlSent and ControlReceived the control events (filter
+	// registers and releases, markers, acknowledgements, the handshake's
+	// request and accept).
+	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
+	// Dropped counts events not forwarded because the link's queue was
+	// full or the event did not fit a frame; Expired those not forwarded
+	// because their TTL was spent; Duplicates the events received that
+	// the switch had seen already; Refused those received that the place
+	// refused (logged).
+	Dropped, Expired, Duplicates, Refused uint64
+	// Routes is the number of keys this switch has registered at the
+	// peer; Proxies the number of the peer's keys installed here.
+	Routes, Proxies int
+}
+
+// Links returns the switch's shared links that are connected or
+// connecting, and its requested link while it is down, sorted by peer.
+// Safe for concurrent use.
+func (sw *Switch) Links() []LinkInfo {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	var out []LinkInfo
+	parentUp := false
+	for _, r := range routers {
+		if !r.end.inPlace() {
+			continue // a gateway: see Gateways
+		}
+		r.mu.Lock()
+		li := LinkInfo{
+			Peer: r.peer, Parent: r.parent, State: *r.state.Load(), Since: r.upAt,
+			EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
+			ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
+			Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
+			Routes: len(r.routes), Proxies: r.sess.numSubs(),
+		}
+		r.mu.Unlock()
+		parentUp = parentUp || r.parent
+		out = append(out, li)
+	}
+	sw.mu.RLock()
+	parent := sw.parent
+	sw.mu.RUnlock()
+	if parent != nil && !parentUp {
+		st, _ := parent.State()
+		parent.mu.Lock()
+		peer := cmp.Or(parent.peerName, parent.addr)
+		parent.mu.Unlock()
+		out = append(out, LinkInfo{Peer: peer, Parent: true, State: st})
+	}
+	slices.SortFunc(out, func(a, b LinkInfo) int { return cmp.Compare(a.Peer, b.Peer) })
+	return out
+}
+
+// RouteInfo is one key a switch has propagated over a shared link (see
+// Switch.Routes): S1's event path with its reference count, and whether
+// the S2 acknowledgement has arrived.
+type RouteInfo struct {
+	// Peer is the switch the key is registered at.
+	Peer string
+	// Filter is the proxy filter's text: a subscription's filter (routing
+	// by filter), its event type's filter (by event type), or {} (flood).
+	Filter string
+	// TTL is how many links further the peer propagates it.
+	TTL int
+	// Refs is the number of this switch's subscriptions (its own and the
+	// proxies of its other links) that need it.
+	Refs int
+	// Acknowledged reports whether the peer has acknowledged it (S2).
+	Acknowledged bool
+	// Places lists, for interest that came from other places through
+	// gateways, the places it came through, this one last; nil for this
+	// place's own interest.
+	Places []string
+	// Gateway names the gateway the key is registered over; "" for a
+	// shared link. Over a gateway, Filter is in the other place's
+	// ontology (converted by the gateway's Mapping).
+	Gateway string
+}
+
+// Routes returns the keys the switch has propagated over its shared links
+// with their reference counts, sorted by peer and filter. Safe for
+// concurrent use.
+func (sw *Switch) Routes() []RouteInfo {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	var out []RouteInfo
+	for _, r := range routers {
+		r.mu.Lock()
+		for k, rt := range r.routes {
+			ri := RouteInfo{Peer: r.peer, Filter: k.filter, Places: k.placeList(), TTL: rt.sent, Refs: rt.refs, Acknowledged: rt.last.ok, Gateway: r.end.via()}
+			out = append(out, ri)
+		}
+		r.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b RouteInfo) int {
+		return cmp.Or(cmp.Compare(a.Gateway, b.Gateway), cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.Filter, b.Filter), slices.Compare(a.Places, b.Places), cmp.Compare(a.TTL, b.TTL))
+	})
+	return out
+}

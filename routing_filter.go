@@ -1,0 +1,20 @@
+package sion
+
+// byFilter is S1's routing by whole filter ("vocabulary"): each
+// subscription registers its own filter at the peers within its TTL, so a
+// link carries only the events some filter behind it matches. The
+// default routing of a place (RouteByFilter).
+type byFilter struct{}
+
+func (byFilter) String() string { return "by-filter" }
+
+func (byFilter) key(sub *Subscription) (routeKey, int, bool) {
+	if sub.ttl < 1 {
+		return routeKey{}, 0, false
+	}
+	return newRouteKey(sub.f.String(), sub.places), sub.ttl - 1, true
+}
+
+func (byFilter) linkKeys() []routeKey { return nil }
+
+func (byFilter) toward(r *router, sub *Subscription) bool { return everyOtherLink(r, sub) }

@@ -1,0 +1,21 @@
+package sion
+
+import "github.com/sion-go/sion/filter"
+
+// flood is S1's unconditional routing: subscriptions register nothing at
+// peers; instead every link registers the filter on every event, with TTL
+// 0, when it comes up, so each event crosses every link within its own TTL
+// (RouteUnconditional).
+type flood struct{}
+
+func (flood) String() string { return "unconditional" }
+
+func (flood) key(*Subscription) (routeKey, int, bool) { return routeKey{}, 0, false }
+
+func (flood) linkKeys() []routeKey { return []routeKey{floodKey} }
+
+func (flood) toward(r *router, sub *Subscription) bool { return everyOtherLink(r, sub) }
+
+// floodKey is what a link registers at its peer when the place routes
+// unconditionally: every event, no further.
+var floodKey = newRouteKey(filter.MustCompile("{}").String(), nil)

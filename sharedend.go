@@ -1,0 +1,142 @@
+package sion
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
+	"github.com/sion-go/sion/internal/wire"
+)
+
+// sharedEnd is a router's end of a shared link between two switches of
+// one place (S1 SI-R): interest registers verbatim at the peer, the
+// peer's registers install as proxy filters here, events cross with their
+// TTL lowered and hops raised, and the link belongs to the place's tree
+// (probes and Leave travel over it).
+type sharedEnd struct {
+	proxies map[uint64]*Subscription // reader only; the peer's keys installed here (nil: could not be)
+}
+
+func newSharedEnd() *sharedEnd { return &sharedEnd{proxies: map[uint64]*Subscription{}} }
+
+func (*sharedEnd) inPlace() bool { return true }
+
+func (*sharedEnd) via() string { return "" }
+
+// addRoute registers key at the peer as it is.
+func (*sharedEnd) addRoute(r *router, key routeKey, ttl int) []*linkAck {
+	return []*linkAck{r.register(key, ttl)}
+}
+
+// removeRoute releases key at the peer.
+func (*sharedEnd) removeRoute(r *router, key routeKey, ttl int) { r.release(key, ttl) }
+
+// install registers the peer's proxy filter on this switch, propagates it
+// further, and acknowledges it once every link it went on has (S2).
+func (se *sharedEnd) install(r *router, m *linkctl.Register) error {
+	ack := func(err error) {
+		msg := ""
+		if err != nil {
+			msg = fmt.Sprintf("switch %q: %v", r.sw.cfg.Name, err)
+		}
+		r.sendAck(m.Ack, msg)
+	}
+	// A register of a key already installed raises its TTL: the new
+	// proxy goes in before the old one comes out, so nothing is missed.
+	old, again := se.proxies[m.Key]
+	f, err := filter.Compile(m.Filter)
+	if err != nil {
+		if !again {
+			se.proxies[m.Key] = nil
+		}
+		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
+		return nil
+	}
+	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: m.TTL, places: m.Places}
+	r.sess.mu.Lock()
+	r.sess.subs[sub.id] = sub
+	r.sess.mu.Unlock()
+	waits, err := r.sw.install(sub)
+	if err != nil {
+		r.sess.forget(sub)
+		if !again {
+			se.proxies[m.Key] = nil
+		}
+		ack(err) // the subscriber's contract fails with this error
+		return nil
+	}
+	se.proxies[m.Key] = sub
+	if old != nil {
+		r.sess.forget(old)
+		old.cancel()
+	}
+	r.ackAfter(m.Ack, "", waits)
+	return nil
+}
+
+// release removes the peer's proxy filter key.
+func (se *sharedEnd) release(r *router, key uint64) error {
+	sub, ok := se.proxies[key]
+	if !ok {
+		return fmt.Errorf("release of key %d, which is not registered", key)
+	}
+	delete(se.proxies, key)
+	if sub != nil { // nil: it could not be installed here
+		r.sess.forget(sub)
+		sub.cancel()
+	}
+	return nil
+}
+
+// forward sends event e to the peer: one Forward frame with TTL lowered
+// and Hops raised, encoded once per event for all shared links of the
+// switch (lazyDeliver).
+func (*sharedEnd) forward(r *router, e *Event, shared *lazyDeliver) {
+	if e.Control.TTL <= 0 {
+		r.expired.Add(1)
+		return
+	}
+	f, err := shared.forward(r.sw, e)
+	if err == nil && len(f) > r.lim.MaxFrameBytes {
+		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), r.lim.MaxFrameBytes)
+	}
+	if err != nil {
+		r.dropped.Add(1)
+		r.sw.log.Warn("sion: event not forwarded", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
+		return
+	}
+	r.sendData(f)
+}
+
+// receive delivers a data event from the peer on this switch: to local
+// subscriptions and to the other links whose proxy filters match, never
+// back to the peer. An event seen before is dropped.
+func (*sharedEnd) receive(ctx context.Context, r *router, w *wire.Event) {
+	e, err := r.sw.readmit(w)
+	if err != nil {
+		r.refused.Add(1)
+		r.sw.log.Warn("sion: event from shared link refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
+		return
+	}
+	if r.sw.seen.add(e.ID) {
+		r.duplicates.Add(1)
+		return
+	}
+	if err := r.sw.deliver(ctx, ctx.Done(), r.sess, e); err != nil && ctx.Err() == nil {
+		r.sw.log.Warn("sion: event from shared link not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
+	}
+}
+
+// leave handles the peer's Leave: from the parent, re-link to parent (""
+// makes this switch a root); from a child it means nothing, the link just
+// ends.
+func (*sharedEnd) leave(r *router, parent string) {
+	if r.parent {
+		r.sw.parentLeaves(parent)
+	}
+}
+
+// marker passes a marker on over the link, with the gateways it may still
+// cross.
+func (*sharedEnd) marker(r *router, ttl, gateways int) *linkAck { return r.marker(ttl, gateways) }
