@@ -3,7 +3,6 @@ package sion
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -422,12 +421,9 @@ func (e *Entity) info(reply string) EntityInfo {
 // publishRouted publishes an event of a routed reserved type
 // (ontology.IsRouted: discovery), which Publish refuses to users.
 func (sw *Switch) publishRouted(ctx context.Context, ev *Event) error {
-	e, err := sw.place.admit(ev, true, true)
+	e, err := sw.place.admit(ev, admitControl)
 	if err != nil {
 		return err
-	}
-	if !ontology.IsRouted(e.Type) {
-		return errors.New("sion: publishRouted of a type that is not routed")
 	}
 	e.ID = newEventID()
 	e.Control.Origin = sw.cfg.Name

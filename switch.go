@@ -294,7 +294,7 @@ func (sw *Switch) unregister(sub *Subscription) {
 // The rest of the backend of local sessions.
 
 func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
-	e, err := sw.place.admit(ev, true, false)
+	e, err := sw.place.admit(ev, admitPublished)
 	if err != nil {
 		return err
 	}
