@@ -303,7 +303,7 @@ func (e *Entity) searchRound(ctx context.Context, place string, need Need, opts 
 		{Name: ontology.SearchAttr, Value: ontology.String(id)},
 	}}
 	ev.Control.TTL = opts.TTL
-	if err := m.sw.publishRouted(ctx, ev); err != nil {
+	if err := m.sw.inject(ctx, nil, ev, admitControl); err != nil {
 		return nil, err
 	}
 	e.stats.discoverySent.Add(1)
@@ -393,7 +393,7 @@ func (e *Entity) discovered(m *member, ev *Event) {
 		{Name: ontology.AddressAttr, Value: ontology.String("name:" + d.Seeker)},
 		{Name: ontology.SearchAttr, Value: search},
 	}}
-	if err := m.sw.publishRouted(e.ctx, ans); err != nil {
+	if err := m.sw.inject(e.ctx, nil, ans, admitControl); err != nil {
 		e.log.Warn("sion: discovery answer not sent", "entity", e.cfg.Name, "place", m.place.Name(), "seeker", d.Seeker, "err", err)
 		return
 	}
@@ -416,16 +416,4 @@ func (e *Entity) info(reply string) EntityInfo {
 	}
 	slices.Sort(info.Places)
 	return info
-}
-
-// publishRouted publishes an event of a routed reserved type
-// (ontology.IsRouted: discovery), which Publish refuses to users.
-func (sw *Switch) publishRouted(ctx context.Context, ev *Event) error {
-	e, err := sw.place.admit(ev, admitControl)
-	if err != nil {
-		return err
-	}
-	e.ID = newEventID()
-	e.Control.Origin = sw.cfg.Name
-	return sw.deliver(ctx, nil, nil, e)
 }
