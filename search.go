@@ -315,7 +315,7 @@ func (e *Entity) searchRound(ctx context.Context, place string, need Need, opts 
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
-		case <-e.ctx.Done():
+		case <-e.stop:
 			return out, fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
 		case <-t.C:
 			return out, nil
@@ -393,7 +393,9 @@ func (e *Entity) discovered(m *member, ev *Event) {
 		{Name: ontology.AddressAttr, Value: ontology.String("name:" + d.Seeker)},
 		{Name: ontology.SearchAttr, Value: search},
 	}}
-	if err := m.sw.inject(e.ctx, nil, ans, admitControl); err != nil {
+	ctx, cancel := e.closing()
+	defer cancel()
+	if err := m.sw.inject(ctx, nil, ans, admitControl); err != nil {
 		e.log.Warn("sion: discovery answer not sent", "entity", e.cfg.Name, "place", m.place.Name(), "seeker", d.Seeker, "err", err)
 		return
 	}
