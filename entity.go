@@ -178,14 +178,17 @@ type Entity struct {
 	stop   <-chan struct{}
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
+	mu       sync.Mutex                 // guards the fields below; no other lock is taken while it is held
 	state    State                      // mu
 	changed  chan struct{}              // mu; closed and replaced at each state change
 	places   map[string]*member         // mu
 	searches map[string]chan EntityInfo // mu; by search ID
 	closed   bool                       // mu
 
-	stateMu sync.Mutex // serializes OnStateChange calls in order
+	// stateMu serializes setState, so that OnStateChange calls come one
+	// at a time, in order: it is taken before mu and held while
+	// OnStateChange runs.
+	stateMu sync.Mutex
 
 	probeConn, answerConn *udp.Conn
 	answers               chan probeAnswer // readProbeAnswers → probeRound
@@ -201,13 +204,13 @@ type member struct {
 	sw    *Switch
 	l     transport.Listener
 	sess  *Session
-	adv   *Subscription // the advertisement filter
+	adv   *Subscription // advMu; the advertisement filter
 	link  *SharedLink   // mu; the link the entity requested, if any
 	via   string        // mu; the entity it was joined through
 	serve chan struct{} // closed when Serve returns
 	ids   []string      // advMu; the identifiers adv carries
-	advMu sync.Mutex    // serializes advertise
-	mu    sync.Mutex    // link, via
+	advMu sync.Mutex    // serializes advertise; taken before Entity.mu and the session's and switch's locks
+	mu    sync.Mutex    // link, via; no other lock is taken while it is held
 }
 
 // entityCounters are the messages discovery and search sent and received.
