@@ -103,13 +103,13 @@ func decodeProbe(b []byte) (probeMsg, error) {
 // more answers to one source than answerLimit lets through, so the port
 // cannot be used to reflect traffic at another address (a probe's source
 // address can be forged), let alone amplify it.
-func (e *Entity) answerProbes() {
+func (e *Entity) answerProbes(ctx context.Context) {
 	defer e.wg.Done()
 	var recent [64][2]uint64 // the probes answered last: (prober ID, nonce)
 	next := 0
 	for {
-		b, from, err := e.answerConn.Recv(e.ctx)
-		if e.ctx.Err() != nil {
+		b, from, err := e.answerConn.Recv(ctx)
+		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
@@ -162,7 +162,7 @@ func (e *Entity) answerProbes() {
 			e.logDatagram(slog.LevelInfo, "sion: probes from this source over the answer rate; not answering", from, "answers_per_second", ProbeAnswersPerSecond, "burst", ProbeAnswerBurst)
 			continue
 		}
-		if err := e.answerConn.Send(e.ctx, out, from); err != nil {
+		if err := e.answerConn.Send(ctx, out, from); err != nil {
 			e.logDatagram(slog.LevelDebug, "sion: probe answer not sent", from, "err", err)
 			continue
 		}
@@ -182,7 +182,7 @@ func (e *Entity) logDatagram(level slog.Level, msg string, from netip.AddrPort, 
 
 // logDatagramAt is logDatagram at now.
 func (e *Entity) logDatagramAt(now time.Time, level slog.Level, msg string, from netip.AddrPort, args ...any) {
-	if !e.log.Enabled(e.ctx, level) {
+	if !e.log.Enabled(context.Background(), level) {
 		return
 	}
 	ok, suppressed := e.logLimit.Allow(msg+"\x00"+from.Addr().String(), now)
@@ -200,7 +200,7 @@ func (e *Entity) logDatagramAt(now time.Time, level slog.Level, msg string, from
 	if suppressedAll > 0 {
 		args = append(args, "suppressed_all_sources", suppressedAll)
 	}
-	e.log.Log(e.ctx, level, msg, args...)
+	e.log.Log(context.Background(), level, msg, args...)
 }
 
 // answerLimit is a token bucket per source address: each source may be
@@ -253,11 +253,11 @@ func (l *answerLimit) allow(src netip.Addr, now time.Time) bool {
 
 // readProbeAnswers passes the answers to the entity's probes on to
 // probeRound.
-func (e *Entity) readProbeAnswers() {
+func (e *Entity) readProbeAnswers(ctx context.Context) {
 	defer e.wg.Done()
 	for {
-		b, from, err := e.probeConn.Recv(e.ctx)
-		if e.ctx.Err() != nil {
+		b, from, err := e.probeConn.Recv(ctx)
+		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
@@ -354,7 +354,7 @@ func firstInterfaceAddr() (netip.Addr, error) {
 // probeRound broadcasts one probe and returns the answers that arrive
 // within ProbeWait, one per entity, in order of arrival; roots asks only
 // Active roots to answer.
-func (e *Entity) probeRound(roots bool) []probeAnswer {
+func (e *Entity) probeRound(ctx context.Context, roots bool) []probeAnswer {
 	if e.cfg.NoBroadcast {
 		return nil
 	}
@@ -366,7 +366,7 @@ func (e *Entity) probeRound(roots bool) []probeAnswer {
 	if len(msg) < probeBytes {
 		msg = append(msg, bytes.Repeat([]byte{' '}, probeBytes-len(msg))...) // room for any answer: none is longer than its probe
 	}
-	if _, err := e.probeConn.Broadcast(e.ctx, msg, e.cfg.DiscoveryPort); err != nil {
+	if _, err := e.probeConn.Broadcast(ctx, msg, e.cfg.DiscoveryPort); err != nil {
 		e.log.Warn("sion: probe not broadcast", "entity", e.cfg.Name, "err", err)
 	} else {
 		e.stats.probesSent.Add(1)
@@ -377,7 +377,7 @@ func (e *Entity) probeRound(roots bool) []probeAnswer {
 	seen := map[uint64]bool{}
 	for {
 		select {
-		case <-e.ctx.Done():
+		case <-ctx.Done():
 			return nil
 		case <-t.C:
 			return out
@@ -392,34 +392,34 @@ func (e *Entity) probeRound(roots bool) []probeAnswer {
 
 // run is the entity's life cycle: discovery while Suspended, the base
 // link's check while Active.
-func (e *Entity) run() {
+func (e *Entity) run(ctx context.Context) {
 	defer e.wg.Done()
 	downChecks := 0
-	for e.ctx.Err() == nil {
+	for ctx.Err() == nil {
 		if e.State() == Suspended {
-			e.discover()
+			e.discover(ctx)
 			downChecks = 0
 			continue
 		}
 		select {
-		case <-e.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-time.After(e.cfg.CheckInterval):
 		}
-		e.check(&downChecks)
+		e.check(ctx, &downChecks)
 	}
 }
 
 // discover probes until the entity links to an Active entity that
 // answered, to a seed, or founds the base place, and makes it Active.
-func (e *Entity) discover() {
+func (e *Entity) discover(ctx context.Context) {
 	silent, lowest := 0, 0
-	for e.ctx.Err() == nil {
-		answers := e.probeRound(false)
+	for ctx.Err() == nil {
+		answers := e.probeRound(ctx, false)
 		lower := false // a Suspended entity with a lower ID answered: it founds
 		for _, a := range answers {
 			if a.Active {
-				if e.linkBase(a.Addr, a.Name) == nil {
+				if e.linkBase(ctx, a.Addr, a.Name) == nil {
 					e.setState(Active)
 					return
 				}
@@ -440,12 +440,12 @@ func (e *Entity) discover() {
 			continue
 		}
 		for _, s := range e.cfg.Seeds {
-			if e.linkBase(s, "seed "+s) == nil {
+			if e.linkBase(ctx, s, "seed "+s) == nil {
 				e.setState(Active)
 				return
 			}
 		}
-		if e.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		e.log.Info("sion: entity founds its base place", "entity", e.cfg.Name, "place", e.cfg.BasePlace)
@@ -460,7 +460,7 @@ func (e *Entity) discover() {
 // other roots and links to one with a lower ID, so base places founded
 // apart merge into one tree; a lone root (no link at all) also tries its
 // seeds.
-func (e *Entity) check(downChecks *int) {
+func (e *Entity) check(ctx context.Context, downChecks *int) {
 	base := e.member(e.cfg.BasePlace)
 	if base == nil {
 		return
@@ -480,8 +480,8 @@ func (e *Entity) check(downChecks *int) {
 		}
 		return
 	}
-	for _, a := range e.probeRound(true) {
-		if a.Active && a.Root && a.ID < e.id && e.linkBase(a.Addr, a.Name) == nil {
+	for _, a := range e.probeRound(ctx, true) {
+		if a.Active && a.Root && a.ID < e.id && e.linkBase(ctx, a.Addr, a.Name) == nil {
 			return
 		}
 	}
@@ -489,19 +489,19 @@ func (e *Entity) check(downChecks *int) {
 		return
 	}
 	for _, s := range e.cfg.Seeds {
-		if s != base.l.Addr().String() && e.linkBase(s, "seed "+s) == nil {
+		if s != base.l.Addr().String() && e.linkBase(ctx, s, "seed "+s) == nil {
 			return
 		}
 	}
 }
 
 // linkBase links the base switch to the switch at addr (entity via).
-func (e *Entity) linkBase(addr, via string) error {
+func (e *Entity) linkBase(ctx context.Context, addr, via string) error {
 	base := e.member(e.cfg.BasePlace)
 	if base == nil {
 		return fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
 	}
-	return e.linkTo(e.ctx, base, addr, via)
+	return e.linkTo(ctx, base, addr, via)
 }
 
 // linkTo requests m's shared link to the switch at addr, of entity via.

@@ -94,7 +94,7 @@ func (h *records) attrs(i int) map[string]string {
 // logger's level cost nothing and are not counted.
 func TestLogDatagramOncePerSource(t *testing.T) {
 	h := &records{level: slog.LevelInfo}
-	e := &Entity{cfg: EntityConfig{Name: "a"}, ctx: context.Background(), log: slog.New(h), logLimit: guard.NewEvery(discoveryLogInterval, 16), logAll: guard.NewWindow(maxLogRecords, discoveryLogInterval)}
+	e := &Entity{cfg: EntityConfig{Name: "a"}, log: slog.New(h), logLimit: guard.NewEvery(discoveryLogInterval, 16), logAll: guard.NewWindow(maxLogRecords, discoveryLogInterval)}
 	src := netip.MustParseAddrPort("192.0.2.7:4000")
 	t0 := time.Unix(1000, 0)
 	for i := range 5 {
@@ -122,7 +122,7 @@ func TestLogDatagramOncePerSource(t *testing.T) {
 // from 3,000 sources.
 func TestLogDatagramBoundedOverManySources(t *testing.T) {
 	h := &records{level: slog.LevelInfo}
-	e := &Entity{cfg: EntityConfig{Name: "a"}, ctx: context.Background(), log: slog.New(h),
+	e := &Entity{cfg: EntityConfig{Name: "a"}, log: slog.New(h),
 		logLimit: guard.NewEvery(discoveryLogInterval, maxDiscoverySources), logAll: guard.NewWindow(maxLogRecords, discoveryLogInterval)}
 	t0 := time.Unix(1000, 0)
 	for i := range 3000 {

@@ -171,18 +171,24 @@ type Entity struct {
 	id  uint64 // random: tells the entity's own broadcasts from others'
 	log *slog.Logger
 
-	ctx    context.Context
+	// cancel ends the context NewEntity gives the entity's goroutines
+	// (Close); stop is that context's Done, for the work started outside
+	// them (see closing).
 	cancel context.CancelFunc
+	stop   <-chan struct{}
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
+	mu       sync.Mutex                 // guards the fields below; no other lock is taken while it is held
 	state    State                      // mu
 	changed  chan struct{}              // mu; closed and replaced at each state change
 	places   map[string]*member         // mu
 	searches map[string]chan EntityInfo // mu; by search ID
 	closed   bool                       // mu
 
-	stateMu sync.Mutex // serializes OnStateChange calls in order
+	// stateMu serializes setState, so that OnStateChange calls come one
+	// at a time, in order: it is taken before mu and held while
+	// OnStateChange runs.
+	stateMu sync.Mutex
 
 	probeConn, answerConn *udp.Conn
 	answers               chan probeAnswer // readProbeAnswers → probeRound
@@ -198,13 +204,13 @@ type member struct {
 	sw    *Switch
 	l     transport.Listener
 	sess  *Session
-	adv   *Subscription // the advertisement filter
+	adv   *Subscription // advMu; the advertisement filter
 	link  *SharedLink   // mu; the link the entity requested, if any
 	via   string        // mu; the entity it was joined through
 	serve chan struct{} // closed when Serve returns
 	ids   []string      // advMu; the identifiers adv carries
-	advMu sync.Mutex    // serializes advertise
-	mu    sync.Mutex    // link, via
+	advMu sync.Mutex    // serializes advertise; taken before Entity.mu and the session's and switch's locks
+	mu    sync.Mutex    // link, via; no other lock is taken while it is held
 }
 
 // entityCounters are the messages discovery and search sent and received.
@@ -255,30 +261,31 @@ func NewEntity(cfg EntityConfig) (*Entity, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	e.id = binary.BigEndian.Uint64(b[:]) | 1 // never 0
-	e.ctx, e.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.stop = cancel, ctx.Done()
 	var err error
 	e.answerConn, err = udp.Listen(fmt.Sprintf("0.0.0.0:%d", cfg.DiscoveryPort), udp.Config{Shared: true}) // a socket bound to one address hears no broadcasts
 	if err != nil {
-		e.cancel()
+		cancel()
 		return nil, fmt.Errorf("sion: entity %q: discovery port: %w", cfg.Name, err)
 	}
 	e.probeConn, err = udp.Listen("0.0.0.0:0", udp.Config{})
 	if err != nil {
 		e.answerConn.Close()
-		e.cancel()
+		cancel()
 		return nil, fmt.Errorf("sion: entity %q: probe socket: %w", cfg.Name, err)
 	}
 	if _, err := e.join(cfg.BasePlace); err != nil {
 		e.probeConn.Close()
 		e.answerConn.Close()
-		e.cancel()
+		cancel()
 		return nil, err
 	}
 	e.setState(Suspended)
 	e.wg.Add(3)
-	go e.answerProbes()
-	go e.readProbeAnswers()
-	go e.run()
+	go e.answerProbes(ctx)
+	go e.readProbeAnswers(ctx)
+	go e.run(ctx)
 	return e, nil
 }
 
@@ -463,6 +470,28 @@ func (e *Entity) Close() error {
 	return nil
 }
 
+// closing returns a context that ends when the entity closes, and its
+// cancel, to call once the work is done: for work that runs outside the
+// entity's own goroutines — on a caller's (Join, Search) or a
+// subscription's handler — and must last, and end, with the entity (its
+// switches' Serve, its advertisement filters, answers to searches).
+func (e *Entity) closing() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	select {
+	case <-e.stop:
+		cancel()
+	default:
+		go func() {
+			select {
+			case <-e.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
 // join makes the entity's switch in place (listening, advertising), or
 // returns the one it has.
 func (e *Entity) join(place string) (*member, error) {
@@ -500,11 +529,15 @@ func (e *Entity) join(place string) (*member, error) {
 		return nil, fmt.Errorf("sion: entity %q: listen for place %q: %w", e.cfg.Name, place, err)
 	}
 	m := &member{place: p, sw: sw, l: l, serve: make(chan struct{})}
+	serveCtx, stopServe := e.closing()
 	go func() {
 		defer close(m.serve)
-		sw.Serve(e.ctx, l)
+		defer stopServe()
+		sw.Serve(serveCtx, l)
 	}()
-	m.sess, err = sw.Open(e.ctx, SessionConfig{Name: e.cfg.Name + "/advertisement"})
+	ctx, cancel := e.closing()
+	defer cancel()
+	m.sess, err = sw.Open(ctx, SessionConfig{Name: e.cfg.Name + "/advertisement"})
 	if err == nil {
 		e.mu.Lock()
 		if e.closed {
@@ -519,7 +552,7 @@ func (e *Entity) join(place string) (*member, error) {
 		<-m.serve
 		return nil, err
 	}
-	if err := e.subscribeAnswers(m); err != nil {
+	if err := e.subscribeAnswers(ctx, m); err != nil {
 		return m, err
 	}
 	if err := e.advertiseAll(); err != nil {
@@ -532,11 +565,11 @@ func (e *Entity) join(place string) (*member, error) {
 // place: DiscoveryAnswerType events addressed to its name, with the
 // place's TTL — as far as its discovery events go, however short its
 // AdvertiseTTL.
-func (e *Entity) subscribeAnswers(m *member) error {
+func (e *Entity) subscribeAnswers(ctx context.Context, m *member) error {
 	f, err := filter.Build(filter.Spec{Type: ontology.DiscoveryAnswerType, Predicates: []filter.Predicate{
 		{Operand: filter.Attr(ontology.AddressAttr), Op: filter.OpEQ, Value: ontology.String("name:" + e.cfg.Name)}}})
 	if err == nil {
-		_, err = m.sess.SubscribeFilter(e.ctx, f, WithHandler(func(d Delivery) { e.discovered(m, d.Event) }), WithQueue(256))
+		_, err = m.sess.SubscribeFilter(ctx, f, WithHandler(func(d Delivery) { e.discovered(m, d.Event) }), WithQueue(256))
 	}
 	if err != nil {
 		return fmt.Errorf("sion: entity %q: subscribe answers in place %q: %w", e.cfg.Name, m.place.Name(), err)
@@ -599,7 +632,9 @@ func (e *Entity) advertise(m *member) error {
 	if e.cfg.AdvertiseTTL > 0 {
 		opts = append(opts, WithTTL(e.cfg.AdvertiseTTL))
 	}
-	sub, err := m.sess.SubscribeFilter(e.ctx, f, opts...)
+	ctx, cancel := e.closing()
+	defer cancel()
+	sub, err := m.sess.SubscribeFilter(ctx, f, opts...)
 	if err != nil {
 		return fmt.Errorf("sion: entity %q: advertise in place %q: %w", e.cfg.Name, m.place.Name(), err)
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math"
 	"net"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 )
 
@@ -173,4 +177,217 @@ func checkName(what, s string) error {
 		return fmt.Errorf("%s %q is not UTF-8 text without NUL and newline", what, s)
 	}
 	return nil
+}
+
+// Admission of events: every event enters a place through admit, with the
+// rule of where it comes from — what was checked before it arrived, and
+// which reserved types may enter. A session's Publish, an event forwarded
+// over a shared link, one converted by a gateway and the switch's own
+// routed control (discovery) each name their rule; there is one
+// implementation.
+
+// admitRule says how admit treats an event, by where it comes from.
+type admitRule struct {
+	// parsePayload checks that a JSON or XML payload parses. An event
+	// that comes from another switch (over a shared link or a gateway)
+	// was parsed at the switch it was published at.
+	parsePayload bool
+	// routed admits the reserved types routed like user events
+	// (ontology.IsRouted: discovery), which sion itself publishes; every
+	// other reserved type is refused.
+	routed bool
+	// routedOnly admits those types alone.
+	routedOnly bool
+}
+
+// The rules, by where the event comes from.
+var (
+	// admitPublished: a session's Publish. The payload is parsed here;
+	// every reserved type is refused, so that no entity forges control
+	// traffic.
+	admitPublished = admitRule{parsePayload: true}
+	// admitForwarded: an event that arrived over a shared link of the
+	// place. Its payload was parsed at its origin; the routed reserved
+	// types (discovery) travel like user events.
+	admitForwarded = admitRule{routed: true}
+	// admitConverted: an event that entered the place through a gateway,
+	// converted by its Mapping. Its payload was parsed at its origin;
+	// reserved types are refused (gateways carry no discovery).
+	admitConverted = admitRule{}
+	// admitControl: a routed reserved event the switch itself publishes
+	// (discovery and its answers, for Entity); only those types.
+	admitControl = admitRule{parsePayload: true, routed: true, routedOnly: true}
+)
+
+// admit validates ev against the place by rule r and returns the copy the
+// switch keeps: the type and attribute names canonical, attribute values
+// of the vocabulary's kinds (an int attribute given as an integral float,
+// or a float attribute given as an int that float64 holds exactly, is
+// converted), attributes sorted by name, control information from the
+// place's defaults (TTL and PlaceTTL lowered where ev asks). Errors wrap
+// ErrUnknownEventType or ErrInvalidEvent and name the attribute.
+func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
+	if ev == nil {
+		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
+	}
+	o := p.cfg.Ontology
+	out := &Event{
+		Type:        ev.Type,
+		ContentType: ev.ContentType,
+		Condition:   ev.Condition,
+		Control:     Control{TTL: p.cfg.TTL, Place: p.cfg.Name, Path: []string{p.cfg.Name}},
+	}
+	if ev.Control.TTL > 0 && ev.Control.TTL < out.Control.TTL {
+		out.Control.TTL = ev.Control.TTL
+	}
+	out.Control.PlaceTTL = DefaultTTL
+	if ev.Control.PlaceTTL > 0 && ev.Control.PlaceTTL < out.Control.PlaceTTL {
+		out.Control.PlaceTTL = ev.Control.PlaceTTL
+	}
+	t, known := o.Lookup(ev.Type)
+	switch {
+	case known && ontology.IsReserved(t.Name) && !(r.routed && ontology.IsRouted(t.Name)):
+		return nil, fmt.Errorf("%w: event type %q is reserved for sion's control traffic", ErrInvalidEvent, t.Name)
+	case r.routedOnly && !(known && ontology.IsRouted(t.Name)):
+		return nil, fmt.Errorf("sion: control event of type %q, which is not routed (ontology.IsRouted)", ev.Type)
+	case known:
+		out.Type = t.Name
+	case ev.Type == "" || ev.Type == filter.AnyType:
+		return nil, fmt.Errorf("%w %q: an event needs a concrete type", ErrUnknownEventType, ev.Type)
+	case !p.cfg.AcceptUnknownTypes:
+		return nil, fmt.Errorf("%w %q in place %q", ErrUnknownEventType, ev.Type, p.cfg.Name)
+	}
+	if err := checkPayloadSize(len(ev.Data), p.cfg.MaxPayloadBytes); err != nil {
+		return nil, err
+	}
+	if r.parsePayload {
+		if err := filter.CheckPayload(ev.ContentType, ev.Data); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		}
+	}
+	if len(ev.Data) > 0 {
+		out.Data = slices.Clone(ev.Data)
+	}
+	if ev.Condition != nil {
+		c, err := canonicalCondition(o, ev.Condition)
+		if err != nil {
+			return nil, fmt.Errorf("%w: patronage condition %s: %w", ErrInvalidEvent, ev.Condition, err)
+		}
+		out.Condition = c
+	}
+	size := 0
+	for _, a := range ev.Attrs {
+		size += len(a.Name) + len(a.Value.Str())
+	}
+	if size > p.cfg.MaxPayloadBytes {
+		return nil, fmt.Errorf("%w: attribute names and strings of %d bytes exceed the place's limit of %d", ErrInvalidEvent, size, p.cfg.MaxPayloadBytes)
+	}
+	if err := fitsLink(ev, size); err != nil {
+		return nil, err
+	}
+	out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
+	for _, a := range ev.Attrs {
+		name := o.CanonicalAttribute(a.Name)
+		v := a.Value
+		if !v.IsValid() {
+			return nil, fmt.Errorf("%w: attribute %q has no value", ErrInvalidEvent, a.Name)
+		}
+		if v.Kind() == ontology.KindFloat && (math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0)) {
+			return nil, fmt.Errorf("%w: attribute %q is %v; NaN and ±Inf are refused", ErrInvalidEvent, a.Name, v.Float())
+		}
+		if known {
+			decl, ok := o.Attribute(t.ID, name)
+			if !ok {
+				return nil, fmt.Errorf("%w: attribute %q is not in the vocabulary of event type %q", ErrInvalidEvent, a.Name, t.Name)
+			}
+			cv, ok := convertKind(v, decl.Kind)
+			if !ok {
+				return nil, fmt.Errorf("%w: attribute %q of event type %q is %s, got %s %s", ErrInvalidEvent, a.Name, t.Name, decl.Kind, v.Kind(), v)
+			}
+			v = cv
+		}
+		out.Attrs = append(out.Attrs, ontology.Attr{Name: name, Value: v})
+	}
+	slices.SortFunc(out.Attrs, func(a, b ontology.Attr) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(out.Attrs); i++ {
+		if out.Attrs[i].Name == out.Attrs[i-1].Name {
+			return nil, fmt.Errorf("%w: attribute %q appears twice (names and synonyms count as one)", ErrInvalidEvent, out.Attrs[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// The most one event may hold so that it crosses a shared link (the wire
+// codec's default limits and transport.DefaultMaxFrameBytes): an event a
+// switch accepts must not be lost on the way to another switch.
+const (
+	linkMaxAttrs  = 256
+	linkMaxString = 64 << 10
+	linkMaxFrame  = 1 << 20
+)
+
+// checkPayloadSize refuses a payload of n bytes over a place's limit: the
+// one check of PlaceConfig.MaxPayloadBytes, for local publishes (on the
+// switch) and remote ones (on the entity's side, with the limit the
+// switch's Welcome gave, before the event travels).
+func checkPayloadSize(n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("%w: payload of %d bytes exceeds the place's limit of %d", ErrInvalidEvent, n, limit)
+	}
+	return nil
+}
+
+// fitsLink refuses an event that no shared link with the default frame
+// limit could carry; attrBytes is the sum of its attribute names and
+// string values.
+func fitsLink(ev *Event, attrBytes int) error {
+	if len(ev.Attrs) > linkMaxAttrs {
+		return fmt.Errorf("%w: %d attributes, more than the %d an event may carry over a shared link", ErrInvalidEvent, len(ev.Attrs), linkMaxAttrs)
+	}
+	for _, a := range ev.Attrs {
+		if len(a.Name) > linkMaxString || len(a.Value.Str()) > linkMaxString {
+			return fmt.Errorf("%w: attribute %.40q: a name or string value longer than %d bytes cannot cross a shared link", ErrInvalidEvent, a.Name, linkMaxString)
+		}
+	}
+	for what, s := range map[string]string{"type": ev.Type, "content type": ev.ContentType} {
+		if len(s) > linkMaxString {
+			return fmt.Errorf("%w: a %s longer than %d bytes cannot cross a shared link", ErrInvalidEvent, what, linkMaxString)
+		}
+	}
+	// Frame: the fields' bytes plus at most 12 bytes of lengths and kinds
+	// per attribute, 256 for the fixed fields, the origin's switch and
+	// place names (MaxNameBytes each), and the longest path of places it
+	// may gather crossing gateways.
+	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256 + 2*MaxNameBytes + wire.MaxPath*(MaxNameBytes+3)
+	if ev.Condition != nil {
+		size += len(ev.Condition.String())
+	}
+	if size > linkMaxFrame {
+		return fmt.Errorf("%w: the event takes about %d bytes, more than the %d bytes of a shared link's frame (payload %d bytes)", ErrInvalidEvent, size, linkMaxFrame, len(ev.Data))
+	}
+	return nil
+}
+
+// canonicalCondition checks a patronage condition and returns it with its
+// attribute names canonical, as profiles store them (synonyms resolve at
+// the edge). Profile attributes are the entity's own and need not be in
+// any event type's vocabulary.
+func canonicalCondition(o *ontology.Ontology, c *filter.Filter) (*filter.Filter, error) {
+	if _, err := c.MatchProfile(nil); err != nil {
+		return nil, err
+	}
+	spec := c.Spec()
+	changed := false
+	for i := range spec.Predicates {
+		op := &spec.Predicates[i].Operand
+		if op.Source == filter.SourceAttr {
+			if n := o.CanonicalAttribute(op.Name); n != op.Name {
+				op.Name, changed = n, true
+			}
+		}
+	}
+	if !changed {
+		return c, nil
+	}
+	return filter.Build(spec)
 }

@@ -1133,7 +1133,7 @@ func (e *gatewayEnd) receive(ctx context.Context, r *router, w *wire.Event) {
 		converted = c.mapping != nil
 		in.Type, in.Attrs = typ, attrs
 	}
-	ev, err := sw.place.admit(in, false, false)
+	ev, err := sw.place.admit(in, admitConverted)
 	if err != nil {
 		cnt.refused.Add(1)
 		sw.log.Warn("sion: event from gateway refused", "switch", sw.cfg.Name, "gateway", e.name, "event", in.ID, "err", err)

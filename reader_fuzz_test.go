@@ -32,7 +32,7 @@ func fuzzPlace(t testing.TB, file string) *EventPlace {
 // event was read from). read is the reader's Read.
 func requireAdmitted(t *testing.T, p *EventPlace, ev *Event, doc []byte, read func([]byte) (*Event, error)) {
 	t.Helper()
-	_, err := p.admit(ev, true, false)
+	_, err := p.admit(ev, admitPublished)
 	require.NoError(t, err, "the reader made %v", ev)
 	if ev.Data == nil {
 		return

@@ -217,7 +217,8 @@ func (rc *remoteClient) read(ctx context.Context, conn transport.Conn) error {
 		case *wire.PullReply:
 			rc.reply(m.Seq, m)
 		case *wire.Lost:
-			rc.lost(m.Lost)
+			_, slow := rc.lost(m.Lost)
+			reportSlowConsumers(slow)
 		case *wire.Bye: // the switch closes: this is its last frame, and all before it arrived
 			rc.confirm(conn, rc.received.Add(1))
 			return errSwitchClosed
@@ -323,10 +324,11 @@ func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, int, err
 // attempts attempts: the requests the switch did not receive are sent
 // again; a session the switch no longer held registers its subscriptions
 // again. The session is reported connected (OnChange) once they are
-// registered, when their answers arrive.
+// registered, when their answers arrive. The callbacks it runs (a
+// subscription's WithSlowConsumer for events lost, OnChange) run after
+// sendMu is released: they may make requests.
 func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr string, attempts int) {
 	rc.sendMu.Lock()
-	defer rc.sendMu.Unlock()
 	rc.mu.Lock()
 	rc.adopt(conn, w, addr)
 	if !w.Resumed {
@@ -348,7 +350,8 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 		subs = append(subs, sub)
 	}
 	rc.mu.Unlock()
-	ev := ConnectionEvent{Connected: true, Addr: addr, Attempts: attempts, Resumed: w.Resumed, Expired: w.Expired, Lost: rc.lost(w.Lost)}
+	lost, slow := rc.lost(w.Lost)
+	ev := ConnectionEvent{Connected: true, Addr: addr, Attempts: attempts, Resumed: w.Resumed, Expired: w.Expired, Lost: lost}
 	rc.log.Info("sion: remote session reconnected", "session", rc.sess.name, "addr", addr, "resumed", ev.Resumed, "lost", ev.Lost, "attempts", attempts)
 
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultHandshakeTimeout)
@@ -396,6 +399,8 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 		rc.reconnected = &ev
 	}
 	rc.mu.Unlock()
+	rc.sendMu.Unlock()
+	reportSlowConsumers(slow)
 	if !later {
 		rc.notify(ev)
 	}
@@ -438,9 +443,11 @@ func (rc *remoteClient) endSub(sub *Subscription, err error) {
 }
 
 // lost counts deliveries the switch dropped for the session's
-// subscriptions, and returns how many in all.
-func (rc *remoteClient) lost(cs []wire.Count) uint64 {
+// subscriptions, and returns how many in all and the subscriptions that
+// lost some, for reportSlowConsumers.
+func (rc *remoteClient) lost(cs []wire.Count) (uint64, []*Subscription) {
 	var total uint64
+	var slow []*Subscription
 	for _, c := range cs {
 		total += c.N
 		rc.mu.Lock()
@@ -449,8 +456,17 @@ func (rc *remoteClient) lost(cs []wire.Count) uint64 {
 		if sub != nil { // matched on the switch, lost there
 			sub.matched.Add(c.N)
 			sub.drop(c.N)
-			sub.reportSlow()
+			slow = append(slow, sub)
 		}
 	}
-	return total
+	return total, slow
+}
+
+// reportSlowConsumers reports each of subs as a slow consumer, running
+// its WithSlowConsumer callback. No lock may be held: the callback may
+// make requests (Cancel).
+func reportSlowConsumers(subs []*Subscription) {
+	for _, sub := range subs {
+		sub.reportSlow()
+	}
 }

@@ -232,6 +232,51 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 	assert.Equal(t, uint64(lost), sw.Stats().Dropped, "the switch counted them too")
 }
 
+// TestSlowConsumerCancelsWhileResuming: a remote subscription whose
+// WithSlowConsumer callback cancels it learns of the events lost while its
+// session was away as the session reconnects; the callback's Cancel
+// returns and the session carries on. Before: the callback ran under the
+// lock that orders requests, and Cancel's request waited for it forever.
+func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	ctx := context.Background()
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.Retention, policy.OnChange = 200*time.Millisecond, log.record
+	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "away", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	var sub *sion.Subscription
+	cancelled := make(chan error, 1)
+	sub = subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000), sion.WithSlowConsumer(func(sion.SubscriptionStats) {
+		cancelled <- sub.Cancel()
+	}))
+	pub := open(t, sw, "pub")
+
+	proxy.setDown(true)
+	require.True(t, proxy.cut())
+	require.False(t, log.next(t).Connected)
+	const lost = 10
+	for n := 1; n <= lost; n++ { // matched, held for the session while it is away
+		publish(t, pub, reading(n))
+	}
+	require.Eventually(t, func() bool { return sw.Stats().Sessions == 1 }, 10*time.Second, time.Millisecond, "the session ends after its retention")
+	proxy.setDown(false)
+	select {
+	case err := <-cancelled:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow-consumer callback's Cancel did not return within 10 s")
+	}
+	ev := log.next(t)
+	require.True(t, ev.Connected, "%+v", ev)
+	assert.Equal(t, uint64(lost), ev.Lost)
+	assert.Equal(t, uint64(lost), sub.Stats().Dropped)
+	require.NoError(t, s.Sync(ctx), "the session carries on")
+}
+
 // TestReconnectOverTheBoundReportsTheLoss: a subscriber away for less than
 // its retention, but while more than RetentionBytes of events matched,
 // resumes and receives the newest that fit; the oldest were dropped,

@@ -316,7 +316,7 @@ func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
 	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
 		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
 	}
-	e, err := sw.place.admit(in, false, true) // its payload was parsed where it was published
+	e, err := sw.place.admit(in, admitForwarded)
 	if err != nil {
 		return nil, err
 	}

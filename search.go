@@ -3,7 +3,6 @@ package sion
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -304,7 +303,7 @@ func (e *Entity) searchRound(ctx context.Context, place string, need Need, opts 
 		{Name: ontology.SearchAttr, Value: ontology.String(id)},
 	}}
 	ev.Control.TTL = opts.TTL
-	if err := m.sw.publishRouted(ctx, ev); err != nil {
+	if err := m.sw.inject(ctx, nil, ev, admitControl); err != nil {
 		return nil, err
 	}
 	e.stats.discoverySent.Add(1)
@@ -316,7 +315,7 @@ func (e *Entity) searchRound(ctx context.Context, place string, need Need, opts 
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
-		case <-e.ctx.Done():
+		case <-e.stop:
 			return out, fmt.Errorf("%w: entity %q", ErrClosed, e.cfg.Name)
 		case <-t.C:
 			return out, nil
@@ -394,7 +393,9 @@ func (e *Entity) discovered(m *member, ev *Event) {
 		{Name: ontology.AddressAttr, Value: ontology.String("name:" + d.Seeker)},
 		{Name: ontology.SearchAttr, Value: search},
 	}}
-	if err := m.sw.publishRouted(e.ctx, ans); err != nil {
+	ctx, cancel := e.closing()
+	defer cancel()
+	if err := m.sw.inject(ctx, nil, ans, admitControl); err != nil {
 		e.log.Warn("sion: discovery answer not sent", "entity", e.cfg.Name, "place", m.place.Name(), "seeker", d.Seeker, "err", err)
 		return
 	}
@@ -417,19 +418,4 @@ func (e *Entity) info(reply string) EntityInfo {
 	}
 	slices.Sort(info.Places)
 	return info
-}
-
-// publishRouted publishes an event of a routed reserved type
-// (ontology.IsRouted: discovery), which Publish refuses to users.
-func (sw *Switch) publishRouted(ctx context.Context, ev *Event) error {
-	e, err := sw.place.admit(ev, true, true)
-	if err != nil {
-		return err
-	}
-	if !ontology.IsRouted(e.Type) {
-		return errors.New("sion: publishRouted of a type that is not routed")
-	}
-	e.ID = newEventID()
-	e.Control.Origin = sw.cfg.Name
-	return sw.deliver(ctx, nil, nil, e)
 }

@@ -294,13 +294,22 @@ func (sw *Switch) unregister(sub *Subscription) {
 // The rest of the backend of local sessions.
 
 func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
-	e, err := sw.place.admit(ev, true, false)
+	return sw.inject(ctx, s.done, ev, admitPublished)
+}
+
+// inject is how an event enters the network at this switch — a session's
+// Publish (admitPublished) or the switch's own routed control
+// (admitControl: Entity's discovery): it admits ev into the place by rule,
+// gives the copy its ID and Origin, and delivers it. stop ends a Block
+// wait (the publishing session's done; nil for none).
+func (sw *Switch) inject(ctx context.Context, stop <-chan struct{}, ev *Event, rule admitRule) error {
+	e, err := sw.place.admit(ev, rule)
 	if err != nil {
 		return err
 	}
 	e.ID = newEventID()
 	e.Control.Origin = sw.cfg.Name
-	return sw.deliver(ctx, s.done, nil, e)
+	return sw.deliver(ctx, stop, nil, e)
 }
 
 func (sw *Switch) nextSubID() uint64 { return sw.nextSub.Add(1) }
