@@ -246,8 +246,10 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 	}
 	t, known := o.Lookup(ev.Type)
 	switch {
-	case known && ontology.IsReserved(t.Name) && !(r.routed && ontology.IsRouted(t.Name)):
-		return nil, fmt.Errorf("%w: event type %q is reserved for sion's control traffic", ErrInvalidEvent, t.Name)
+	case ontology.IsReserved(ev.Type) && !(known && r.routed && ontology.IsRouted(t.Name)):
+		// Known or not (a link's control is not an event type): the
+		// prefix is sion's, whatever AcceptUnknownTypes says.
+		return nil, fmt.Errorf("%w: event type %q is reserved for sion's control traffic", ErrInvalidEvent, ev.Type)
 	case r.routedOnly && !(known && ontology.IsRouted(t.Name)):
 		return nil, fmt.Errorf("sion: control event of type %q, which is not routed (ontology.IsRouted)", ev.Type)
 	case known:
