@@ -473,16 +473,13 @@ func (sl *SharedLink) Establishments() int {
 	return sl.ups
 }
 
-// openRouterSession opens the session a router holds on this switch.
+// openRouterSession opens the session a router holds on this switch. Its
+// sink is the router, which newRouter sets.
 func (sw *Switch) openRouterSession(peer string) (*Session, error) {
-	s := &Session{sw: sw, be: sw, id: sw.nextSession.Add(1), name: "router:" + peer, spool: newSpool(1, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
-	s.profile.Store(&[]ontology.Attr{})
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.closed {
-		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+	s := newSession(sw, sw, sw.nextSession.Add(1), "router:"+peer, []ontology.Attr{}, newSpool(1, 0), nil)
+	if err := sw.addSession(s); err != nil {
+		return nil, err
 	}
-	sw.sessions[s.id] = s
 	return s, nil
 }
 

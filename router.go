@@ -116,7 +116,7 @@ func (sw *Switch) newRouter(ctx context.Context, conn transport.Conn, peer strin
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	st := LinkConnecting
 	r.state.Store(&st)
-	sess.end = r
+	sess.sink = r
 	return r
 }
 
@@ -501,7 +501,7 @@ func (r *router) install(c controlAttrs) error {
 		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
 		return nil
 	}
-	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: int(ttl), places: places}
+	sub := newSubscription(r.sess, f, subConfig{ttl: int(ttl)}, 0, places)
 	r.sess.mu.Lock()
 	r.sess.subs[sub.id] = sub
 	r.sess.mu.Unlock()
