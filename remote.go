@@ -453,14 +453,7 @@ func (re *remoteEnd) fire(_ context.Context, _ <-chan struct{}, s *Session, e *E
 		f, err = sd.Frame(toWireMatches(d.Matched))
 	}
 	if err != nil {
-		re.out.mu.Lock()
-		for _, sub := range push {
-			re.out.lost[sub.remote]++
-		}
-		re.out.mu.Unlock()
-		for _, sub := range push {
-			sub.drop(1)
-		}
+		re.out.unfit(push)
 		return fmt.Errorf("sion: event %s does not fit a frame to session %q: %w", d.Event.ID, s.name, err)
 	}
 	re.out.deliver(f, push)
