@@ -21,14 +21,20 @@ import (
 // implementation in a file of its own, not a branch in Switch.fire or
 // Session. A session's sink is set when the session is made (newSession),
 // except a router's: newRouter sets it before the router is started, so
-// before the session has subscriptions.
+// before the session has subscriptions. (A link accepted on a connection
+// Serve took comes as a remote session's first request: its router
+// replaces the remote end the handshake made, which never served it and
+// holds nothing.)
 //
 // patron and fire are called by Switch.fire, on the goroutine that
 // delivers the event — the publisher's (Session.Publish) or the reader of
 // the link it arrived on — with no lock of the switch or the session held;
 // several of them may call the same sink at once, for different events.
-// queues and installsWhileClosing are called while a subscription is made
-// or installed, end by Session.shut; no lock is held for them either.
+// queues is called while a subscription is made (newSubscription) and end
+// by Session.shut, with no lock held; installsWhileClosing while a
+// subscription is installed (Switch.install), with Switch.mu held. patron,
+// fire, queues and installsWhileClosing must not take Switch.mu or
+// Session.mu; end may (a remote end takes Switch.mu to forget the session).
 type sink interface {
 	// patron reports whether e may reach session s (S1 patronage): for a
 	// sink that hands e to s's entity, whether s's profile satisfies e's
