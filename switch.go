@@ -340,6 +340,10 @@ func (sw *Switch) name() string { return sw.cfg.Name }
 
 type publishScratch struct {
 	hits []hitSub
+	// shared is the event's frames, encoded once for all sinks; here,
+	// not on deliver's stack, because a sink (an interface) may keep
+	// the pointer as far as the compiler can tell.
+	shared lazyDeliver
 }
 
 type hitSub struct {
@@ -360,6 +364,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 	defer func() {
 		clear(ps.hits)
 		ps.hits = ps.hits[:0]
+		ps.shared = lazyDeliver{}
 		sw.pool.Put(ps)
 	}()
 	sw.index.Match(e, func(id uint64, score float64) {
@@ -386,14 +391,15 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 		return cmp.Compare(a.id, b.id)
 	})
 	var errs []error
-	shared := lazyDeliver{seen: from != nil} // an event from a link was recorded when it arrived
+	shared := &ps.shared
+	*shared = lazyDeliver{seen: from != nil} // an event from a link was recorded when it arrived
 	for len(hits) > 0 {
 		s := hits[0].sub.sess
 		k := 1
 		for k < len(hits) && hits[k].sub.sess == s {
 			k++
 		}
-		if err := sw.fire(ctx, stop, s, e, hits[:k], &shared); err != nil {
+		if err := sw.fire(ctx, stop, s, e, hits[:k], shared); err != nil {
 			errs = append(errs, err)
 		}
 		hits = hits[k:]
