@@ -7,21 +7,8 @@ import (
 
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
-	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
-
-func (sw *Switch) openRouterSession(peer string) (*Session, error) {
-	s := &Session{sw: sw, be: sw, id: sw.nextSession.Add(1), name: "router:" + peer, spool: newSpool(1, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
-	s.profile.Store(&[]ontology.Attr{})
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.closed {
-		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
-	}
-	sw.sessions[s.id] = s
-	return s, nil
-}
 
 // accept serves first, the first request of session sess on conn, when
 // it asks for a link — a shared link's establishment request (acceptLink)

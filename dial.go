@@ -98,9 +98,7 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, cfg SessionC
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{be: rc, name: cfg.Name, spool: newSpool(0, 0), subs: map[uint64]*Subscription{}, done: make(chan struct{})}
-	profile := slices.Clone(cfg.Profile)
-	s.profile.Store(&profile)
+	s := newSession(rc, nil, 0, cfg.Name, slices.Clone(cfg.Profile), newSpool(0, 0), nil)
 	rc.sess = s
 	rc.adopt(conn, welcome, addr)
 	rc.token = welcome.Token
@@ -524,7 +522,7 @@ func (rc *remoteClient) sync(ctx context.Context) error {
 // confirmed first, so that the switch counts only the rest as dropped —
 // and ends the session's goroutines. After a failure it only waits for
 // them.
-func (rc *remoteClient) closeSession(*Session) {
+func (rc *remoteClient) closeSession() {
 	rc.mu.Lock()
 	closed := rc.closed
 	rc.closed = true
@@ -553,6 +551,22 @@ func (rc *remoteClient) closeSession(*Session) {
 	}
 	conn.Close()
 }
+
+// sessionClosing says goodbye on Close (cause nil), and only then: a
+// session that failed (fail) has ended its goroutines' work already, and
+// waits for them on its Close.
+func (rc *remoteClient) sessionClosing(_ *Session, cause error) {
+	if cause == nil {
+		rc.closeSession()
+	}
+}
+
+func (rc *remoteClient) sessionClosed(*Session) {}
+
+// The switch counts deliveries and drops; this side only its
+// subscriptions'.
+func (rc *remoteClient) countDeliveries(uint64) {}
+func (rc *remoteClient) countDrops(uint64)      {}
 
 func (rc *remoteClient) logger() *slog.Logger { return rc.log }
 

@@ -954,7 +954,7 @@ func (e *gatewayEnd) installProxies(r *router, text string, places []string) ([]
 	var subs []*Subscription
 	var waits []*linkAck
 	for _, f := range fs {
-		sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: r.sw.place.cfg.TTL, places: here}
+		sub := newSubscription(r.sess, f, subConfig{ttl: r.sw.place.cfg.TTL}, 0, here)
 		r.sess.mu.Lock()
 		r.sess.subs[sub.id] = sub
 		r.sess.mu.Unlock()

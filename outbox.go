@@ -33,23 +33,25 @@ const maxReplyBytes = 4 << 20
 //
 // An outbox is safe for concurrent use: publishers append, the
 // connection's writer takes, its reader confirms.
+//
+// What is not sent yet waits in a frameQueue (queue.go) that drops the
+// oldest delivery and counts the bytes of the deliveries sent until they
+// are confirmed; the numbering, the frames sent and unconfirmed and the
+// Lost reports are the outbox's, on top of it.
 type outbox struct {
 	sess  *Session
 	limit int // bytes of deliveries held; one is taken whatever its size when none is held
 
 	mu      sync.Mutex
-	first   uint64            // the number of items[0]; mu
-	items   []outItem         // sent and unconfirmed, numbered from first; mu
-	resend  int               // items[:resend] were sent on the current connection; mu
-	queue   []outItem         // not yet sent, oldest first, from head; mu
-	head    int               // queue[:head] were taken; mu
-	bytes   int               // of the deliveries in items and queue; mu
-	replies int               // of the other frames in items and queue; mu
-	lost    map[uint64]uint64 // entity's subscription ID → deliveries dropped, not yet reported; mu
-	slow    bool              // a delivery was dropped since the stream last drained below half; mu
-	closed  bool              // the session ends: deliveries are dropped; mu
-	ended   bool              // the session ended: the stream is empty for good; mu
-	changed chan struct{}     // closed at the next change; nil unless someone waits; mu
+	first   uint64              // the number of items[0]; mu
+	items   []outItem           // sent and unconfirmed, numbered from first; mu
+	resend  int                 // items[:resend] were sent on the current connection; mu
+	queue   frameQueue[outItem] // not yet sent, oldest first; it counts the bytes of the deliveries in items too; mu
+	replies int                 // bytes of the frames other than deliveries in items and queue; mu
+	lost    map[uint64]uint64   // entity's subscription ID → deliveries dropped, not yet reported; mu
+	slow    bool                // a delivery was dropped since the stream last drained below half; mu
+	ended   bool                // the session ended: the stream is empty for good; mu
+	changed chan struct{}       // closed at the next change; nil unless someone waits; mu
 }
 
 // outItem is one frame of the stream.
@@ -59,14 +61,33 @@ type outItem struct {
 	lost []wire.Count    // for a Lost frame, what it reports
 }
 
+func (it outItem) frame() []byte { return it.f }
+func (it outItem) data() bool    { return it.subs != nil }
+
 func newOutbox(s *Session, limit int) *outbox {
-	return &outbox{sess: s, limit: limit, first: 1, lost: map[uint64]uint64{}}
+	ob := &outbox{sess: s, limit: limit, first: 1, lost: map[uint64]uint64{}}
+	ob.queue = frameQueue[outItem]{policy: dropOldest, maxBytes: limit,
+		total: &s.sw.held, totalMax: int64(s.sw.cfg.MaxRetentionTotalBytes), lost: ob.dropped}
+	return ob
+}
+
+// dropped counts a delivery the stream dropped for its subscriptions
+// (SubscriptionStats.Dropped, Stats.Dropped) and, unless the session was
+// ending when it came (dropClosed), in lost, to be reported to the
+// entity. mu must be held.
+func (ob *outbox) dropped(it outItem, why dropCause) {
+	for _, sub := range it.subs {
+		if why != dropClosed {
+			ob.lost[sub.remote]++
+		}
+		sub.drop(1)
+	}
 }
 
 // reply appends a frame that is not a delivery: an answer or a report.
 func (ob *outbox) reply(f []byte) {
 	ob.mu.Lock()
-	ob.queue = append(ob.queue, outItem{f: f})
+	ob.queue.push(outItem{f: f})
 	ob.replies += len(f)
 	ob.notify()
 	ob.mu.Unlock()
@@ -75,51 +96,21 @@ func (ob *outbox) reply(f []byte) {
 // deliver appends the Deliver frame f for subs, making room within the
 // session's bound by dropping the oldest deliveries not yet sent; when
 // there are none, or the switch's total is full, it drops f for each of
-// subs. Drops are counted and reported in the stream later. It reports
-// whether f was taken.
+// subs. Drops are counted (dropped) and reported in the stream later. It
+// reports whether f was taken.
 func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
 	sw := ob.sess.sw
-	n := int64(len(f))
 	ob.mu.Lock()
-	if ob.closed {
-		ob.mu.Unlock()
-		for _, sub := range subs {
-			sub.drop(1)
-		}
-		return false
-	}
-	var dropped [][]*Subscription
-	taken := sw.held.Add(n) <= int64(sw.cfg.MaxRetentionTotalBytes) // else the switch's total is full: f is dropped
-	for taken && ob.bytes > 0 && ob.bytes+len(f) > ob.limit {
-		old, ok := ob.dropOldest()
-		if !ok { // all sent and waiting for confirmation: f is dropped
-			taken = false
-			break
-		}
-		dropped = append(dropped, old)
-	}
+	taken, full := ob.queue.push(outItem{f: f, subs: subs})
 	if taken {
-		ob.queue = append(ob.queue, outItem{f: f, subs: subs})
-		ob.bytes += len(f)
 		ob.notify()
-	} else {
-		sw.held.Add(-n)
-		for _, sub := range subs {
-			ob.lost[sub.remote]++
-		}
-		dropped = append(dropped, subs)
 	}
-	report := len(dropped) > 0 && !ob.slow
-	if len(dropped) > 0 {
+	report := full > 0 && !ob.slow
+	if full > 0 {
 		ob.slow = true
 	}
-	held := ob.bytes
+	held := ob.queue.held()
 	ob.mu.Unlock()
-	for _, subs := range dropped {
-		for _, sub := range subs {
-			sub.drop(1)
-		}
-	}
 	if report { // once per episode: until the stream drains below half
 		sw.log.Warn("sion: a remote session's stream is full; its oldest unsent deliveries are dropped and reported to it", "switch", sw.cfg.Name,
 			"session", ob.sess.name, "held_bytes", held, "retention_bytes", ob.limit, "switch_held_bytes", sw.held.Load())
@@ -127,25 +118,12 @@ func (ob *outbox) deliver(f []byte, subs []*Subscription) bool {
 	return taken
 }
 
-// dropOldest drops the oldest delivery not yet sent, counting it in lost
-// for its subscriptions, and returns them. mu must be held.
-func (ob *outbox) dropOldest() ([]*Subscription, bool) {
-	for i := ob.head; i < len(ob.queue); i++ {
-		it := ob.queue[i]
-		if it.subs == nil {
-			continue
-		}
-		copy(ob.queue[ob.head+1:i+1], ob.queue[ob.head:i]) // the answers before it keep their order
-		ob.queue[ob.head] = outItem{}
-		ob.head++
-		ob.bytes -= len(it.f)
-		ob.sess.sw.held.Add(-int64(len(it.f)))
-		for _, sub := range it.subs {
-			ob.lost[sub.remote]++
-		}
-		return it.subs, true
-	}
-	return nil, false
+// unfit drops a delivery for subs that could not be made a frame:
+// counted and reported like one the stream had no room for.
+func (ob *outbox) unfit(subs []*Subscription) {
+	ob.mu.Lock()
+	ob.queue.discard(outItem{subs: subs})
+	ob.mu.Unlock()
 }
 
 // takeLost returns the drops not yet reported, by subscription, and
@@ -216,14 +194,13 @@ func (ob *outbox) confirm(n uint64) error {
 	done := slices.Clone(ob.items[:k])
 	freed := 0
 	for _, it := range done {
-		if it.subs != nil {
+		if it.data() {
 			freed += len(it.f)
 		} else {
 			ob.replies -= len(it.f)
 		}
 	}
-	ob.bytes -= freed
-	ob.sess.sw.held.Add(-int64(freed))
+	ob.queue.release(freed)
 	clear(ob.items[:k])
 	ob.items = ob.items[k:]
 	if len(ob.items) == 0 {
@@ -231,7 +208,7 @@ func (ob *outbox) confirm(n uint64) error {
 	}
 	ob.first += uint64(k)
 	ob.resend -= k
-	recovered := ob.slow && ob.bytes < ob.limit/2
+	recovered := ob.slow && ob.queue.held() < ob.limit/2
 	if recovered {
 		ob.slow = false
 	}
@@ -297,15 +274,11 @@ func (ob *outbox) rewind(received uint64) error {
 func (ob *outbox) next(stop <-chan struct{}) ([]byte, bool) {
 	for {
 		ob.mu.Lock()
-		if ob.resend == len(ob.items) && (ob.head < len(ob.queue) || len(ob.lost) > 0) {
+		if ob.resend == len(ob.items) && (ob.queue.len() > 0 || len(ob.lost) > 0) {
 			ob.items = append(ob.items, ob.lostFrames()...)
 			if ob.resend == len(ob.items) { // no drops to report: the oldest not yet sent
-				ob.items = append(ob.items, ob.queue[ob.head])
-				ob.queue[ob.head] = outItem{}
-				ob.head++
-				if ob.head == len(ob.queue) {
-					ob.queue, ob.head = ob.queue[:0], 0
-				}
+				it, _ := ob.queue.take()
+				ob.items = append(ob.items, it)
 			}
 		}
 		if ob.resend < len(ob.items) {
@@ -356,12 +329,14 @@ func (ob *outbox) goodbye() uint64 {
 	f, _ := wire.Encode(nil, &wire.Bye{})
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	ob.closed = true
-	ob.queue = append(ob.queue, ob.lostFrames()...)
-	ob.queue = append(ob.queue, outItem{f: f})
+	ob.queue.close()
+	for _, it := range ob.lostFrames() {
+		ob.queue.push(it)
+	}
+	ob.queue.push(outItem{f: f})
 	ob.replies += len(f)
 	ob.notify()
-	return ob.first - 1 + uint64(len(ob.items)) + uint64(len(ob.queue)-ob.head)
+	return ob.first - 1 + uint64(len(ob.items)) + uint64(ob.queue.len())
 }
 
 // waitConfirmed waits until the entity has confirmed the first n frames
@@ -377,23 +352,18 @@ func (ob *outbox) waitConfirmed(n uint64, stop <-chan struct{}) bool {
 // included.
 func (ob *outbox) end() []wire.Count {
 	ob.mu.Lock()
-	ob.closed, ob.ended = true, true
-	items := append(ob.items, ob.queue[ob.head:]...)
-	ob.sess.sw.held.Add(-int64(ob.bytes))
-	ob.items, ob.resend, ob.queue, ob.head, ob.bytes, ob.replies = nil, 0, nil, 0, 0, 0
-	for _, it := range items {
-		for _, sub := range it.subs {
-			ob.lost[sub.remote]++
+	defer ob.mu.Unlock()
+	ob.ended = true
+	ob.queue.close()
+	for _, it := range ob.items {
+		if it.data() {
+			ob.queue.lose(it)
 		}
 	}
+	ob.queue.clear()
+	ob.items, ob.resend, ob.replies = nil, 0, 0
 	lost := ob.takeLost()
 	ob.notify()
-	ob.mu.Unlock()
-	for _, it := range items {
-		for _, sub := range it.subs {
-			sub.drop(1)
-		}
-	}
 	return lost
 }
 

@@ -324,8 +324,8 @@ func (re *remoteEnd) newSub(m *wire.Subscribe) (*Subscription, error) {
 	case o == Block:
 		return nil, errRemoteBlock
 	}
-	sub := &Subscription{id: re.sw.nextSubID(), sess: re.sess, f: f, cfg: subConfig{queue: int(m.Queue), overflow: o, lookIn: m.LookIn}, done: make(chan struct{}), remote: m.Sub, ttl: min(65535, max(-1, int(m.TTL)))}
-	return sub, nil
+	cfg := subConfig{queue: int(m.Queue), overflow: o, lookIn: m.LookIn, ttl: min(65535, max(-1, int(m.TTL)))}
+	return newSubscription(re.sess, f, cfg, m.Sub, nil), nil
 }
 
 // errRemoteBlock refuses WithOverflow(Block) for a remote session.
@@ -410,11 +410,27 @@ func (re *remoteEnd) pull(m *wire.Pull) {
 	}()
 }
 
+// The switch's side of a remote session as a sink: its events go into the
+// session's stream, or its spool for look-in subscriptions.
+
+var _ sink = (*remoteEnd)(nil)
+
+// patron checks e's patronage condition against the entity's profile.
+func (re *remoteEnd) patron(s *Session, e *Event) bool { return patronOf(s, e) }
+
+// queues is false: the subscriptions' queues are on the entity's side.
+func (re *remoteEnd) queues() bool { return false }
+
+// installsWhileClosing is false: a closing switch takes no new
+// subscriptions from entities.
+func (re *remoteEnd) installsWhileClosing() bool { return false }
+
 // fire hands one delivery of the session to its stream (push
 // subscriptions) and its spool (look-in ones). A delivery the stream has
 // no room for is dropped for its push subscriptions, counted, and reported
 // to the entity in the stream.
-func (re *remoteEnd) fire(s *Session, d Delivery, hits []hitSub, shared *lazyDeliver) error {
+func (re *remoteEnd) fire(_ context.Context, _ <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
+	d := newDelivery(e, hits)
 	var lookIn, push []*Subscription
 	for _, h := range hits {
 		h.sub.matched.Add(1)
@@ -437,14 +453,7 @@ func (re *remoteEnd) fire(s *Session, d Delivery, hits []hitSub, shared *lazyDel
 		f, err = sd.Frame(toWireMatches(d.Matched))
 	}
 	if err != nil {
-		re.out.mu.Lock()
-		for _, sub := range push {
-			re.out.lost[sub.remote]++
-		}
-		re.out.mu.Unlock()
-		for _, sub := range push {
-			sub.drop(1)
-		}
+		re.out.unfit(push)
 		return fmt.Errorf("sion: event %s does not fit a frame to session %q: %w", d.Event.ID, s.name, err)
 	}
 	re.out.deliver(f, push)
@@ -583,7 +592,11 @@ func (sw *Switch) resume(ctx context.Context, hello *wire.Hello, welcome *wire.W
 	return nil, nil
 }
 
-// ended ends the switch's side of a remote session that closes: its
+// ending ends the session's connection, its requests and its stream
+// when the session begins to end (sink).
+func (re *remoteEnd) ending() { re.end() }
+
+// end ends the switch's side of a remote session that closes: its
 // connection, the requests it was serving and its stream, and records a
 // tombstone for an entity that may still return.
 func (re *remoteEnd) end() {

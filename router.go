@@ -10,6 +10,7 @@ import (
 
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
@@ -47,9 +48,7 @@ type router struct {
 	wg       sync.WaitGroup
 
 	qmu      sync.Mutex
-	queue    [][]byte // qmu; frames for the writer, in order
-	qData    int      // qmu; data frames in queue
-	qBytes   int      // qmu; their bytes
+	q        frameQueue[linkFrame] // qmu; frames for the writer, in order
 	wake     chan struct{}
 	dropping atomic.Bool // a drop episode is going on (logged once)
 
@@ -150,14 +149,26 @@ func (sw *Switch) newRouter(parent context.Context, conn transport.Conn, peer st
 		wake:   make(chan struct{}, 1),
 		routes: map[routeKey]*route{}, acks: map[uint64]*linkAck{},
 	}
+	r.q = frameQueue[linkFrame]{policy: dropNewest, maxData: routerQueue, maxBytes: routerQueueBytes, lost: r.lostData}
 	r.lim = wire.DefaultLimits()
 	r.lim.MaxFrameBytes = conn.MaxFrameBytes()
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel, r.done = cancel, ctx.Done()
 	st := LinkConnecting
 	r.state.Store(&st)
-	sess.end = r
+	sess.sink = r
 	return r, ctx
+}
+
+// openRouterSession opens the session a router holds on this switch: its
+// subscriptions are the peer's proxy filters. Its sink is the router,
+// which newRouter sets.
+func (sw *Switch) openRouterSession(peer string) (*Session, error) {
+	s := newSession(sw, sw, sw.nextSession.Add(1), "router:"+peer, []ontology.Attr{}, newSpool(1, 0), nil)
+	if err := sw.addSession(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // start puts the router into the switch's table, queues its initial
@@ -243,12 +254,9 @@ func (r *router) shutdown(err error) {
 	}
 	r.mu.Unlock()
 	r.qmu.Lock()
-	lost := r.qData // data events queued but never handed to the transport
-	r.queue, r.qData, r.qBytes = nil, 0, 0
+	lost := r.q.clear() // data events queued but never handed to the transport: lostData counts them
 	r.qmu.Unlock()
 	if lost > 0 {
-		r.dropped.Add(uint64(lost))
-		r.eventsSent.Add(^uint64(lost - 1))
 		r.sw.log.Warn("sion: shared link ended with events queued; they are lost", "switch", r.sw.cfg.Name, "peer", r.peer, "events", lost)
 	}
 	st := LinkDown
@@ -268,11 +276,10 @@ func (r *router) write(ctx context.Context) {
 			return
 		}
 		r.qmu.Lock()
-		batch := r.queue
-		r.queue, r.qData, r.qBytes = nil, 0, 0
+		batch := r.q.takeAll()
 		r.qmu.Unlock()
-		for _, f := range batch {
-			if err := r.conn.Send(ctx, f); err != nil {
+		for _, it := range batch {
+			if err := r.conn.Send(ctx, it.f); err != nil {
 				r.conn.Close() // the reader sees it and shuts the router down
 				return
 			}
@@ -281,20 +288,15 @@ func (r *router) write(ctx context.Context) {
 }
 
 // enqueue queues frame f for the writer. A data frame is dropped (and
-// false returned) when the queue is over its bounds; control frames are
-// always queued.
+// false returned; lostData counts it) when the queue is over its bounds;
+// control frames are always queued.
 func (r *router) enqueue(f []byte, data bool) bool {
 	r.qmu.Lock()
-	if data {
-		if r.qData >= routerQueue || r.qBytes+len(f) > routerQueueBytes {
-			r.qmu.Unlock()
-			return false
-		}
-		r.qData++
-		r.qBytes += len(f)
-	}
-	r.queue = append(r.queue, f)
+	ok, _ := r.q.push(linkFrame{f: f, isData: data})
 	r.qmu.Unlock()
+	if !ok {
+		return false
+	}
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -319,10 +321,10 @@ func (r *router) sendControl(m linkctl.Message) {
 func (r *router) forward(e *Event, shared *lazyDeliver) { r.end.forward(r, e, shared) }
 
 // sendData queues data frame f and counts it as sent, or, when the queue
-// is full, as dropped (logged once per episode of drops) and returns false.
+// is full, as dropped (lostData; logged once per episode of drops) and
+// returns false.
 func (r *router) sendData(f []byte) bool {
 	if !r.enqueue(f, true) {
-		r.dropped.Add(1)
 		if !r.dropping.Swap(true) {
 			r.sw.log.Warn("sion: shared link or gateway is full, dropping events", "switch", r.sw.cfg.Name, "peer", r.peer)
 		}
@@ -333,6 +335,26 @@ func (r *router) sendData(f []byte) bool {
 	}
 	r.eventsSent.Add(1)
 	return true
+}
+
+// unfit counts a data event that could not be encoded into a frame for
+// the link (too large for its frames), through the queue's one drop
+// accounting.
+func (r *router) unfit() {
+	r.qmu.Lock()
+	r.q.discard(linkFrame{isData: true})
+	r.qmu.Unlock()
+}
+
+// lostData counts a data frame the queue dropped (LinkInfo.Dropped): one
+// it had no room for, or one queued and never handed to the transport
+// when the router shuts down, which sendData had counted sent. qmu must
+// be held.
+func (r *router) lostData(_ linkFrame, why dropCause) {
+	r.dropped.Add(1)
+	if why == dropEnded {
+		r.eventsSent.Add(^uint64(0))
+	}
 }
 
 // read handles the peer's frames until the connection ends; ctx is the

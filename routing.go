@@ -117,7 +117,7 @@ func (sw *Switch) install(sub *Subscription) ([]*linkAck, error) {
 		}
 	}
 	sw.mu.Lock()
-	if sw.closed && sub.sess.end == nil {
+	if sw.closed && !sub.sess.sink.installsWhileClosing() {
 		sw.mu.Unlock()
 		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	}

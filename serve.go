@@ -181,7 +181,7 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn, source str
 		deadline = a.ArrivedAt().Add(sw.cfg.HandshakeTimeout) // the transport's handshake counts too
 	}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
-	hs, sess, re, err := sw.handshake(hctx, conn, source)
+	hs, re, resumed, err := sw.handshake(hctx, conn, source)
 	cancel()
 	done()
 	if err != nil {
@@ -190,13 +190,15 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn, source str
 	if a, ok := conn.(transport.Admitter); ok {
 		a.Admit()
 	}
-	if re != nil { // a remote session resumed
+	if resumed {
 		re.serve(ctx, conn, hs.lim, nil, nil)
 		return
 	}
 
 	// The first request tells a remote session from a router asking for
-	// a shared link or a gateway.
+	// a shared link or a gateway (its router then becomes the session's
+	// sink, see newRouter).
+	sess := re.sess
 	frame, err := conn.Recv(ctx)
 	if err != nil {
 		sess.Close()
@@ -207,14 +209,15 @@ func (sw *Switch) serveConn(ctx context.Context, conn transport.Conn, source str
 		sess.Close()
 		return
 	}
-	sess.link.serve(ctx, conn, hs.lim, first, err)
+	re.serve(ctx, conn, hs.lim, first, err)
 }
 
 // handshake reads conn's Hello, checks its shared key and admission, and
-// answers Welcome: for a new session (sess, its remote end not yet
-// serving) or a resumed one (re). It answers an Error frame and returns
-// an error when it refuses, and returns an error when ctx ends first.
-func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source string) (handshake, *Session, *remoteEnd, error) {
+// answers Welcome: for a new session, whose remote end it returns, not
+// yet serving, or for a resumed one (resumed). It answers an Error frame
+// and returns an error when it refuses, and returns an error when ctx
+// ends first.
+func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source string) (handshake, *remoteEnd, bool, error) {
 	hs := handshake{lim: wire.DefaultLimits()}
 	hs.lim.MaxFrameBytes = conn.MaxFrameBytes()
 	refuse := func(code uint16, err error) error {
@@ -226,7 +229,7 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 	frame, err := conn.Recv(ctx)
 	if err != nil {
 		sw.refusal(source, "sion: handshake failed", "err", err)
-		return hs, nil, nil, err
+		return hs, nil, false, err
 	}
 	lim := hs.lim
 	lim.MaxFrameBytes = min(lim.MaxFrameBytes, MaxHandshakeFrameBytes)
@@ -235,19 +238,19 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 	if err != nil || !ok {
 		err = fmt.Errorf("%w: the first frame must be a hello of at most %d bytes (%v)", ErrProtocol, MaxHandshakeFrameBytes, err)
 		sw.refusal(source, "sion: connection refused: no hello", "err", err)
-		return hs, nil, nil, refuse(codeProtocol, err)
+		return hs, nil, false, refuse(codeProtocol, err)
 	}
 	hs.hello = hello
 	if hello.Version != protocolVersion {
 		err := fmt.Errorf("%w: session protocol version %d, this switch speaks %d", ErrProtocol, hello.Version, protocolVersion)
 		sw.refusal(source, "sion: connection refused", "err", err)
-		return hs, nil, nil, refuse(codeProtocol, err)
+		return hs, nil, false, refuse(codeProtocol, err)
 	}
 	if len(sw.place.cfg.SharedKey) > 0 {
 		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
 			sw.refusal(source, "sion: session refused", "place", sw.place.Name(), "session", hello.Session, "err", err) // before the count: who sees the count sees the record
 			sw.refused.Add(1)
-			return hs, nil, nil, refuse(codeNotAdmitted, err)
+			return hs, nil, false, refuse(codeNotAdmitted, err)
 		}
 	}
 	cfg := SessionConfig{
@@ -255,7 +258,7 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 		SpoolSize: min(int(hello.SpoolSize), sw.cfg.MaxSpoolSize), SpoolRetention: millis(hello.SpoolRetentionMillis),
 	}
 	if err := sw.admitSession(ctx, cfg, conn); err != nil {
-		return hs, nil, nil, refuse(errorCode(err), err)
+		return hs, nil, false, refuse(errorCode(err), err)
 	}
 	retention := min(millis(hello.RetentionMillis), sw.cfg.MaxRetention)
 	retentionBytes := sw.cfg.MaxRetentionBytes
@@ -271,28 +274,31 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 		re, err := sw.resume(ctx, hello, welcome)
 		switch {
 		case err != nil:
-			return hs, nil, nil, refuse(errorCode(err), err)
+			return hs, nil, false, refuse(errorCode(err), err)
 		case re != nil:
 			if err := sendFrame(ctx, conn, welcome); err != nil {
 				re.abandon(err)
-				return hs, nil, nil, err
+				return hs, nil, false, err
 			}
-			return hs, nil, re, nil
+			return hs, re, true, nil
 		}
-	}
-	sess, err := sw.newSession(cfg)
-	if err != nil {
-		return hs, nil, nil, refuse(errorCode(err), err)
 	}
 	token := make([]byte, 16)
 	rand.Read(token)
+	var re *remoteEnd
+	sess, err := sw.openSession(cfg, func(s *Session) sink {
+		re = sw.newRemoteEnd(s, string(token), retention, retentionBytes)
+		return re
+	})
+	if err != nil {
+		return hs, nil, false, refuse(errorCode(err), err)
+	}
 	welcome.Token = token
-	sess.link = sw.newRemoteEnd(sess, string(token), retention, retentionBytes)
 	if err := sendFrame(ctx, conn, welcome); err != nil {
 		sess.Close()
-		return hs, nil, nil, err
+		return hs, nil, false, err
 	}
-	return hs, sess, nil, nil
+	return hs, re, false, nil
 }
 
 // sendFrame encodes m and sends it on conn.

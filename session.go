@@ -49,10 +49,9 @@ type SessionConfig struct {
 // use; events published from one goroutine reach each subscription in the
 // order they were published.
 type Session struct {
-	sw      *Switch    // the switch of a local session; nil for a remote one
-	be      backend    // the switch, or the client of a remote session
-	link    *remoteEnd // for the switch's side of a remote session: where its deliveries go
-	end     *router    // for a router's session: the shared link its events go over
+	sw      *Switch // the switch of a session on a switch; nil on the entity's side of a remote one
+	be      backend // the switch, or the client of a remote session
+	sink    sink    // where the session's matches go
 	id      uint64
 	name    string
 	profile atomic.Pointer[[]ontology.Attr]
@@ -73,6 +72,20 @@ func (s *Session) Name() string { return s.name }
 // Dial).
 func (s *Session) Switch() *Switch { return s.sw }
 
+// newSession returns a session named name on backend be — its switch sw,
+// or the entity's side of a remote session (sw nil, id 0) — with profile
+// (kept) and look-in spool sp. Its matches go to the sink sinkFor returns
+// for it, or, with sinkFor nil, to its own queues and spool (localSink).
+// The caller puts it into its switch's table (Switch.addSession).
+func newSession(be backend, sw *Switch, id uint64, name string, profile []ontology.Attr, sp *spool, sinkFor func(*Session) sink) *Session {
+	s := &Session{sw: sw, be: be, sink: localSink{}, id: id, name: name, spool: sp, subs: map[uint64]*Subscription{}, done: make(chan struct{})}
+	s.profile.Store(&profile)
+	if sinkFor != nil {
+		s.sink = sinkFor(s)
+	}
+	return s
+}
+
 // backend is what a session stands on: its switch (local), or the client
 // side of a link to a switch (remote, see Dial).
 type backend interface {
@@ -83,7 +96,21 @@ type backend interface {
 	setProfile(ctx context.Context, s *Session, p []ontology.Attr) error
 	pull(ctx context.Context, s *Session, max int) ([]Delivery, error)
 	sync(ctx context.Context) error
-	closeSession(s *Session)
+	// sessionClosing is called when s begins to end (cause nil: Close),
+	// after its sink's end, and on every later Close (cause nil): the
+	// entity's side of a remote session, on Close, says goodbye and ends
+	// its goroutines (idempotent); a switch does nothing.
+	sessionClosing(s *Session, cause error)
+	// sessionClosed is called once s has ended: its subscriptions ended
+	// and their handlers returned. A switch takes s out of its table (only
+	// now: Switch.Close waits for the sessions it still lists).
+	sessionClosed(s *Session)
+	// countDeliveries and countDrops count n events handed over to, or
+	// lost for, a subscription of a session on the backend, on top of the
+	// subscription's own counters: a switch's Stats.Deliveries and
+	// Dropped; nothing on the entity's side.
+	countDeliveries(n uint64)
+	countDrops(n uint64)
 	logger() *slog.Logger
 	name() string
 }
@@ -143,10 +170,7 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 	if cfg.lookIn && (cfg.handler != nil || cfg.overflow != DropNewest) {
 		return nil, fmt.Errorf("%w: a look-in subscription has no handler and no overflow policy (the spool's limit applies)", ErrInvalidConfig)
 	}
-	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{}), ttl: cfg.ttl}
-	if !cfg.lookIn {
-		sub.ch = make(chan Delivery, cfg.queue)
-	}
+	sub := newSubscription(s, f, cfg, 0, nil)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -317,9 +341,7 @@ func (s *Session) shut(cause error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		if s.sw == nil && cause == nil { // a remote session that ended by itself: its goroutines end now
-			s.be.closeSession(s)
-		}
+		s.be.sessionClosing(s, cause) // a remote session that ended by itself: its goroutines end now
 		s.wg.Wait()
 		return
 	}
@@ -331,12 +353,8 @@ func (s *Session) shut(cause error) {
 	}
 	close(s.done)
 	s.mu.Unlock()
-	switch {
-	case s.link != nil: // the switch's side of a remote session: its stream and requests end first
-		s.link.end()
-	case s.sw == nil && cause == nil: // a remote session: goodbye, and no more deliveries
-		s.be.closeSession(s)
-	}
+	s.sink.ending()               // the switch's side of a remote session: its stream and requests end first
+	s.be.sessionClosing(s, cause) // a remote session: goodbye, and no more deliveries
 	s.mu.Lock()
 	subs := s.subs
 	s.subs = map[uint64]*Subscription{}
@@ -346,9 +364,7 @@ func (s *Session) shut(cause error) {
 		sub.end(cause)
 	}
 	s.wg.Wait()
-	if s.sw != nil {
-		s.be.closeSession(s) // only now: Switch.Close waits for sessions it still lists
-	}
+	s.be.sessionClosed(s) // only now: Switch.Close waits for sessions it still lists
 }
 
 func (s *Session) numSubs() int {

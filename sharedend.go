@@ -53,7 +53,7 @@ func (se *sharedEnd) install(r *router, m *linkctl.Register) error {
 		ack(fmt.Errorf("%w: %w", ErrInvalidFilter, err))
 		return nil
 	}
-	sub := &Subscription{id: r.sw.nextSubID(), sess: r.sess, f: f, done: make(chan struct{}), ttl: m.TTL, places: m.Places}
+	sub := newSubscription(r.sess, f, subConfig{ttl: m.TTL}, 0, m.Places)
 	r.sess.mu.Lock()
 	r.sess.subs[sub.id] = sub
 	r.sess.mu.Unlock()
@@ -102,7 +102,7 @@ func (*sharedEnd) forward(r *router, e *Event, shared *lazyDeliver) {
 		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), r.lim.MaxFrameBytes)
 	}
 	if err != nil {
-		r.dropped.Add(1)
+		r.unfit()
 		r.sw.log.Warn("sion: event not forwarded", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
 		return
 	}

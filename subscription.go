@@ -234,6 +234,20 @@ type Subscription struct {
 	remote uint64
 }
 
+// newSubscription returns a subscription of session s with filter f and
+// cfg (cfg.ttl: -1 for the place's), not yet registered anywhere. remote
+// is the ID a remote session's entity gave it (0 for others), places the
+// places a gateway's proxy stands for interest from (see places). It has
+// a queue of cfg.queue events when its session's sink keeps queues and it
+// is not look-in.
+func newSubscription(s *Session, f *filter.Filter, cfg subConfig, remote uint64, places []string) *Subscription {
+	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{}), ttl: cfg.ttl, places: places, remote: remote}
+	if !cfg.lookIn && s.sink.queues() {
+		sub.ch = make(chan Delivery, cfg.queue)
+	}
+	return sub
+}
+
 // publicID returns the ID the subscription's owner knows it by.
 func (sub *Subscription) publicID() uint64 {
 	if sub.remote != 0 {
@@ -355,17 +369,13 @@ func (sub *Subscription) closeQueue() {
 // switch.
 func (sub *Subscription) placed() {
 	sub.delivered.Add(1)
-	if sw := sub.sess.sw; sw != nil {
-		sw.deliveries.Add(1)
-	}
+	sub.sess.be.countDeliveries(1)
 }
 
 // drop counts n events lost for the subscription, on it and its switch.
 func (sub *Subscription) drop(n uint64) {
 	sub.dropped.Add(n)
-	if sw := sub.sess.sw; sw != nil {
-		sw.dropped.Add(n)
-	}
+	sub.sess.be.countDrops(n)
 }
 
 // Stats returns the subscription's counters.

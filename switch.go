@@ -184,7 +184,7 @@ func (sw *Switch) Open(ctx context.Context, cfg SessionConfig) (*Session, error)
 	if err := sw.admitSession(ctx, cfg, nil); err != nil {
 		return nil, err
 	}
-	return sw.newSession(cfg)
+	return sw.openSession(cfg, nil)
 }
 
 // admitSession asks the place's admission hook whether the session cfg
@@ -211,8 +211,10 @@ func (sw *Switch) admitSession(ctx context.Context, cfg SessionConfig, conn tran
 	return nil
 }
 
-// newSession opens a session that has been admitted.
-func (sw *Switch) newSession(cfg SessionConfig) (*Session, error) {
+// openSession opens a session that has been admitted, for cfg; its
+// matches go to the sink sinkFor returns for it (nil: its own queues and
+// spool; see newSession).
+func (sw *Switch) openSession(cfg SessionConfig, sinkFor func(*Session) sink) (*Session, error) {
 	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 {
 		return nil, fmt.Errorf("%w: SessionConfig.SpoolSize %d and SpoolRetention %v must not be negative", ErrInvalidConfig, cfg.SpoolSize, cfg.SpoolRetention)
 	}
@@ -220,23 +222,23 @@ func (sw *Switch) newSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{
-		sw:    sw,
-		be:    sw,
-		id:    sw.nextSession.Add(1),
-		name:  cfg.Name,
-		spool: newSpool(cfg.SpoolSize, cfg.SpoolRetention),
-		subs:  map[uint64]*Subscription{},
-		done:  make(chan struct{}),
+	s := newSession(sw, sw, sw.nextSession.Add(1), cfg.Name, profile, newSpool(cfg.SpoolSize, cfg.SpoolRetention), sinkFor)
+	if err := sw.addSession(s); err != nil {
+		return nil, err
 	}
-	s.profile.Store(&profile)
+	return s, nil
+}
+
+// addSession puts s into the switch's table of sessions; it refuses
+// (ErrClosed) once the switch has begun to close.
+func (sw *Switch) addSession(s *Session) error {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.closed {
-		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
+		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	}
 	sw.sessions[s.id] = s
-	return s, nil
+	return nil
 }
 
 // canonicalProfile checks a profile and returns a copy with canonical
@@ -329,11 +331,17 @@ func (sw *Switch) pull(ctx context.Context, s *Session, max int) ([]Delivery, er
 
 func (sw *Switch) sync(context.Context) error { return nil } // Publish delivers before it returns
 
-func (sw *Switch) closeSession(s *Session) {
+func (sw *Switch) sessionClosing(*Session, error) {}
+
+func (sw *Switch) sessionClosed(s *Session) {
 	sw.mu.Lock()
 	delete(sw.sessions, s.id)
 	sw.mu.Unlock()
 }
+
+func (sw *Switch) countDeliveries(n uint64) { sw.deliveries.Add(n) }
+
+func (sw *Switch) countDrops(n uint64) { sw.dropped.Add(n) }
 
 func (sw *Switch) logger() *slog.Logger { return sw.log }
 
@@ -341,6 +349,10 @@ func (sw *Switch) name() string { return sw.cfg.Name }
 
 type publishScratch struct {
 	hits []hitSub
+	// shared is the event's frames, encoded once for all sinks; here,
+	// not on deliver's stack, because a sink (an interface) may keep
+	// the pointer as far as the compiler can tell.
+	shared lazyDeliver
 }
 
 type hitSub struct {
@@ -361,6 +373,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 	defer func() {
 		clear(ps.hits)
 		ps.hits = ps.hits[:0]
+		ps.shared = lazyDeliver{}
 		sw.pool.Put(ps)
 	}()
 	sw.index.Match(e, func(id uint64, score float64) {
@@ -387,14 +400,15 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 		return cmp.Compare(a.id, b.id)
 	})
 	var errs []error
-	shared := lazyDeliver{seen: from != nil} // an event from a link was recorded when it arrived
+	shared := &ps.shared
+	*shared = lazyDeliver{seen: from != nil} // an event from a link was recorded when it arrived
 	for len(hits) > 0 {
 		s := hits[0].sub.sess
 		k := 1
 		for k < len(hits) && hits[k].sub.sess == s {
 			k++
 		}
-		if err := sw.fire(ctx, stop, s, e, hits[:k], &shared); err != nil {
+		if err := sw.fire(ctx, stop, s, e, hits[:k], shared); err != nil {
 			errs = append(errs, err)
 		}
 		hits = hits[k:]
@@ -402,47 +416,15 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 	return errors.Join(errs...)
 }
 
-// fire delivers e to session s, whose subscriptions hits matched.
+// fire delivers e to session s, whose subscriptions hits matched, through
+// the session's sink: a fire, counted, when the sink's patronage check
+// lets e through.
 func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
-	if s.end != nil { // a router: the patronage condition is for the entities beyond it
-		sw.fires.Add(1)
-		s.end.forward(e, shared)
+	if !s.sink.patron(s, e) {
 		return nil
 	}
-	if e.Condition != nil {
-		if ok, _ := e.Condition.MatchProfile(*s.profile.Load()); !ok {
-			return nil
-		}
-	}
 	sw.fires.Add(1)
-	d := Delivery{Event: e, Matched: make([]Match, len(hits))}
-	for i, h := range hits {
-		d.Matched[i] = Match{Subscription: h.sub.publicID(), Score: h.score}
-	}
-	if s.link != nil {
-		return s.link.fire(s, d, hits, shared)
-	}
-	var spool []*Subscription // look-in, and spilled: one spool entry for all
-	var errs []error
-	for _, h := range hits {
-		if h.sub.cfg.lookIn {
-			h.sub.matched.Add(1)
-			h.sub.placed()
-			spool = append(spool, h.sub)
-			continue
-		}
-		spill, err := h.sub.enqueue(ctx, stop, d)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if spill {
-			spool = append(spool, h.sub)
-		}
-	}
-	if len(spool) > 0 {
-		s.spool.put(d, spool...)
-	}
-	return errors.Join(errs...)
+	return s.sink.fire(ctx, stop, s, e, hits, shared)
 }
 
 // Stats is a snapshot of a switch's counters.
