@@ -3,7 +3,6 @@ package sion
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
@@ -170,33 +169,55 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 	sw.mu.Unlock()
 }
 
-// childLink is a link another switch requested to this one.
-type childLink struct {
-	id   int64
-	r    *router
-	addr string // where the child serves link requests, "" if nowhere
-}
-
-// probeTimeout bounds the wait for a link to answer a probe marker, and
-// for the ancestors to answer the loop check; linkWait how long a link
-// request waits for the acceptor's own link to come up.
-const (
-	probeTimeout = 2 * time.Second
-	linkWait     = 2 * time.Second
-)
-
-// alive reports whether the link still answers: a second request from
-// its switch is then refused (tree rule); a link that has ended or stays
-// silent for probeTimeout is stale — its switch restarted — and the new
-// request replaces it.
-func (c *childLink) alive(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	a := c.r.marker(0, 0)
-	select {
-	case <-a.done:
-		return a.ok
-	case <-ctx.Done():
-		return false
+// acceptGateway serves a federation request that arrived on a connection
+// Serve accepted, as the first request of session sess: it checks
+// admission and the place's consent, answers, and runs this end of the
+// gateway until it ends.
+func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *Session, req *linkctl.Federate) {
+	refuse := func(code uint16, err error) { sw.refuseRequest(ctx, conn, "sion: federation refused", code, err) }
+	peer, place, name := req.Switch, req.Place, req.Gateway
+	fr := FederationRequest{Place: place, Switch: peer, Gateway: name, Import: req.Import, Export: req.Export, Remote: conn.RemoteAddr(), TLS: tlsState(conn)}
+	switch {
+	case place == sw.place.Name():
+		refuse(codeLinkRefused, fmt.Errorf("%w: the federation request came from this switch's own place %q", ErrLinkRefused, place))
+		return
+	case !fr.Import && !fr.Export:
+		refuse(codeProtocol, fmt.Errorf("%w: a federation request with neither direction", ErrProtocol))
+		return
 	}
+	if admit := sw.place.cfg.Admit; admit != nil {
+		ar := AdmissionRequest{Place: sw.place.Name(), Switch: sw.cfg.Name, Session: name, Gateway: true, Remote: fr.Remote, TLS: fr.TLS}
+		if err := admit(ctx, ar); err != nil {
+			refuse(codeNotAdmitted, fmt.Errorf("%w: gateway %q from place %q: %w", ErrNotAdmitted, name, place, err))
+			return
+		}
+	}
+	approve := sw.place.cfg.Federation
+	if approve == nil {
+		refuse(codeNotAdmitted, fmt.Errorf("%w: place %q accepts no federation requests (PlaceConfig.Federation is nil); gateway %q from place %q", ErrNotAdmitted, sw.place.Name(), name, place))
+		return
+	}
+	if err := approve(ctx, fr); err != nil {
+		refuse(codeNotAdmitted, fmt.Errorf("%w: place %q refused gateway %q from place %q: %w", ErrNotAdmitted, sw.place.Name(), name, place, err))
+		return
+	}
+	// A gateway re-established after a failure this side has not noticed
+	// yet replaces its stale end.
+	for _, r := range sw.gatewayRouters() {
+		if ge := gatewayOf(r); !ge.requested() && ge.name == name && ge.peerPlace == place {
+			r.close()
+			<-r.finished
+		}
+	}
+	end := &gatewayEnd{name: name, peerPlace: place, in: fr.Export, out: fr.Import}
+	end.cnt = &end.own
+	r, linkCtx := sw.newRouter(ctx, conn, peer, false, sess, end)
+	r.sendControl(&linkctl.LinkAccept{Switch: sw.cfg.Name, Place: sw.place.Name()})
+	if sw.isClosed() {
+		r.close()
+		return
+	}
+	r.start(linkCtx)
+	sw.log.Info("sion: gateway accepted", "switch", sw.cfg.Name, "gateway", name, "place", place, "remote", conn.RemoteAddr())
+	<-r.finished
 }

@@ -645,14 +645,6 @@ func (e *Entity) advertise(m *member) error {
 	return nil
 }
 
-// isDiscoveryKey reports whether a route key's filter text selects
-// discovery events, which stay in their place (gateways do not carry
-// them).
-func isDiscoveryKey(text string) bool {
-	f, err := filter.Parse(text)
-	return err == nil && ontology.IsRouted(f.Type)
-}
-
 // Join makes the entity a member of place: it makes its switch there
 // (serving, advertising) and, when addr is not "", links it to the switch
 // at addr (another entity's, in that place). With addr "" the entity is

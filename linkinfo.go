@@ -2,43 +2,9 @@ package sion
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"time"
 )
-
-// LinkState is the state of a shared link (S1 shared-link control).
-type LinkState int
-
-const (
-	// LinkConnecting: the link is being established, or its initial
-	// filters are being exchanged.
-	LinkConnecting LinkState = iota
-	// LinkUp: both switches have installed each other's filters.
-	LinkUp
-	// LinkDown: the link failed or closed; a link the switch requested is
-	// being re-established.
-	LinkDown
-	// LinkClosed: a requested link that is not re-established any more:
-	// SharedLink.Close or Switch.Close ran, or its parent left (Leave)
-	// and made this switch a root.
-	LinkClosed
-)
-
-// String returns the state's name.
-func (s LinkState) String() string {
-	switch s {
-	case LinkConnecting:
-		return "connecting"
-	case LinkUp:
-		return "up"
-	case LinkDown:
-		return "down"
-	case LinkClosed:
-		return "closed"
-	}
-	return fmt.Sprintf("LinkState(%d)", int(s))
-}
 
 // LinkInfo describes one shared link of a switch (see Switch.Links): a
 // snapshot of its router's counters (S1 SI-R).

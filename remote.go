@@ -4,679 +4,574 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
 
-// Defaults of the switch's bounds on remote sessions (SwitchConfig).
+// Timing of a remote session's side of its stream.
 const (
-	// DefaultMaxRetention caps the retention a remote session may ask
-	// for (ReconnectPolicy.Retention).
-	DefaultMaxRetention = 10 * time.Minute
-	// DefaultMaxRetentionBytes caps the bytes of deliveries a switch holds
-	// for one remote session (ReconnectPolicy.RetentionBytes).
-	DefaultMaxRetentionBytes = 64 << 20
-	// DefaultMaxRetentionTotalBytes caps them over all of a switch's
-	// remote sessions (SwitchConfig.MaxRetentionTotalBytes): 1 GiB.
-	DefaultMaxRetentionTotalBytes = 1 << 30
-	// DefaultMaxSpoolSize caps the look-in spool of a remote session, in
-	// events (SwitchConfig.MaxSpoolSize).
-	DefaultMaxSpoolSize = 1 << 16
-	// goodbyeTimeout bounds how long Switch.Close waits for its connected
-	// remote sessions to confirm the end of their streams.
-	goodbyeTimeout = time.Second
-	// tombstones bounds how many ended remote sessions a switch remembers,
-	// and tombstoneAge for how long, so that an entity returning after its
-	// retention learns what it lost.
-	tombstones   = 4096
-	tombstoneAge = time.Hour
+	byeTimeout = time.Second           // bounds the goodbye a closing remote session sends
+	ackEvery   = 64                    // frames received before they are confirmed at once
+	ackDelay   = 10 * time.Millisecond // fewer are confirmed this long after the first arrived
 )
 
-// errBye ends a remote session's connection when the entity says goodbye.
-var errBye = errors.New("sion: the session said goodbye")
-
-// remoteEnd is the switch's side of a remote session (see Dial): the
-// session's stream (an outbox), its subscriptions by the IDs the entity
-// gave them, and the connection that serves it now — none while the
-// entity is away, for at most the retention it asked for; then the session
-// ends and a tombstone records what it lost.
-type remoteEnd struct {
-	sw        *Switch
-	sess      *Session
-	token     string
-	retention time.Duration
-	out       *outbox
-	reqs      sync.WaitGroup // requests served in goroutines (Subscribe, Pull); they end with the session
-
-	mu        sync.Mutex
-	subs      map[uint64]*remoteSub         // by the entity's subscription ID; mu
-	lastReq   uint64                        // the highest request Seq received; mu
-	conn      *attachment                   // the connection serving the session; nil while away; mu
-	attaching bool                          // a reconnecting entity is taking the session over; mu
-	away      uint64                        // counts the times the entity went away; mu
-	awayStop  chan struct{}                 // closed when the entity returns in time; mu
-	pulls     map[uint64]context.CancelFunc // pulls waiting, by Seq; mu
-	ended     bool                          // mu
+// Dial connects to a switch that serves remote sessions (Switch.Serve) at
+// addr over tr, and returns a remote Session: the same type and API as a
+// local one. The switch's admission hook decides whether it may open;
+// Dial returns an error wrapping ErrNotAdmitted when it refuses, one
+// wrapping ErrInvalidConfig for a configuration it cannot use (a profile
+// that makes the Hello longer than MaxHandshakeFrameBytes), and transport
+// errors as they are.
+//
+// On a remote session, Publish, Subscribe, Unsubscribe, SetProfile and
+// Pull are requests the switch answers, so they return the switch's
+// errors, which wrap the same sentinels as on a local session; a call
+// whose ctx ends returns an error wrapping ctx's error, and the session
+// stays usable. Publish checks the place's payload limit (PlaceConfig.
+// MaxPayloadBytes, which the switch tells) before the event travels.
+// Each subscription keeps its queue, overflow policy and handler on this
+// side; WithOverflow(Block) is refused (ErrInvalidConfig), since one
+// subscription would hold up the session's others. The switch sends one
+// frame per event for all of the session's subscriptions that matched,
+// in order. The look-in spool stays on the switch (with the session's
+// SpoolSize and SpoolRetention), so events wait there while the entity
+// pulls; events the Spill policy moves out of a full queue wait on this
+// side, and Pull returns them first, so an event both spilled and
+// looked-in can come twice through Pull, once per side. Stats reports
+// this side's spool. Publish returns once the switch has delivered the
+// event to the switch's own queues and links; a subscriber on another
+// remote session receives it when that link's frames arrive (see
+// Session.Sync).
+//
+// If the connection fails, the session reconnects (cfg.Reconnect): calls
+// made meanwhile wait for the connection or their ctx, and the switch
+// keeps the session and its events for the retention, so a session that
+// returns in time misses nothing and receives nothing twice — beyond
+// NATS's at-most-once reconnect. The entity confirms what it receives, so
+// that an event the switch matched for the session is either received
+// or counted as dropped (SubscriptionStats.Dropped, on both sides). A
+// session that cannot reconnect ends: Done closes, Err and its
+// subscriptions' Next return the cause.
+func Dial(ctx context.Context, tr transport.Transport, addr string, cfg SessionConfig) (*Session, error) {
+	if tr == nil {
+		return nil, fmt.Errorf("%w: Dial with a nil transport", ErrInvalidConfig)
+	}
+	if err := checkKey("SessionConfig.SharedKey", cfg.SharedKey); err != nil {
+		return nil, err
+	}
+	if cfg.SpoolSize < 0 || cfg.SpoolRetention < 0 || cfg.SpoolSize > 1<<32-1 {
+		return nil, fmt.Errorf("%w: SessionConfig.SpoolSize %d and SpoolRetention %v must not be negative", ErrInvalidConfig, cfg.SpoolSize, cfg.SpoolRetention)
+	}
+	if err := cfg.Reconnect.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	rc := &remoteClient{
+		tr: tr, addrs: append([]string{addr}, cfg.Reconnect.Addrs...), key: cfg.SharedKey,
+		policy: cfg.Reconnect.withDefaults(), log: log,
+		pending: map[uint64]*request{}, subs: map[uint64]*Subscription{},
+		done: make(chan struct{}), runDone: make(chan struct{}), ackWake: make(chan struct{}, 1), ackDone: make(chan struct{}),
+	}
+	rc.hello = wire.Hello{
+		Version: protocolVersion, Session: cfg.Name, Profile: cfg.Profile,
+		RetentionMillis: uint64(rc.policy.Retention / time.Millisecond), RetentionBytes: uint64(rc.policy.RetentionBytes),
+		SpoolSize: uint32(cfg.SpoolSize), SpoolRetentionMillis: uint64(cfg.SpoolRetention / time.Millisecond),
+	}
+	probe := rc.hello
+	probe.Token, probe.Resume = make([]byte, nonceBytes), make([]byte, 16)
+	if f, err := wire.Encode(nil, &probe); err != nil || len(f) > MaxHandshakeFrameBytes {
+		return nil, fmt.Errorf("%w: SessionConfig.Profile makes a hello of %d bytes, more than MaxHandshakeFrameBytes (%d) (%v)", ErrInvalidConfig, len(f), MaxHandshakeFrameBytes, err)
+	}
+	hello := rc.hello
+	conn, welcome, err := rc.connect(ctx, addr, &hello)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(rc, nil, 0, cfg.Name, slices.Clone(cfg.Profile), newSpool(0, 0), nil)
+	rc.sess = s
+	rc.adopt(conn, welcome, addr)
+	rc.token = welcome.Token
+	rc.conn = conn
+	runCtx, stop := context.WithCancel(context.Background())
+	rc.stop = stop
+	go rc.run(runCtx, conn)
+	go rc.ackLoop()
+	return s, nil
 }
 
-// remoteSub is one of a remote session's subscriptions, from Subscribe on.
-type remoteSub struct {
-	sub       *Subscription
-	cancel    context.CancelFunc // ends its registration
-	active    bool               // registered
-	cancelled bool               // Unsubscribe came while it was being registered
+// remoteClient is the backend of a remote session: the entity's side of
+// its connection to a switch, reconnected when it fails.
+type remoteClient struct {
+	tr      transport.Transport
+	addrs   []string // Dial's address, then ReconnectPolicy.Addrs
+	key     []byte
+	hello   wire.Hello // the fields of every Hello but Profile, Token, Resume, Received
+	policy  ReconnectPolicy
+	log     *slog.Logger
+	sess    *Session
+	stop    context.CancelFunc // ends run's context: Close
+	runDone chan struct{}      // closed when run returns
+	ackWake chan struct{}      // a frame arrived with none unconfirmed before
+	ackDone chan struct{}      // closed when ackLoop returns
+
+	seq, subSeq atomic.Uint64
+	received    atomic.Uint64 // frames of the current stream received
+	acked       atomic.Uint64 // the count last confirmed
+
+	// sendMu orders requests on the wire by Seq: it is held while a
+	// request gets its number and is sent, and while requests are sent
+	// again after a reconnect.
+	sendMu sync.Mutex
+
+	mu         sync.Mutex
+	conn       transport.Conn // mu; nil while disconnected
+	addr       string         // mu; the address of conn, or of the last one
+	lim        wire.Limits    // mu; of conn
+	token      []byte         // mu; names the session for a resume
+	switchName string         // mu
+	maxPayload int            // mu; the place's PlaceConfig.MaxPayloadBytes
+	// retentionBytes is the stream's bound the switch granted: the
+	// entity confirms at least every quarter of it, so that a small bound
+	// does not drop what a fast entity has received. mu.
+	retentionBytes int
+	pending        map[uint64]*request // mu; requests not yet answered, by Seq
+	// resubscribing counts the subscriptions registered again after a
+	// reconnect, not yet answered; reconnected is the event reported
+	// once they are. mu.
+	resubscribing int
+	reconnected   *ConnectionEvent
+	subs          map[uint64]*Subscription // mu
+	closed        bool                     // mu
+	done          chan struct{}            // closed when closed is set
+
+	pullMu   sync.Mutex
+	pullWait chan wire.Message // pullMu; the reply of a pull whose caller gave up
+	late     []Delivery        // pullMu; pulled events not yet returned
 }
 
-// attachment is one connection serving a remote session.
-type attachment struct {
-	conn   transport.Conn
-	cancel context.CancelFunc // ends its reader and writer
-	done   chan struct{}      // closed once both have returned
+// request is a request sent, or to send once connected, and not yet
+// answered.
+type request struct {
+	frame []byte
+	kind  wire.Kind
+	ch    chan wire.Message // where the answer goes; nil when nobody waits
+	sub   *Subscription     // for Subscribe: the subscription; ended if the answer is an error and nobody waits
 }
 
-// tombstone is what a switch remembers of a remote session that ended
-// while its entity was away.
-type tombstone struct {
-	name     string
-	requests uint64
-	lost     []wire.Count
-	at       time.Time
+// connect dials addr and runs the handshake with hello.
+func (rc *remoteClient) connect(ctx context.Context, addr string, hello *wire.Hello) (transport.Conn, *wire.Welcome, error) {
+	conn, err := rc.tr.Dial(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	lim := wire.DefaultLimits()
+	lim.MaxFrameBytes = conn.MaxFrameBytes()
+	welcome, err := clientHandshake(ctx, conn, lim, hello, rc.key)
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("sion: dial %s: %w", addr, err)
+	}
+	return conn, welcome, nil
 }
 
-func (sw *Switch) newRemoteEnd(s *Session, token string, retention time.Duration, retentionBytes int) *remoteEnd {
-	return &remoteEnd{sw: sw, sess: s, token: token, retention: retention, out: newOutbox(s, retentionBytes),
-		subs: map[uint64]*remoteSub{}, pulls: map[uint64]context.CancelFunc{}}
+// adopt takes the connection's parameters from welcome. mu must be held,
+// or the client not yet shared.
+func (rc *remoteClient) adopt(conn transport.Conn, w *wire.Welcome, addr string) {
+	rc.lim = wire.DefaultLimits()
+	rc.lim.MaxFrameBytes = conn.MaxFrameBytes()
+	rc.switchName, rc.addr = w.Switch, addr
+	rc.maxPayload = int(min(w.MaxPayloadBytes, 1<<31-1))
+	rc.retentionBytes = int(min(w.RetentionBytes, 1<<31-1))
 }
 
-// serve carries the session over conn until the connection ends: its
-// reader serves requests (starting with first, already decoded, or its
-// decoding error), its writer sends the stream. Then the session waits
-// for its entity to return, or ends.
-func (re *remoteEnd) serve(ctx context.Context, conn transport.Conn, lim wire.Limits, first wire.Message, firstErr error) {
-	ctx, cancel := context.WithCancel(ctx)
-	at := &attachment{conn: conn, cancel: cancel, done: make(chan struct{})}
-	re.mu.Lock()
-	if re.ended {
-		re.mu.Unlock()
-		cancel()
+func (rc *remoteClient) encode(m wire.Message) ([]byte, error) {
+	rc.mu.Lock()
+	lim := rc.lim
+	rc.mu.Unlock()
+	f, err := wire.EncodeLimits(nil, m, lim)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	return f, nil
+}
+
+// call sends a request with a fresh sequence number (set by seq) and
+// waits for its answer.
+func (rc *remoteClient) call(ctx context.Context, m wire.Message, seq func(uint64)) (wire.Message, error) {
+	n, ch, err := rc.start(ctx, m, seq, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		rc.forget(n)
+		return nil, fmt.Errorf("sion: session %q: %v request: %w", rc.sess.name, m.Kind(), ctx.Err())
+	case <-rc.done:
+		return nil, rc.closedErr()
+	}
+}
+
+// start gives a request the next sequence number (set by seq) and sends
+// it, or, while the session is disconnected, keeps it to send once it is
+// connected again. With wait, it returns the channel its answer will
+// arrive on.
+func (rc *remoteClient) start(ctx context.Context, m wire.Message, seq func(uint64), sub *Subscription, wait bool) (uint64, chan wire.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, fmt.Errorf("sion: session %q: %v request: %w", rc.sess.name, m.Kind(), err)
+	}
+	rc.sendMu.Lock()
+	defer rc.sendMu.Unlock()
+	n := rc.seq.Add(1)
+	seq(n)
+	f, err := rc.encode(m)
+	if err != nil {
+		return 0, nil, err
+	}
+	r := &request{frame: f, kind: m.Kind(), sub: sub}
+	if wait {
+		r.ch = make(chan wire.Message, 1)
+	}
+	rc.mu.Lock()
+	if rc.closed {
+		rc.mu.Unlock()
+		return 0, nil, rc.closedErr()
+	}
+	rc.pending[n] = r
+	conn := rc.conn
+	rc.mu.Unlock()
+	if conn == nil {
+		return n, r.ch, nil // sent once connected
+	}
+	if err := conn.Send(ctx, f); err != nil {
+		switch {
+		case ctx.Err() != nil:
+			rc.forget(n)
+			return 0, nil, fmt.Errorf("sion: session %q: %v request: %w", rc.sess.name, m.Kind(), ctx.Err())
+		case errors.Is(err, transport.ErrFrameTooLarge):
+			rc.forget(n)
+			return 0, nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		}
+		// The connection failed: the request is sent again once the
+		// session is connected again.
+	}
+	return n, r.ch, nil
+}
+
+// forget drops a request nobody waits for any more.
+func (rc *remoteClient) forget(n uint64) {
+	rc.mu.Lock()
+	delete(rc.pending, n)
+	rc.mu.Unlock()
+}
+
+func (rc *remoteClient) closedErr() error {
+	if err := rc.sess.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: session %q", ErrClosed, rc.sess.name)
+}
+
+// ack turns an answer into the error it carries.
+func ack(r wire.Message) error {
+	switch r := r.(type) {
+	case *wire.Ack:
+		return nil
+	case *wire.Error:
+		return fromWireError(r)
+	}
+	return fmt.Errorf("%w: reply of kind %v", ErrProtocol, r.Kind())
+}
+
+// reply hands the answer m to the request seq.
+func (rc *remoteClient) reply(seq uint64, m wire.Message) {
+	rc.mu.Lock()
+	r := rc.pending[seq]
+	delete(rc.pending, seq)
+	rc.mu.Unlock()
+	switch {
+	case r == nil:
+	case r.ch != nil:
+		r.ch <- m
+	case r.sub != nil: // a subscription registered again after a reconnect
+		if e, ok := m.(*wire.Error); ok {
+			rc.endSub(r.sub, fmt.Errorf("registering it again after a reconnect failed: %w", fromWireError(e)))
+		}
+		rc.mu.Lock()
+		rc.resubscribing--
+		var ev *ConnectionEvent
+		if rc.resubscribing == 0 {
+			ev, rc.reconnected = rc.reconnected, nil
+		}
+		rc.mu.Unlock()
+		if ev != nil {
+			rc.notify(*ev)
+		}
+	}
+}
+
+func (rc *remoteClient) deliver(m *wire.Deliver) {
+	ev, err := fromWireEvent(&m.Event)
+	if err != nil {
+		rc.log.Warn("sion: undeliverable event from the switch", "session", rc.sess.name, "err", err)
 		return
 	}
-	re.conn, re.attaching = at, false
-	re.mu.Unlock()
-	re.sw.mu.Lock()
-	re.sw.remotes[re.token] = re
-	re.sw.mu.Unlock()
-
-	var writer sync.WaitGroup
-	writer.Go(func() { re.write(ctx, at) })
-	err := re.read(ctx, at, lim, first, firstErr)
-	cancel()
-	conn.Close()
-	writer.Wait()
-	close(at.done)
-	re.detach(at, err)
-}
-
-// write sends the stream's frames in order until the connection ends.
-func (re *remoteEnd) write(ctx context.Context, at *attachment) {
-	for {
-		f, ok := re.out.next(ctx.Done())
-		if !ok {
-			return
+	d := Delivery{Event: ev, Matched: fromWireMatches(m.Matched)}
+	var spilled []*Subscription
+	for _, mt := range d.Matched {
+		rc.mu.Lock()
+		sub := rc.subs[mt.Subscription]
+		rc.mu.Unlock()
+		if sub != nil && !sub.cfg.lookIn {
+			if spill, _ := sub.enqueue(context.Background(), nil, d); spill {
+				spilled = append(spilled, sub)
+			}
 		}
-		if err := at.conn.Send(ctx, f); err != nil {
-			at.conn.Close() // the reader sees it and ends the connection
-			return
-		}
+	}
+	if len(spilled) > 0 { // Spill policy: this side's spool, which Pull reads first
+		rc.sess.spool.put(d, spilled...)
 	}
 }
 
-// read serves the entity's requests until the connection ends, starting
-// with first (or its decoding error err). It returns errBye when the
-// entity says goodbye, an error wrapping ErrProtocol for a frame it
-// refuses, and the connection's error otherwise.
-func (re *remoteEnd) read(ctx context.Context, at *attachment, lim wire.Limits, first wire.Message, err error) error {
-	s := re.sess
-	for m := first; ; m = nil {
-		if m == nil && err == nil {
-			var frame []byte
-			if frame, err = at.conn.Recv(ctx); err != nil {
-				return err
-			}
-			m, err = wire.Decode(frame, lim)
-		}
-		if err != nil {
-			return re.refuse(ctx, at, fmt.Errorf("%w: %w", ErrProtocol, err))
-		}
-		switch m := m.(type) {
-		case *wire.Received:
-			if err := re.out.confirm(m.Frames); err != nil {
-				return re.refuse(ctx, at, err)
-			}
-			continue
-		case *wire.Bye:
-			return errBye
-		}
-		seq, ok := requestSeq(m)
-		if !ok {
-			return re.refuse(ctx, at, fmt.Errorf("%w: a remote session does not send %v frames", ErrProtocol, m.Kind()))
-		}
-		re.mu.Lock()
-		last := re.lastReq
-		if seq > last {
-			re.lastReq = seq
-		}
-		re.mu.Unlock()
-		if seq <= last {
-			return re.refuse(ctx, at, fmt.Errorf("%w: request %d after request %d: requests are numbered in increasing order", ErrProtocol, seq, last))
-		}
-		if !re.out.roomForReplies(ctx.Done()) {
-			return ctx.Err()
-		}
-		switch m := m.(type) {
-		case *wire.Publish:
-			ev, err := fromWireEvent(&m.Event)
-			if err == nil {
-				err = s.Publish(ctx, ev)
-			}
-			re.reply(seq, err)
-		case *wire.Subscribe: // it may wait for the subscription contract (S2)
-			re.subscribe(m)
-		case *wire.Unsubscribe:
-			re.unsubscribe(m.Sub)
-			re.reply(seq, nil)
-		case *wire.SetProfile:
-			re.reply(seq, s.SetProfile(m.Profile))
-		case *wire.Pull:
-			re.pull(m)
-		case *wire.Ack: // a ping: answered in order, after the deliveries before it
-			re.reply(seq, nil)
-		}
+// The backend of remote sessions.
+
+func (rc *remoteClient) publish(ctx context.Context, _ *Session, ev *Event) error {
+	if ev == nil {
+		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
+	rc.mu.Lock()
+	limit := rc.maxPayload
+	rc.mu.Unlock()
+	if err := checkPayloadSize(len(ev.Data), limit); err != nil {
+		return err
+	}
+	p := &wire.Publish{Event: toWireEvent(ev)}
+	r, err := rc.call(ctx, p, func(n uint64) { p.Seq = n })
+	if err != nil {
+		return err
+	}
+	return ack(r)
 }
 
-// refuse answers err (Seq 0: the session fails) on the connection and
-// returns it.
-func (re *remoteEnd) refuse(ctx context.Context, at *attachment, err error) error {
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	sendFrame(sctx, at.conn, &wire.Error{Code: errorCode(err), Message: err.Error()})
+func (rc *remoteClient) nextSubID() uint64 { return rc.subSeq.Add(1) }
+
+// subscribeMessage returns the Subscribe request for sub, without Seq.
+func subscribeMessage(sub *Subscription) *wire.Subscribe {
+	return &wire.Subscribe{Sub: sub.id, Filter: sub.f.String(), Queue: uint32(min(sub.cfg.queue, 1<<32-1)), Overflow: uint8(sub.cfg.overflow), LookIn: sub.cfg.lookIn, TTL: int32(sub.ttl)}
+}
+
+func (rc *remoteClient) register(ctx context.Context, sub *Subscription) error {
+	if sub.cfg.overflow == Block {
+		return errRemoteBlock
+	}
+	rc.mu.Lock()
+	rc.subs[sub.id] = sub // before the request: a delivery may precede the answer
+	rc.mu.Unlock()
+	m := subscribeMessage(sub)
+	n, ch, err := rc.start(ctx, m, func(n uint64) { m.Seq = n }, sub, true)
+	if err == nil {
+		select {
+		case r := <-ch:
+			err = ack(r)
+		case <-ctx.Done():
+			rc.forget(n)
+			err = fmt.Errorf("sion: session %q: Subscribe request: %w", rc.sess.name, ctx.Err())
+		case <-rc.done:
+			err = rc.closedErr()
+		}
+	}
+	if err != nil {
+		rc.mu.Lock()
+		delete(rc.subs, sub.id)
+		rc.mu.Unlock()
+		if ctx.Err() != nil { // the switch may have registered it: the release follows the request
+			rc.unsubscribe(sub.id)
+		}
+	}
 	return err
 }
 
-// requestSeq returns the Seq of a request frame.
-func requestSeq(m wire.Message) (uint64, bool) {
-	var seq uint64
-	switch m := m.(type) {
-	case *wire.Publish:
-		seq = m.Seq
-	case *wire.Subscribe:
-		seq = m.Seq
-	case *wire.Unsubscribe:
-		seq = m.Seq
-	case *wire.SetProfile:
-		seq = m.Seq
-	case *wire.Pull:
-		seq = m.Seq
-	case *wire.Ack:
-		seq = m.Seq
-	default:
-		return 0, false
-	}
-	return seq, true
-}
-
-// reply appends the answer to request seq to the stream: Ack, or Error
-// with err.
-func (re *remoteEnd) reply(seq uint64, err error) {
-	var m wire.Message = &wire.Ack{Seq: seq}
-	if err != nil {
-		m = &wire.Error{Seq: seq, Code: errorCode(err), Message: err.Error()}
-	}
-	re.send(m)
-}
-
-// send encodes m and appends it to the stream.
-func (re *remoteEnd) send(m wire.Message) {
-	f, err := wire.Encode(nil, m)
-	if err != nil {
-		f, _ = wire.Encode(nil, &wire.Error{Code: codeInternal, Message: "sion: reply does not fit a frame: " + err.Error()})
-	}
-	re.out.reply(f)
-}
-
-// subscribe starts registering a remote session's subscription: a
-// subscription without a queue, whose events go into the session's stream
-// (or, for look-in, its spool). Its record exists before the request's
-// next frame is read, so that an Unsubscribe that follows finds it; the
-// registration, which may wait for the subscription contract (S2), runs in
-// a goroutine and answers when it is done.
-func (re *remoteEnd) subscribe(m *wire.Subscribe) {
-	sub, err := re.newSub(m)
-	if err != nil {
-		re.reply(m.Seq, err)
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rs := &remoteSub{sub: sub, cancel: cancel}
-	re.mu.Lock()
-	if _, dup := re.subs[m.Sub]; dup || re.ended {
-		re.mu.Unlock()
-		cancel()
-		if dup {
-			err = fmt.Errorf("%w: subscription ID %d is in use", ErrProtocol, m.Sub)
-		} else {
-			err = fmt.Errorf("%w: session %q", ErrClosed, re.sess.name)
-		}
-		re.reply(m.Seq, err)
-		return
-	}
-	re.subs[m.Sub] = rs
-	re.reqs.Add(1)
-	re.mu.Unlock()
-	s := re.sess
-	s.mu.Lock()
-	s.subs[sub.id] = sub
-	s.mu.Unlock()
-	go func() {
-		defer re.reqs.Done()
-		defer cancel()
-		err := re.sw.register(ctx, sub)
-		re.mu.Lock()
-		gone := rs.cancelled || re.ended
-		if err == nil && !gone {
-			rs.active = true
-		}
-		if err != nil || gone {
-			if re.subs[m.Sub] == rs {
-				delete(re.subs, m.Sub)
-			}
-		}
-		re.mu.Unlock()
-		if err == nil && gone {
-			err = fmt.Errorf("sion: subscription %d was cancelled by its session while it was being made: %w", m.Sub, context.Canceled)
-		}
-		if err != nil {
-			s.forget(sub)
-			sub.cancel()
-		}
-		re.reply(m.Seq, err)
-	}()
-}
-
-// newSub checks a remote Subscribe and returns its subscription.
-func (re *remoteEnd) newSub(m *wire.Subscribe) (*Subscription, error) {
-	if m.Sub == 0 {
-		return nil, fmt.Errorf("%w: subscription ID 0", ErrProtocol)
-	}
-	f, err := filter.Compile(m.Filter)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidFilter, err)
-	}
-	o := Overflow(m.Overflow)
-	switch {
-	case o < DropNewest || o > Block:
-		return nil, fmt.Errorf("%w: overflow policy %v", ErrInvalidConfig, o)
-	case o == Block:
-		return nil, errRemoteBlock
-	}
-	cfg := subConfig{queue: int(m.Queue), overflow: o, lookIn: m.LookIn, ttl: min(65535, max(-1, int(m.TTL)))}
-	return newSubscription(re.sess, f, cfg, m.Sub, nil), nil
-}
-
-// errRemoteBlock refuses WithOverflow(Block) for a remote session.
-var errRemoteBlock = fmt.Errorf("%w: WithOverflow(Block) is for local sessions: a remote session's events reach it over one connection, which a blocked subscription would hold up for the session's other subscriptions and the switch's publishers; use a longer queue (WithQueue), DropOldest, or Spill (events wait in the session's spool on the entity's side)", ErrInvalidConfig)
-
-// unsubscribe cancels the subscription the entity calls id: at once if it
-// is registered, or as soon as its registration ends.
-func (re *remoteEnd) unsubscribe(id uint64) {
-	re.mu.Lock()
-	rs := re.subs[id]
-	delete(re.subs, id)
-	if rs != nil && !rs.active {
-		rs.cancelled = true
-	}
-	re.mu.Unlock()
-	switch {
-	case rs == nil:
-	case rs.active:
-		re.sess.forget(rs.sub)
-		rs.sub.cancel()
-	default:
-		rs.cancel() // the registration ends, undoes itself and answers
+// unregister stops deliveries to sub at once, on this side, and asks the
+// switch to drop the subscription without waiting for its answer.
+func (rc *remoteClient) unregister(sub *Subscription) {
+	rc.mu.Lock()
+	_, ok := rc.subs[sub.id]
+	delete(rc.subs, sub.id)
+	closed := rc.closed
+	rc.mu.Unlock()
+	if ok && !closed {
+		rc.unsubscribe(sub.id)
 	}
 }
 
-// pull answers a look-in Pull with spooled deliveries, at most what fits
-// one frame; it waits in a goroutine until the spool has some. A session
-// has one Pull waiting at most (the entity's side never sends another):
-// a second is refused, so that Pulls cannot pile up goroutines.
-func (re *remoteEnd) pull(m *wire.Pull) {
-	ctx, cancel := context.WithCancel(context.Background())
-	re.mu.Lock()
-	if re.ended || len(re.pulls) > 0 {
-		waiting := len(re.pulls) > 0
-		re.mu.Unlock()
-		cancel()
-		if waiting {
-			re.reply(m.Seq, fmt.Errorf("%w: session %q has a Pull waiting already; one at a time", ErrProtocol, re.sess.name))
-		} else {
-			re.reply(m.Seq, fmt.Errorf("%w: session %q", ErrClosed, re.sess.name))
-		}
-		return
-	}
-	re.pulls[m.Seq] = cancel
-	re.reqs.Add(1)
-	re.mu.Unlock()
-	go func() {
-		defer re.reqs.Done()
-		limit := wire.DefaultLimits().MaxDeliveries
-		if m.Max > 0 {
-			limit = min(limit, int(m.Max))
-		}
-		s := re.sess
-		ds, err := s.spool.pull(ctx, limit, s.done)
-		re.mu.Lock() // before the answer: the entity may send its next Pull as soon as it has it
-		delete(re.pulls, m.Seq)
-		re.mu.Unlock()
-		cancel()
-		if err != nil {
-			re.reply(m.Seq, err)
-			return
-		}
-		for {
-			r := &wire.PullReply{Seq: m.Seq, Deliveries: make([]wire.Delivery, len(ds))}
-			for i, d := range ds {
-				r.Deliveries[i] = wire.Delivery{Event: toWireEvent(d.Event), Matched: toWireMatches(d.Matched)}
-			}
-			f, err := wire.Encode(nil, r)
-			if err == nil || len(ds) == 1 {
-				if err != nil { // one event that does not fit a frame: lost, and said so
-					s.spool.lose(ds)
-					re.reply(m.Seq, fmt.Errorf("%w: spooled event %s does not fit a frame: %w", ErrInvalidEvent, ds[0].Event.ID, err))
-					return
-				}
-				re.out.reply(f)
-				return
-			}
-			half := len(ds) / 2 // too many for one frame: the rest waits for the next Pull
-			s.spool.unshift(ds[half:])
-			ds = ds[:half]
-		}
-	}()
+// unsubscribe asks the switch to drop subscription id, without waiting.
+func (rc *remoteClient) unsubscribe(id uint64) {
+	m := &wire.Unsubscribe{Sub: id}
+	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+	defer cancel()
+	rc.start(ctx, m, func(n uint64) { m.Seq = n }, nil, false)
 }
 
-// The switch's side of a remote session as a sink: its events go into the
-// session's stream, or its spool for look-in subscriptions.
-
-var _ sink = (*remoteEnd)(nil)
-
-// patron checks e's patronage condition against the entity's profile.
-func (re *remoteEnd) patron(s *Session, e *Event) bool { return patronOf(s, e) }
-
-// queues is false: the subscriptions' queues are on the entity's side.
-func (re *remoteEnd) queues() bool { return false }
-
-// installsWhileClosing is false: a closing switch takes no new
-// subscriptions from entities.
-func (re *remoteEnd) installsWhileClosing() bool { return false }
-
-// fire hands one delivery of the session to its stream (push
-// subscriptions) and its spool (look-in ones). A delivery the stream has
-// no room for is dropped for its push subscriptions, counted, and reported
-// to the entity in the stream.
-func (re *remoteEnd) fire(_ context.Context, _ <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
-	d := newDelivery(e, hits)
-	var lookIn, push []*Subscription
-	for _, h := range hits {
-		h.sub.matched.Add(1)
-		if h.sub.cfg.lookIn {
-			lookIn = append(lookIn, h.sub)
-			h.sub.placed()
-		} else {
-			push = append(push, h.sub)
-		}
-	}
-	if len(lookIn) > 0 {
-		s.spool.put(d, lookIn...)
-	}
-	if len(push) == 0 {
-		return nil
-	}
-	sd, err := shared.get(d.Event)
-	var f []byte
+func (rc *remoteClient) setProfile(ctx context.Context, s *Session, profile []ontology.Attr) error {
+	m := &wire.SetProfile{Profile: profile}
+	r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
 	if err == nil {
-		f, err = sd.Frame(toWireMatches(d.Matched))
+		err = ack(r)
 	}
 	if err != nil {
-		re.out.unfit(push)
-		return fmt.Errorf("sion: event %s does not fit a frame to session %q: %w", d.Event.ID, s.name, err)
+		return err
 	}
-	re.out.deliver(f, push)
+	p := slices.Clone(profile)
+	s.profile.Store(&p)
 	return nil
 }
 
-// detach notes that the connection at ended with err. A session whose
-// entity said goodbye, broke the protocol or asked for no retention ends
-// now; otherwise it waits for its entity to return, for at most its
-// retention. It must be called from a goroutine Switch.Close waits for
-// (Serve's).
-func (re *remoteEnd) detach(at *attachment, err error) {
-	re.mu.Lock()
-	if at != nil && re.conn != at { // taken over by a reconnecting entity
-		re.mu.Unlock()
-		return
-	}
-	re.conn = nil
-	keep := !re.ended && re.retention > 0 && !errors.Is(err, errBye) && !errors.Is(err, ErrProtocol) && !chanClosed(re.sw.stopping)
-	if !keep {
-		re.mu.Unlock()
-		re.sess.Close()
-		return
-	}
-	re.away++
-	gen, stop := re.away, make(chan struct{})
-	re.awayStop = stop
-	re.mu.Unlock()
-	re.sw.log.Info("sion: remote session disconnected; kept for its retention", "switch", re.sw.cfg.Name, "session", re.sess.name, "retention", re.retention, "err", err)
-	re.sw.conns.Add(1) // Serve's goroutine holds a count, so Close has not begun waiting
-	go func() {
-		defer re.sw.conns.Done()
-		t := time.NewTimer(re.retention)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			re.expire(gen)
-		case <-stop:
-		case <-re.sess.done:
-		case <-re.sw.stopping:
+// pull returns what the Spill policy put in this side's spool, else asks
+// the switch for its spooled events. A reply that arrives after the caller
+// gave up is kept for the next Pull, so that no pulled event is lost.
+func (rc *remoteClient) pull(ctx context.Context, s *Session, limit int) ([]Delivery, error) {
+	rc.pullMu.Lock()
+	defer rc.pullMu.Unlock()
+	take := func() []Delivery {
+		n := len(rc.late)
+		if limit > 0 && limit < n {
+			n = limit
 		}
-	}()
-}
-
-// expire ends the session if its entity is still away since the time
-// gen counts.
-func (re *remoteEnd) expire(gen uint64) {
-	re.mu.Lock()
-	away := re.conn == nil && !re.attaching && re.away == gen && !re.ended
-	re.mu.Unlock()
-	if away {
-		re.sw.log.Info("sion: remote session away longer than its retention; it ends", "switch", re.sw.cfg.Name, "session", re.sess.name, "retention", re.retention)
-		re.sess.Close()
+		out := slices.Clone(rc.late[:n])
+		rc.late = slices.Delete(rc.late, 0, n)
+		return out
 	}
-}
-
-// takeOver hands the session to an entity that reconnects and has
-// received the first received frames of its stream: the connection still
-// serving it, if any, ends first. It reports false when the session ended
-// meanwhile, and refuses while another connection is taking it over. On
-// success the caller must serve the session (serve) or abandon it.
-func (re *remoteEnd) takeOver(ctx context.Context, received uint64) (bool, error) {
-	re.mu.Lock()
-	if re.ended {
-		re.mu.Unlock()
-		return false, nil
+	if ds := s.spool.take(limit); len(ds) > 0 {
+		return ds, nil
 	}
-	if re.attaching {
-		re.mu.Unlock()
-		return false, fmt.Errorf("sion: session %q is being resumed on another connection; try again", re.sess.name)
+	if len(rc.late) > 0 {
+		return take(), nil
 	}
-	old := re.conn
-	re.conn, re.attaching = nil, true
-	if re.awayStop != nil {
-		close(re.awayStop)
-		re.awayStop = nil
-	}
-	re.mu.Unlock()
-	fail := func(err error) (bool, error) {
-		re.abandon(err)
-		return false, err
-	}
-	if old != nil {
-		old.cancel()
-		old.conn.Close()
-		select {
-		case <-old.done:
-		case <-ctx.Done():
-			return fail(ctx.Err())
-		}
-	}
-	if err := re.out.rewind(received); err != nil {
-		return fail(err)
-	}
-	return true, nil
-}
-
-// abandon notes that a takeover failed with err: the entity is away
-// again, for a new retention.
-func (re *remoteEnd) abandon(err error) {
-	re.mu.Lock()
-	re.attaching = false
-	re.mu.Unlock()
-	re.detach(nil, err)
-}
-
-// resume looks up the session a reconnecting entity's Hello names, takes
-// it over and fills in welcome. It returns nil and no error for a session
-// this switch does not hold; welcome then says whether it ended while its
-// entity was away (Expired) and what it lost.
-func (sw *Switch) resume(ctx context.Context, hello *wire.Hello, welcome *wire.Welcome) (*remoteEnd, error) {
-	token := string(hello.Resume)
-	sw.mu.RLock()
-	re := sw.remotes[token]
-	sw.mu.RUnlock()
-	if re != nil && re.sess.name == hello.Session {
-		ok, err := re.takeOver(ctx, hello.Received)
+	if rc.pullWait == nil {
+		m := &wire.Pull{Max: uint32(max(0, min(limit, 1<<32-1)))}
+		_, ch, err := rc.start(ctx, m, func(n uint64) { m.Seq = n }, nil, true)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			re.mu.Lock()
-			welcome.Requests = re.lastReq
-			re.mu.Unlock()
-			welcome.Token, welcome.Resumed, welcome.Lost = hello.Resume, true, re.out.unreported()
-			welcome.RetentionMillis, welcome.RetentionBytes = uint64(re.retention/time.Millisecond), uint64(re.out.limit)
-			return re, nil
+		rc.pullWait = ch
+	}
+	select {
+	case r := <-rc.pullWait:
+		rc.pullWait = nil
+		switch r := r.(type) {
+		case *wire.PullReply:
+			for _, wd := range r.Deliveries {
+				ev, err := fromWireEvent(&wd.Event)
+				if err != nil {
+					rc.log.Warn("sion: undeliverable pulled event", "session", s.name, "err", err)
+					continue
+				}
+				rc.late = append(rc.late, Delivery{Event: ev, Matched: fromWireMatches(wd.Matched)})
+			}
+			return take(), nil
+		case *wire.Error:
+			return nil, fromWireError(r)
 		}
+		return nil, fmt.Errorf("%w: pull reply of kind %v", ErrProtocol, r.Kind())
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sion: session %q: Pull request: %w", s.name, ctx.Err()) // the reply, when it comes, waits in pullWait
+	case <-rc.done:
+		return nil, rc.closedErr()
 	}
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if tomb, ok := sw.tombs[token]; ok && tomb.name == hello.Session {
-		delete(sw.tombs, token)
-		welcome.Expired, welcome.Requests, welcome.Lost = true, tomb.requests, tomb.lost
-	}
-	return nil, nil
 }
 
-// ending ends the session's connection, its requests and its stream
-// when the session begins to end (sink).
-func (re *remoteEnd) ending() { re.end() }
+// sync waits until every delivery the switch queued for this session
+// before the call has been handed to its subscriptions — a ping, answered
+// after them — and then until the switch has heard that they arrived — a
+// confirmation and a second ping — so that its counters say so too.
+func (rc *remoteClient) sync(ctx context.Context) error {
+	for i := range 2 {
+		if i == 1 {
+			rc.mu.Lock()
+			conn, n := rc.conn, rc.received.Load()
+			rc.mu.Unlock()
+			if conn != nil {
+				rc.confirm(conn, n)
+			}
+		}
+		m := &wire.Ack{}
+		r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
+		if err == nil {
+			err = ack(r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-// end ends the switch's side of a remote session that closes: its
-// connection, the requests it was serving and its stream, and records a
-// tombstone for an entity that may still return.
-func (re *remoteEnd) end() {
-	re.mu.Lock()
-	if re.ended {
-		re.mu.Unlock()
+// closeSession says goodbye to the switch — the frames received
+// confirmed first, so that the switch counts only the rest as dropped —
+// and ends the session's goroutines. After a failure it only waits for
+// them.
+func (rc *remoteClient) closeSession() {
+	rc.mu.Lock()
+	closed := rc.closed
+	rc.closed = true
+	if !closed {
+		close(rc.done)
+	}
+	rc.mu.Unlock()
+	rc.stop()
+	<-rc.runDone // no frame arrives any more: the count below is exact
+	<-rc.ackDone
+	rc.mu.Lock()
+	conn := rc.conn
+	rc.conn = nil
+	rc.mu.Unlock()
+	if conn == nil {
 		return
 	}
-	re.ended = true
-	at := re.conn
-	if re.awayStop != nil {
-		close(re.awayStop)
-		re.awayStop = nil
-	}
-	for _, rs := range re.subs {
-		if !rs.active {
-			rs.cancel()
+	if !closed {
+		ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+		for _, m := range []wire.Message{&wire.Received{Frames: rc.received.Load()}, &wire.Bye{}} {
+			if f, err := wire.Encode(nil, m); err == nil {
+				conn.Send(ctx, f)
+			}
 		}
-	}
-	for _, cancel := range re.pulls {
 		cancel()
 	}
-	requests := re.lastReq
-	re.mu.Unlock()
-	if at != nil {
-		at.cancel()
-		at.conn.Close()
-	}
-	re.reqs.Wait()
-	lost := re.out.end()
-	sw := re.sw
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.remotes[re.token] == re {
-		delete(sw.remotes, re.token)
-	}
-	if at == nil && re.retention > 0 { // away: the entity may still come back
-		sw.bury(re.token, tombstone{name: re.sess.name, requests: requests, lost: lost, at: time.Now()})
+	conn.Close()
+}
+
+// sessionClosing says goodbye on Close (cause nil), and only then: a
+// session that failed (fail) has ended its goroutines' work already, and
+// waits for them on its Close.
+func (rc *remoteClient) sessionClosing(_ *Session, cause error) {
+	if cause == nil {
+		rc.closeSession()
 	}
 }
 
-// goodbye tells each connected remote session that the switch closes, at
-// the end of its stream, and waits up to goodbyeTimeout for them to
-// confirm what they received.
-func (sw *Switch) goodbye() {
-	sw.mu.RLock()
-	var outs []*outbox
-	for _, re := range sw.remotes {
-		re.mu.Lock()
-		if re.conn != nil {
-			outs = append(outs, re.out)
-		}
-		re.mu.Unlock()
-	}
-	sw.mu.RUnlock()
-	ends := make([]uint64, len(outs))
-	for i, ob := range outs {
-		ends[i] = ob.goodbye()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), goodbyeTimeout)
-	defer cancel()
-	for i, ob := range outs {
-		if !ob.waitConfirmed(ends[i], ctx.Done()) {
-			return
-		}
-	}
-}
+func (rc *remoteClient) sessionClosed(*Session) {}
 
-// bury records a tombstone, forgetting the oldest past tombstones or
-// older than tombstoneAge. sw.mu must be held.
-func (sw *Switch) bury(token string, t tombstone) {
-	for len(sw.tombOrder) > 0 {
-		oldest := sw.tombOrder[0]
-		old, ok := sw.tombs[oldest]
-		if ok && len(sw.tombs) < tombstones && t.at.Sub(old.at) < tombstoneAge {
-			break
-		}
-		delete(sw.tombs, oldest)
-		sw.tombOrder = sw.tombOrder[1:]
-	}
-	sw.tombs[token] = t
-	sw.tombOrder = append(sw.tombOrder, token)
+// The switch counts deliveries and drops; this side only its
+// subscriptions'.
+func (rc *remoteClient) countDeliveries(uint64) {}
+func (rc *remoteClient) countDrops(uint64)      {}
+
+func (rc *remoteClient) logger() *slog.Logger { return rc.log }
+
+func (rc *remoteClient) name() string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.switchName
 }

@@ -96,7 +96,7 @@ type linkEnd interface {
 	// forward sends event e, which r.sess fired for, to the peer (queued:
 	// r.sendData); shared holds the event's encodings, made once per
 	// event for all links.
-	forward(r *router, e *Event, shared *lazyDeliver)
+	forward(r *router, e *Event, shared *eventFrames)
 	// receive handles a data event from the peer; ctx is the link's.
 	receive(ctx context.Context, r *router, w *wire.Event)
 	// leave handles the peer's Leave (parent: where its children re-link).
@@ -318,7 +318,7 @@ func (r *router) sendControl(m linkctl.Message) {
 
 // forward sends event e, which the router's session fired for, to the
 // peer, as the link's end says.
-func (r *router) forward(e *Event, shared *lazyDeliver) { r.end.forward(r, e, shared) }
+func (r *router) forward(e *Event, shared *eventFrames) { r.end.forward(r, e, shared) }
 
 // sendData queues data frame f and counts it as sent, or, when the queue
 // is full, as dropped (lostData; logged once per episode of drops) and
@@ -570,3 +570,71 @@ func (r *router) marker(ttl, gateways int) *linkAck {
 	r.sendControl(&linkctl.Marker{Ack: n, TTL: ttl, Gateways: gateways})
 	return a
 }
+
+// seenIDs remembers the IDs of recent events that crossed the switch's
+// links, in two generations of seenGeneration IDs, so that an event
+// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
+type seenIDs struct {
+	mu       sync.Mutex
+	cur, old map[EventID]struct{}
+}
+
+const seenGeneration = 1 << 16
+
+// add records id and reports whether it was there already.
+func (s *seenIDs) add(id EventID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cur[id]; ok {
+		return true
+	}
+	if _, ok := s.old[id]; ok {
+		return true
+	}
+	if s.cur == nil || len(s.cur) >= seenGeneration {
+		s.old, s.cur = s.cur, make(map[EventID]struct{}, 1024)
+	}
+	s.cur[id] = struct{}{}
+	return false
+}
+
+// LinkState is the state of a shared link (S1 shared-link control).
+type LinkState int
+
+// String returns the state's name.
+func (s LinkState) String() string {
+	switch s {
+	case LinkConnecting:
+		return "connecting"
+	case LinkUp:
+		return "up"
+	case LinkDown:
+		return "down"
+	case LinkClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("LinkState(%d)", int(s))
+}
+
+const (
+	// LinkConnecting: the link is being established, or its initial
+	// filters are being exchanged.
+	LinkConnecting LinkState = iota
+	// LinkUp: both switches have installed each other's filters.
+	LinkUp
+	// LinkDown: the link failed or closed; a link the switch requested is
+	// being re-established.
+	LinkDown
+	// LinkClosed: a requested link that is not re-established any more:
+	// SharedLink.Close or Switch.Close ran, or its parent left (Leave)
+	// and made this switch a root.
+	LinkClosed
+)
+
+// probeTimeout bounds the wait for a link to answer a probe marker, and
+// for the ancestors to answer the loop check; linkWait how long a link
+// request waits for the acceptor's own link to come up.
+const (
+	probeTimeout = 2 * time.Second
+	linkWait     = 2 * time.Second
+)

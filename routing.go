@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/linkctl"
-	"github.com/sion-go/sion/internal/wire"
 )
 
 // Routing is how the switches of an event place propagate interest — the
@@ -54,20 +52,11 @@ type Routing interface {
 	toward(r *router, sub *Subscription) bool
 }
 
-// The S1 routing modes (PlaceConfig.Routing). Each router registers at
-// its peer by its own switch's place's routing, so switches whose places
-// say different modes still deliver exactly; use one per place to get what
-// it promises.
-var (
-	// RouteByFilter propagates whole filters (S1 "vocabulary"): a link
-	// carries only the events some filter behind it matches. The default.
-	RouteByFilter Routing = byFilter{}
-	// RouteByEventType propagates only the event types of filters (S1
-	// "vocabulary concept").
-	RouteByEventType Routing = byEventType{}
-	// RouteUnconditional floods every event over every link.
-	RouteUnconditional Routing = flood{}
-)
+// The S1 routing modes (PlaceConfig.Routing) are RouteByFilter (the
+// default), RouteByEventType and RouteUnconditional, each in a file of its
+// own. Each router registers at its peer by its own switch's place's
+// routing, so switches whose places say different modes still deliver
+// exactly; use one per place to get what it promises.
 
 // RoutingMode is the former name of Routing.
 //
@@ -300,55 +289,4 @@ func (sw *Switch) isClosed() bool {
 	sw.mu.RLock()
 	defer sw.mu.RUnlock()
 	return sw.closed
-}
-
-// readmit validates an event that arrived over a shared link as Publish
-// would, keeping its ID and control information (TTL at most the place's).
-func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
-	in, err := fromWireEvent(w)
-	if err != nil {
-		return nil, err
-	}
-	if in.ID.IsZero() {
-		return nil, fmt.Errorf("%w: event without an ID", ErrInvalidEvent)
-	}
-	c := in.Control
-	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
-		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
-	}
-	e, err := sw.place.admit(in, admitForwarded)
-	if err != nil {
-		return nil, err
-	}
-	e.ID = in.ID
-	c.TTL = min(c.TTL, sw.place.cfg.TTL)
-	e.Control = c
-	return e, nil
-}
-
-// seenIDs remembers the IDs of recent events that crossed the switch's
-// links, in two generations of seenGeneration IDs, so that an event
-// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
-type seenIDs struct {
-	mu       sync.Mutex
-	cur, old map[EventID]struct{}
-}
-
-const seenGeneration = 1 << 16
-
-// add records id and reports whether it was there already.
-func (s *seenIDs) add(id EventID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.cur[id]; ok {
-		return true
-	}
-	if _, ok := s.old[id]; ok {
-		return true
-	}
-	if s.cur == nil || len(s.cur) >= seenGeneration {
-		s.old, s.cur = s.cur, make(map[EventID]struct{}, 1024)
-	}
-	s.cur[id] = struct{}{}
-	return false
 }

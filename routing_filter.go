@@ -1,5 +1,10 @@
 package sion
 
+// RouteByFilter propagates whole filters (S1 "vocabulary"): a link
+// carries only the events some filter behind it matches. The default
+// routing of a place.
+var RouteByFilter Routing = byFilter{}
+
 // byFilter is S1's routing by whole filter ("vocabulary"): each
 // subscription registers its own filter at the peers within its TTL, so a
 // link carries only the events some filter behind it matches. The

@@ -2,6 +2,10 @@ package sion
 
 import "github.com/sion-go/sion/filter"
 
+// RouteUnconditional floods every event over every link (S1
+// unconditional routing).
+var RouteUnconditional Routing = flood{}
+
 // flood is S1's unconditional routing: subscriptions register nothing at
 // peers; instead every link registers the filter on every event, with TTL
 // 0, when it comes up, so each event crosses every link within its own TTL

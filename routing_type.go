@@ -2,6 +2,10 @@ package sion
 
 import "github.com/sion-go/sion/filter"
 
+// RouteByEventType propagates only the event types of filters (S1
+// "vocabulary concept").
+var RouteByEventType Routing = byEventType{}
+
 // byEventType is S1's routing by event type ("vocabulary concept"): each
 // subscription registers only its filter's event type at the peers within
 // its TTL, so subscriptions to one type share one key per link and a link

@@ -51,7 +51,7 @@ type sink interface {
 	// some of s's subscriptions did not get that the publisher must hear
 	// of: that wait ending, or an event too large for a remote session's
 	// frames.
-	fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error
+	fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *eventFrames) error
 	// queues reports whether the session's subscriptions have queues of
 	// their own (Subscription.C, Next, handlers): a local session's do;
 	// those whose events go on elsewhere (a remote session's stream, a
@@ -99,7 +99,7 @@ var _ sink = localSink{}
 
 func (localSink) patron(s *Session, e *Event) bool { return patronOf(s, e) }
 
-func (localSink) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, _ *lazyDeliver) error {
+func (localSink) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, _ *eventFrames) error {
 	d := newDelivery(e, hits)
 	var spool []*Subscription // look-in, and spilled: one spool entry for all
 	var errs []error
@@ -138,7 +138,7 @@ func (r *router) patron(*Session, *Event) bool { return true }
 
 // fire forwards e over the link (forward), once for all the proxy
 // filters it matched.
-func (r *router) fire(_ context.Context, _ <-chan struct{}, _ *Session, e *Event, _ []hitSub, shared *lazyDeliver) error {
+func (r *router) fire(_ context.Context, _ <-chan struct{}, _ *Session, e *Event, _ []hitSub, shared *eventFrames) error {
 	r.forward(e, shared)
 	return nil
 }

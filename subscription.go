@@ -504,3 +504,13 @@ func (sub *Subscription) reportSlow() {
 		sub.cfg.onSlow(sub.Stats())
 	}
 }
+
+// chanClosed reports whether ch is closed.
+func chanClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/guard"
+	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 )
@@ -347,12 +348,26 @@ func (sw *Switch) logger() *slog.Logger { return sw.log }
 
 func (sw *Switch) name() string { return sw.cfg.Name }
 
+// eventFrames holds the encodings of one event that the sinks it fires
+// share, each made once, when the first sink needs it: the Deliver frame
+// for remote sessions (deliverFrame, remote_switch.go) and the Forward
+// frame for shared links (forwardFrame, link.go).
+type eventFrames struct {
+	sd  *wire.SharedDeliver
+	err error
+
+	fwd     []byte // the Forward frame for shared links
+	fwdErr  error
+	fwdDone bool
+	seen    bool // the event's ID is recorded as seen already
+}
+
 type publishScratch struct {
 	hits []hitSub
 	// shared is the event's frames, encoded once for all sinks; here,
 	// not on deliver's stack, because a sink (an interface) may keep
 	// the pointer as far as the compiler can tell.
-	shared lazyDeliver
+	shared eventFrames
 }
 
 type hitSub struct {
@@ -373,7 +388,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 	defer func() {
 		clear(ps.hits)
 		ps.hits = ps.hits[:0]
-		ps.shared = lazyDeliver{}
+		ps.shared = eventFrames{}
 		sw.pool.Put(ps)
 	}()
 	sw.index.Match(e, func(id uint64, score float64) {
@@ -401,7 +416,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 	})
 	var errs []error
 	shared := &ps.shared
-	*shared = lazyDeliver{seen: from != nil} // an event from a link was recorded when it arrived
+	*shared = eventFrames{seen: from != nil} // an event from a link was recorded when it arrived
 	for len(hits) > 0 {
 		s := hits[0].sub.sess
 		k := 1
@@ -419,7 +434,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 // fire delivers e to session s, whose subscriptions hits matched, through
 // the session's sink: a fire, counted, when the sink's patronage check
 // lets e through.
-func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *lazyDeliver) error {
+func (sw *Switch) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, shared *eventFrames) error {
 	if !s.sink.patron(s, e) {
 		return nil
 	}
@@ -561,16 +576,6 @@ func (sw *Switch) Close() error {
 		s.Close()
 	}
 	return nil
-}
-
-// chanClosed reports whether ch is closed.
-func chanClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 func (sw *Switch) sessionList() []*Session {

@@ -91,13 +91,13 @@ func (se *sharedEnd) release(r *router, key uint64) error {
 
 // forward sends event e to the peer: one Forward frame with TTL lowered
 // and Hops raised, encoded once per event for all shared links of the
-// switch (lazyDeliver).
-func (*sharedEnd) forward(r *router, e *Event, shared *lazyDeliver) {
+// switch (eventFrames).
+func (*sharedEnd) forward(r *router, e *Event, shared *eventFrames) {
 	if e.Control.TTL <= 0 {
 		r.expired.Add(1)
 		return
 	}
-	f, err := shared.forward(r.sw, e)
+	f, err := shared.forwardFrame(r.sw, e)
 	if err == nil && len(f) > r.lim.MaxFrameBytes {
 		err = fmt.Errorf("%w: frame of %d bytes over the link's limit of %d", wire.ErrTooLarge, len(f), r.lim.MaxFrameBytes)
 	}
@@ -140,3 +140,67 @@ func (*sharedEnd) leave(r *router, parent string) {
 // marker passes a marker on over the link, with the gateways it may still
 // cross.
 func (*sharedEnd) marker(r *router, ttl, gateways int) *linkAck { return r.marker(ttl, gateways) }
+
+// forwardFrame returns e's Forward frame for the next switch, TTL lowered
+// and Hops raised, encoded on the first call for all the switch's shared
+// links; that call also records e's ID as seen.
+func (l *eventFrames) forwardFrame(sw *Switch, e *Event) ([]byte, error) {
+	if !l.fwdDone {
+		l.fwdDone = true
+		if !l.seen {
+			sw.seen.add(e.ID)
+		}
+		w := toWireEvent(e)
+		w.TTL--
+		w.Hops++
+		l.fwd, l.fwdErr = wire.EncodeLimits(nil, &wire.Forward{Event: w}, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
+	}
+	return l.fwd, l.fwdErr
+}
+
+// readmit validates an event that arrived over a shared link as Publish
+// would, keeping its ID and control information (TTL at most the place's).
+func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
+	in, err := fromWireEvent(w)
+	if err != nil {
+		return nil, err
+	}
+	if in.ID.IsZero() {
+		return nil, fmt.Errorf("%w: event without an ID", ErrInvalidEvent)
+	}
+	c := in.Control
+	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
+		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
+	}
+	e, err := sw.place.admit(in, admitForwarded)
+	if err != nil {
+		return nil, err
+	}
+	e.ID = in.ID
+	c.TTL = min(c.TTL, sw.place.cfg.TTL)
+	e.Control = c
+	return e, nil
+}
+
+// childLink is a link another switch requested to this one.
+type childLink struct {
+	id   int64
+	r    *router
+	addr string // where the child serves link requests, "" if nowhere
+}
+
+// alive reports whether the link still answers: a second request from
+// its switch is then refused (tree rule); a link that has ended or stays
+// silent for probeTimeout is stale — its switch restarted — and the new
+// request replaces it.
+func (c *childLink) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	a := c.r.marker(0, 0)
+	select {
+	case <-a.done:
+		return a.ok
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -8,9 +8,28 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
+)
+
+// Bounds of a switch's edge, for peers that have not been admitted (see
+// SwitchConfig).
+const (
+	// DefaultHandshakeTimeout bounds a connection's whole handshake on a
+	// switch (SwitchConfig.HandshakeTimeout) and a shared link's or
+	// gateway's on the requesting side (LinkConfig.HandshakeTimeout).
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxHandshakes is SwitchConfig.MaxHandshakes when zero.
+	DefaultMaxHandshakes = 256
+	// MaxHandshakeFrameBytes bounds the frames of a handshake (Hello and
+	// the answer to a shared-key challenge): a Hello whose profile makes
+	// it longer is refused by Dial with ErrInvalidConfig, and by the
+	// switch with ErrProtocol. A transport's receive budget for peers not
+	// yet admitted (transport/tcp Config.PendingReadBytes) must be at
+	// least this.
+	MaxHandshakeFrameBytes = 60 << 10
 )
 
 // Admission (S1 "security assurance unit"): in a place with a shared key
@@ -155,4 +174,116 @@ func (sw *Switch) challenge(ctx context.Context, conn transport.Conn, lim wire.L
 		return fmt.Errorf("%w: session %q does not know the place's shared key", ErrNotAdmitted, hello.Session)
 	}
 	return nil
+}
+
+// handshake is what serveConn learned from a peer's handshake.
+type handshake struct {
+	hello *wire.Hello
+	lim   wire.Limits
+}
+
+// handshake reads conn's Hello, checks its shared key and admission, and
+// answers Welcome: for a new session, whose remote end it returns, not
+// yet serving, or for a resumed one (resumed). It answers an Error frame
+// and returns an error when it refuses, and returns an error when ctx
+// ends first.
+func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source string) (handshake, *remoteEnd, bool, error) {
+	hs := handshake{lim: wire.DefaultLimits()}
+	hs.lim.MaxFrameBytes = conn.MaxFrameBytes()
+	refuse := func(code uint16, err error) error {
+		if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
+			conn.Send(ctx, f)
+		}
+		return err
+	}
+	frame, err := conn.Recv(ctx)
+	if err != nil {
+		sw.refusal(source, "sion: handshake failed", "err", err)
+		return hs, nil, false, err
+	}
+	lim := hs.lim
+	lim.MaxFrameBytes = min(lim.MaxFrameBytes, MaxHandshakeFrameBytes)
+	m, err := wire.Decode(frame, lim)
+	hello, ok := m.(*wire.Hello)
+	if err != nil || !ok {
+		err = fmt.Errorf("%w: the first frame must be a hello of at most %d bytes (%v)", ErrProtocol, MaxHandshakeFrameBytes, err)
+		sw.refusal(source, "sion: connection refused: no hello", "err", err)
+		return hs, nil, false, refuse(codeProtocol, err)
+	}
+	hs.hello = hello
+	if hello.Version != protocolVersion {
+		err := fmt.Errorf("%w: session protocol version %d, this switch speaks %d", ErrProtocol, hello.Version, protocolVersion)
+		sw.refusal(source, "sion: connection refused", "err", err)
+		return hs, nil, false, refuse(codeProtocol, err)
+	}
+	if len(sw.place.cfg.SharedKey) > 0 {
+		if err := sw.challenge(ctx, conn, lim, hello); err != nil {
+			sw.refusal(source, "sion: session refused", "place", sw.place.Name(), "session", hello.Session, "err", err) // before the count: who sees the count sees the record
+			sw.refused.Add(1)
+			return hs, nil, false, refuse(codeNotAdmitted, err)
+		}
+	}
+	cfg := SessionConfig{
+		Name: hello.Session, Profile: hello.Profile,
+		SpoolSize: min(int(hello.SpoolSize), sw.cfg.MaxSpoolSize), SpoolRetention: millis(hello.SpoolRetentionMillis),
+	}
+	if err := sw.admitSession(ctx, cfg, conn); err != nil {
+		return hs, nil, false, refuse(errorCode(err), err)
+	}
+	retention := min(millis(hello.RetentionMillis), sw.cfg.MaxRetention)
+	retentionBytes := sw.cfg.MaxRetentionBytes
+	if hello.RetentionBytes > 0 {
+		retentionBytes = int(min(hello.RetentionBytes, uint64(sw.cfg.MaxRetentionBytes)))
+	}
+	welcome := &wire.Welcome{
+		Version: protocolVersion, Switch: sw.cfg.Name, Place: sw.place.Name(),
+		MaxPayloadBytes: uint64(sw.place.cfg.MaxPayloadBytes),
+		RetentionMillis: uint64(retention / time.Millisecond), RetentionBytes: uint64(retentionBytes),
+	}
+	if len(hello.Resume) > 0 {
+		re, err := sw.resume(ctx, hello, welcome)
+		switch {
+		case err != nil:
+			return hs, nil, false, refuse(errorCode(err), err)
+		case re != nil:
+			if err := sendFrame(ctx, conn, welcome); err != nil {
+				re.abandon(err)
+				return hs, nil, false, err
+			}
+			return hs, re, true, nil
+		}
+	}
+	token := make([]byte, 16)
+	rand.Read(token)
+	var re *remoteEnd
+	sess, err := sw.openSession(cfg, func(s *Session) sink {
+		re = sw.newRemoteEnd(s, string(token), retention, retentionBytes)
+		return re
+	})
+	if err != nil {
+		return hs, nil, false, refuse(errorCode(err), err)
+	}
+	welcome.Token = token
+	if err := sendFrame(ctx, conn, welcome); err != nil {
+		sess.Close()
+		return hs, nil, false, err
+	}
+	return hs, re, false, nil
+}
+
+// sendFrame encodes m and sends it on conn.
+func sendFrame(ctx context.Context, conn transport.Conn, m wire.Message) error {
+	f, err := wire.Encode(nil, m)
+	if err == nil {
+		err = conn.Send(ctx, f)
+	}
+	return err
+}
+
+// millis returns n milliseconds as a Duration, saturating.
+func millis(n uint64) time.Duration {
+	if n > uint64(1<<63-1)/uint64(time.Millisecond) {
+		return 1<<63 - 1
+	}
+	return time.Duration(n) * time.Millisecond
 }
