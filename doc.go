@@ -50,12 +50,14 @@
 //     makes at most one request and accepts any number, so the links of a
 //     place form a tree. A link that fails is re-established, and both
 //     sides then re-send their filters.
-//   - Router: one end of a shared link (S1 SI-R). It holds a session on
-//     its switch whose filters are the proxy filters the peer registered
-//     — what fires there crosses the link, never back where it came from —
-//     and registers at the peer what its own switch needs: whole filters,
-//     their event types, or everything, by the place's routing mode, each
-//     key reference-counted (register on 0→1, release on 1→0).
+//   - Router: one end of a link (S1 SI-R): of a shared link, or of a
+//     gateway. It holds a session on its switch whose filters are the
+//     proxy filters the peer registered — what fires there crosses the
+//     link, never back where it came from — and registers at the peer what
+//     its own switch needs, as the place's Routing says: whole filters
+//     (RouteByFilter), their event types (RouteByEventType), or everything
+//     (RouteUnconditional), each key reference-counted (register on 0→1,
+//     release on 1→0).
 //   - TTL and hops: a filter spreads at most its TTL links from its
 //     switch (WithTTL, default the place's); an event crosses at most its
 //     TTL links (Control.TTL) and counts them (Control.Hops). An event ID
@@ -66,7 +68,7 @@
 //     it and hearing back from the links it propagated it on. A timeout
 //     (PlaceConfig.ContractTimeout) refuses the subscription with
 //     ErrNotGranted and releases what was installed.
-//   - Gateway (S1 SI-GW, gateway.go): a link between switches of two
+//   - Gateway (S1 SI-GW): a link between switches of two
 //     places (Switch.Federate, approved by PlaceConfig.Federation), whose
 //     ends are routers. The requesting switch holds a Mapping and firewall
 //     filters per direction: interest from the target place is converted
@@ -101,9 +103,69 @@
 //     MaxHandshakeFrameBytes, and the transport's own bounds (see
 //     Switch.Serve); refusals are logged at most once per source, and 64
 //     times in all, every 10 s.
-//   - Control events: link requests, registers, releases, markers and
-//     acknowledgements travel as events of reserved "sion." types (ontology.RegisterType, …) in
-//     the same frames as data events, in order with them.
+//   - Control: what travels between two neighbouring switches to run
+//     their link — link and federation requests and accepts, registers and
+//     releases of proxy filters, markers and acknowledgements, probes,
+//     Leave — is link-local: typed messages (internal/linkctl) in the same
+//     ordered stream as the link's data events, so that a marker proves
+//     the order (S2). Control that must find its way by meaning —
+//     discovery and its answers — travels as events of reserved "sion."
+//     types (ontology.DiscoveryType), matched by the same index as user
+//     events. DESIGN.md "One mechanism" says which is which and why.
+//
+// # Seams
+//
+// Three small interfaces keep one mechanism in the code: a new mechanism
+// is a new implementation, not a branch in shared code (DESIGN.md
+// "Seams"):
+//
+//   - the link end (linkEnd, router.go): what one end of a link does with
+//     interest, proxy filters, events and Leave. The shared link's end
+//     (link.go) and the gateway's (gateway_end.go) implement it; one
+//     requester (requester.go) dials, requests and supervises both kinds,
+//     and one accepting side (accept.go) dispatches a request by its type.
+//   - the sink (sink.go): where a session's matches go — its own queues
+//     and spool, a remote session's stream (remote_switch.go), or a
+//     router's link. Sessions are made by newSession, subscriptions by
+//     newSubscription, and both outbound streams queue their frames in one
+//     queue type with one drop accounting (queue.go).
+//   - the routing (Routing, routing.go): which keys a subscription
+//     registers at which peers; by filter, by event type and flood are its
+//     implementations (routing_filter.go, routing_type.go,
+//     routing_flood.go).
+//
+// # How an event travels
+//
+// Published on a switch, to a local subscriber: session.go
+// (Session.Publish) → switch.go (Switch.inject) → eventplace.go (the
+// place admits it: EventPlace.admit) → switch.go (deliver: the
+// filter.Index matches it; fire, once per session) → sink.go (localSink)
+// → subscription.go (the subscription's queue, under its overflow
+// policy; or session.go's look-in spool) → the entity (Subscription.C,
+// Next, a handler, Session.Pull).
+//
+// Over a shared link, from there: switch.go (fire, for the router's
+// session, whose proxy filter matched) → sink.go (the router as a sink) →
+// router.go (forward, to the link's end) → link.go (sharedEnd.forward: TTL
+// and hops, the Forward frame made once for every link) → router.go and
+// queue.go (the link's queue and writer) → the transport → on the peer,
+// router.go (read) → link.go (sharedEnd.receive: readmit, which the place
+// admits again, and the seen-ID check) → switch.go (deliver, on that
+// switch, to its sessions and its other links, never back).
+//
+// Through a gateway: as over a shared link as far as router.go, then
+// gateway_end.go (gatewayEnd.forward: PlaceTTL, the place path, the
+// firewall and the Mapping of gateway_conv.go at the requesting end) →
+// router.go and queue.go → the transport → the other place's router.go →
+// gateway_end.go (receive: converted at the requesting end, admitted by
+// the other place, eventplace.go) → switch.go (deliver, in that place).
+//
+// To and from a remote session: remote.go (the entity's Publish, over the
+// wire codec) → serve.go and remote_switch.go (the switch reads it) →
+// switch.go (inject, deliver) → sink.go (the remote end as a sink) →
+// remote_stream.go (the session's stream: numbered, confirmed, held for
+// its retention) → the transport → remote.go (the entity's reader) →
+// subscription.go.
 //
 // # Delivery
 //
@@ -115,36 +177,58 @@
 //
 // # Concurrency and lock order
 //
-// Switch, Session and Subscription are safe for concurrent use. No lock
-// is held while Switch.mu or Session.mu is taken; a publisher holds
-// Subscription.mu (for reading) while it takes the session spool's lock,
-// and cancel takes Subscription.mu for writing alone. No lock is held
-// while user code (handlers, callbacks, admission hooks) runs. filter.Index has its
-// own writer lock and never blocks Match. Every goroutine sion starts (one
-// per subscription with a handler) belongs to its session; Session.Close
-// and Switch.Close stop them and wait. A remote session has one reader
-// goroutine, stopped by Session.Close; the switch's side of each link has a
-// reader and a writer, stopped when the link ends or Switch.Close runs.
-// A remote session's side on the entity also has a goroutine that
-// confirms what arrived, and its reader reconnects; Session.Close stops
-// both. The switch's side of a remote session serves each of its
-// connections with a reader and a writer (Serve's); while its entity is
-// away, one goroutine waits for the retention to pass, and its Subscribe
-// and Pull requests run in goroutines of their own: they end with the
-// session, whose Close waits for them, or with Switch.Close.
-// A shared link's router has a reader, a writer, and one goroutine per
-// register or marker waiting for acknowledgements from further links; a
-// requested link has a supervisor that re-establishes it. They stop when
-// the link ends, SharedLink.Close or Switch.Close runs, which wait for
-// them; a requested gateway's supervisor likewise stops on Gateway.Close
-// or Switch.Close. A gateway end's route lock is taken under
-// Switch.routeMu, before its router's lock; its proxy lock is never taken
-// under Switch.routeMu. Switch.routeMu orders filter propagation: it is taken before
-// Switch.mu and a router's locks, and never while a frame is sent.
-// Switch.mu may be held while a SharedLink's lock is taken, never the
-// reverse; a router's own lock is taken before its queue's. On the
-// entity's side of a remote session, its send lock (which orders requests
-// by number) is taken before its state lock. On the switch's side, a
-// remote session's lock, its stream's lock, Session.mu and Switch.mu are
-// each released before another is taken.
+// Switch, Session, Subscription, SharedLink, Gateway and Entity are safe
+// for concurrent use. No lock is held while user code (handlers,
+// callbacks, admission hooks, Logger) runs, except Entity's state lock
+// around OnStateChange (which must not call Close). filter.Index has its
+// own writer lock, taken under none of these but gatewayEnd.proxyMu and
+// never while it matches. Locks, outermost first; a lock may be taken
+// while holding only locks above it:
+//
+//  1. Entity: member.advMu (serializes advertising) and Entity.stateMu
+//     (serializes OnStateChange), before Entity.mu; advMu then subscribes,
+//     taking the locks below.
+//  2. The entity's side of a remote session (remote.go): remoteClient's
+//     pullMu (one Pull at a time), before sendMu (orders requests by
+//     number), before remoteClient.mu; sendMu may take Session.mu, a
+//     Subscription's mu and the session spool's lock.
+//  3. Gateway.reMu (SetMapping, SetFirewall), before Switch.routeMu.
+//  4. gatewayEnd.proxyMu (the other place's interest installed here),
+//     before Switch.routeMu and filter.Index's writer lock; never taken
+//     under routeMu.
+//  5. Switch.routeMu (orders filter propagation), before gatewayEnd.routeMu,
+//     Switch.mu and a router's mu; never held while a frame is sent.
+//  6. gatewayEnd.routeMu (this place's interest registered at the other
+//     place), before the router's mu.
+//  7. Switch.mu, before SharedLink.mu and remoteEnd.mu (Switch.Close's
+//     goodbye). remoteEnd.mu, the stream's (outbox) lock, Session.mu and
+//     Switch.mu are otherwise released before another is taken.
+//  8. router.mu (routes, acknowledgements), before router.qmu (its queue)
+//     and Session.mu (Links counts its proxies).
+//  9. Subscription.mu (a publisher holds it for reading while it takes the
+//     session spool's lock; cancel takes it for writing alone).
+//  10. Leaves — no other lock is taken while one is held: router.qmu,
+//     SharedLink.mu, Gateway.mu, Session.mu, the spool's lock, the
+//     stream's lock, remoteEnd.mu, Switch.probeMu (the probe registry),
+//     seenIDs.mu (the seen-ID set), remoteClient.mu, Entity.mu,
+//     member.mu.
+//
+// Goroutines, each with an owner that stops it and waits: a subscription
+// with a handler has one, owned by its session (Session.Close,
+// Switch.Close). A router has a reader, a writer, a watcher until the
+// link is up and one goroutine per register or marker waiting for
+// acknowledgements from further links; they end with the link
+// (SharedLink.Close, Gateway.Close, Switch.Close, the connection's end),
+// which waits for them. A requested link or gateway has a supervisor
+// (requester.go) that re-establishes it, stopped by its Close or
+// Switch.Close. Serve's connections each have one goroutine until they
+// are handed to a remote end or a router. The switch's side of a remote
+// session serves each connection with a reader and a writer; while its
+// entity is away, one goroutine waits for the retention to pass; its
+// Subscribe and Pull requests run in goroutines of their own; they end
+// with the session (whose Close waits) or Switch.Close. The entity's side
+// has a reader that reconnects and a goroutine that confirms what
+// arrived; Session.Close stops both. An Entity has three (probe answers,
+// its probes' answers, its life cycle) and one per piece of work started
+// for it (a Serve, a discovery answer), all stopped by Entity.Close.
 package sion

@@ -13,7 +13,7 @@ import (
 //   - localSink: the session's own subscription queues and look-in spool
 //     (a local session, and the entity's side of a remote one);
 //   - *remoteEnd: the switch's side of a remote session, whose events go
-//     into its stream to the entity (remote.go, outbox.go);
+//     into its stream to the entity (remote_switch.go, remote_stream.go);
 //   - *router: one end of a shared link or gateway, whose events cross the
 //     link (router.go).
 //
