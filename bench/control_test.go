@@ -115,7 +115,7 @@ func ctlEvent(rng *rand.Rand, seq int) *sion.Event {
 // runControl builds the tree for sc under mode, subscribes, publishes,
 // checks every delivery against a brute-force match, and counts.
 // Everything it starts is closed when it returns.
-func runControl(tb testing.TB, sc ctlScenario, mode sion.RoutingMode) ctlResult {
+func runControl(tb testing.TB, sc ctlScenario, mode sion.Routing) ctlResult {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -244,7 +244,7 @@ func steinerEdges(parent []int, marked []bool) int {
 	return n
 }
 
-var ctlModes = []sion.RoutingMode{sion.RouteByFilter, sion.RouteByEventType, sion.RouteUnconditional}
+var ctlModes = []sion.Routing{sion.RouteByFilter, sion.RouteByEventType, sion.RouteUnconditional}
 
 func BenchmarkControlMessages(b *testing.B) {
 	for _, subs := range []int{10, 100, 1000} {
@@ -254,7 +254,7 @@ func BenchmarkControlMessages(b *testing.B) {
 	}
 }
 
-func benchControl(b *testing.B, sc ctlScenario, mode sion.RoutingMode) {
+func benchControl(b *testing.B, sc ctlScenario, mode sion.Routing) {
 	b.Run(fmt.Sprintf("subs=%d/mode=%v", sc.subs, mode), func(b *testing.B) {
 		b.ReportAllocs()
 		var res ctlResult
@@ -278,7 +278,7 @@ func benchControl(b *testing.B, sc ctlScenario, mode sion.RoutingMode) {
 func TestControlMessages(t *testing.T) {
 	sc := ctlScenario{switches: 8, subs: 30, events: 200, seed: 3}
 	links := uint64(sc.switches - 1)
-	res := map[sion.RoutingMode]ctlResult{}
+	res := map[sion.Routing]ctlResult{}
 	for _, mode := range ctlModes {
 		res[mode] = runControl(t, sc, mode)
 	}
