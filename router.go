@@ -14,11 +14,6 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// Control traffic of a link is link-local: typed messages
-// (internal/linkctl) in Control frames, in the same ordered stream as the
-// data events in Forward frames (DESIGN.md "One mechanism"), consumed by
-// the router at the other end.
-
 // Bounds of a router's outgoing queue for data events; control events are
 // never dropped (their number is bounded by the filters).
 const (
@@ -26,11 +21,14 @@ const (
 	routerQueueBytes = 64 << 20 // and their bytes
 )
 
-// router is this switch's end of one shared link (S1 SI-R): it holds a
-// session on the switch whose subscriptions are the peer's proxy filters —
-// what fires there is forwarded to the peer — and it registers at the
-// peer, through control events, proxy filters for what this switch needs,
-// with a reference count per propagated key.
+// router is this switch's end of one link — a shared link or a gateway,
+// as its linkEnd says (S1 SI-R): it holds a session on the switch whose
+// subscriptions are the peer's proxy filters — what fires there is
+// forwarded to the peer — and it registers at the peer proxy filters for
+// what this switch needs, with a reference count per propagated key. Its
+// control traffic is link-local: typed messages (internal/linkctl) in
+// Control frames, in the same ordered stream as the data events in
+// Forward frames (DESIGN.md "One mechanism").
 type router struct {
 	sw     *Switch
 	conn   transport.Conn
@@ -115,7 +113,7 @@ type linkEnd interface {
 }
 
 // route is one key propagated to the peer — a proxy filter's text: a
-// subscription's filter, or its event type's, by mode — with the
+// subscription's filter, or its event type's, by the routing — with the
 // subscriptions of this switch (local, or proxies of its other links)
 // that need it and the TTLs they need it to have at the peer. The key is
 // registered with the largest TTL asked for: again, under the same ID,
@@ -257,7 +255,7 @@ func (r *router) shutdown(err error) {
 	lost := r.q.clear() // data events queued but never handed to the transport: lostData counts them
 	r.qmu.Unlock()
 	if lost > 0 {
-		r.sw.log.Warn("sion: shared link ended with events queued; they are lost", "switch", r.sw.cfg.Name, "peer", r.peer, "events", lost)
+		r.sw.log.Warn("sion: link ended with events queued; they are lost", "switch", r.sw.cfg.Name, "peer", r.peer, "events", lost)
 	}
 	st := LinkDown
 	r.state.Store(&st)
