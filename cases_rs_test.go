@@ -29,6 +29,7 @@ import (
 // remote session R through the proxy, with its connection events.
 type rsWorld struct {
 	sw    *sion.Switch
+	logs  *logBuffer // the switch's log
 	proxy *tcpProxy
 	tr    *tcp.Transport
 	addr  string // the switch's own address
@@ -38,7 +39,8 @@ type rsWorld struct {
 
 func newRSWorld(t *testing.T, policy sion.ReconnectPolicy, profile ...any) *rsWorld {
 	t.Helper()
-	w := &rsWorld{tr: newTCP(t, tcp.Config{}), sw: newSwitch(t, sion.PlaceConfig{}), log: newConnectionLog()}
+	w := &rsWorld{tr: newTCP(t, tcp.Config{}), log: newConnectionLog()}
+	w.sw, w.logs = newLoggedSwitch(t)
 	w.addr = serveTCP(t, w.sw, w.tr)
 	w.proxy = newProxy(t, w.addr)
 	policy.MinBackoff, policy.MaxBackoff, policy.OnChange = 5*time.Millisecond, 50*time.Millisecond, w.log.record
@@ -49,12 +51,12 @@ func newRSWorld(t *testing.T, policy sion.ReconnectPolicy, profile ...any) *rsWo
 	return w
 }
 
-// cut breaks R's connection and refuses new ones, and waits until R knows.
+// cut breaks R's connection and refuses new ones, and waits until R and
+// the switch know (cutAway): what is published for R from then on waits
+// in its stream, unsent, until R returns.
 func (w *rsWorld) cut(t *testing.T) {
 	t.Helper()
-	w.proxy.setDown(true)
-	require.True(t, w.proxy.cut())
-	require.False(t, w.log.next(t).Connected)
+	cutAway(t, w.proxy, w.log, w.logs, "R")
 }
 
 // restore lets R through again and returns its reconnect's event, once it

@@ -102,6 +102,54 @@ func (l *connectionLog) count(connected bool) (n, resumed int) {
 	return n, resumed
 }
 
+// newLoggedSwitch returns a switch of one place, like newSwitch, whose
+// log goes to the buffer it returns (see cutAway).
+func newLoggedSwitch(t *testing.T) (*sion.Switch, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	return newSwitchWith(t, sion.PlaceConfig{}, sion.SwitchConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))}), logs
+}
+
+// keptMsg is what a switch logs when the connection of a remote session
+// ends and it keeps the session for its entity's return. It logs it once
+// the connection's reader and writer have both returned.
+const keptMsg = `msg="sion: remote session disconnected; kept for its retention"`
+
+// keptCount returns how many times the switch logging to logs has kept
+// the remote session name for its entity's return.
+func keptCount(logs *logBuffer, name string) int {
+	n := 0
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, keptMsg) && strings.Contains(line, " session="+name+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// cutAway cuts the proxy's connections and refuses new ones, and waits
+// until both ends know that remote session name is away: the entity (its
+// next connection event, in log) and the switch, which logs to logs that
+// it keeps the session (keptMsg) once that connection's writer has
+// returned. Only then does an event published for the session wait in its
+// stream unsent until the entity returns: before, the writer may still
+// send it on the connection that was cut, and the stream then keeps it
+// ("sent, unconfirmed": it may have reached the entity) over its byte
+// bound, sends it again on the resume, and drops unsent events after it
+// instead (remote_stream.go) — a legitimate order that a test of what the
+// bound keeps must not leave to chance. Waiting for the proxy to see the
+// switch close its socket would not do: the switch closes it before its
+// writer returns, and the writer may take one more event meanwhile.
+func cutAway(t *testing.T, proxy *tcpProxy, log *connectionLog, logs *logBuffer, name string) {
+	t.Helper()
+	kept := keptCount(logs, name)
+	proxy.setDown(true)
+	require.True(t, proxy.cut())
+	require.False(t, log.next(t).Connected, "the entity knows")
+	require.Eventually(t, func() bool { return keptCount(logs, name) > kept }, 10*time.Second, time.Millisecond,
+		"the switch knows: it logs %s for session %s", keptMsg, name)
+}
+
 // TestReconnectLosesNothingThroughCuts: a publisher and a subscriber, both
 // remote, reach their switch through a proxy that cuts their TCP
 // connections 20 times while the publisher sends about 2,000 events a
@@ -189,7 +237,7 @@ func TestReconnectLosesNothingThroughCuts(t *testing.T) {
 // events it lost.
 func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
+	sw, logs := newLoggedSwitch(t)
 	proxy := newProxy(t, serveTCP(t, sw, tr))
 	ctx := context.Background()
 	log := newConnectionLog()
@@ -206,10 +254,7 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 	require.NoError(t, s.Sync(ctx))
 	assert.Equal(t, seq(1, 5), ns(queued(sub)))
 
-	proxy.setDown(true)
-	require.True(t, proxy.cut())
-	ev := log.next(t)
-	require.False(t, ev.Connected)
+	cutAway(t, proxy, log, logs, "away")
 	const lost = 50
 	for n := 6; n < 6+lost; n++ { // matched, held for the session while it is away
 		publish(t, pub, reading(n))
@@ -219,7 +264,7 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 		publish(t, pub, reading(n))
 	}
 	proxy.setDown(false)
-	ev = log.next(t)
+	ev := log.next(t)
 	require.True(t, ev.Connected, "%+v", ev)
 	assert.False(t, ev.Resumed, "opened anew")
 	assert.True(t, ev.Expired)
@@ -239,7 +284,7 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 // lock that orders requests, and Cancel's request waited for it forever.
 func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
+	sw, logs := newLoggedSwitch(t)
 	proxy := newProxy(t, serveTCP(t, sw, tr))
 	ctx := context.Background()
 	log := newConnectionLog()
@@ -255,9 +300,7 @@ func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 	}))
 	pub := open(t, sw, "pub")
 
-	proxy.setDown(true)
-	require.True(t, proxy.cut())
-	require.False(t, log.next(t).Connected)
+	cutAway(t, proxy, log, logs, "away")
 	const lost = 10
 	for n := 1; n <= lost; n++ { // matched, held for the session while it is away
 		publish(t, pub, reading(n))
@@ -283,7 +326,7 @@ func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 // counted on both sides, and reported exactly when it reconnected.
 func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
+	sw, logs := newLoggedSwitch(t)
 	proxy := newProxy(t, serveTCP(t, sw, tr))
 	ctx := context.Background()
 	log := newConnectionLog()
@@ -295,9 +338,7 @@ func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
 	sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
 	pub := open(t, sw, "pub")
 
-	proxy.setDown(true)
-	require.True(t, proxy.cut())
-	require.False(t, log.next(t).Connected)
+	cutAway(t, proxy, log, logs, "away") // so that no event is sent before the entity returns
 	const published = 200
 	pad := strings.Repeat("x", 1000)
 	for n := 1; n <= published; n++ {
