@@ -23,9 +23,10 @@ import (
 // crosses a link when a proxy filter of the link matches it in the
 // switch's filter.Index, as it reaches any session.
 //
-// A Routing is a value with no state of its own, safe for concurrent use.
-// Its methods are unexported: a new routing is written in this package,
-// in a file of its own (routing_*.go), and implements:
+// A Routing value is shared by every switch of its place and safe for
+// concurrent use; the S1 routings hold no state. Its methods are
+// unexported: a new routing is written in this package, in a file of its
+// own (routing_*.go), and implements:
 //
 //   - key(sub): the key a subscription registers at peers (the proxy
 //     filter's text, and the places its interest came through) and the
@@ -39,10 +40,12 @@ import (
 //     a routing over an overlay (S3) chooses the links toward a
 //     rendezvous switch.
 //
-// A routing that needs more — control of its own between neighbours, or
-// links beyond the place's tree (an overlay, a bypass) — adds typed
-// messages to internal/linkctl and a link end (see linkEnd), not branches
-// in the switch.
+// A routing that needs more — state per switch (an overlay's routing
+// table and leaf set), control of its own between neighbours, links
+// beyond the place's tree (an overlay, a bypass) — keeps that state on the
+// switch it is given (a method the switch calls as it starts is the place
+// to add to this interface), adds typed messages to internal/linkctl and a
+// link end (see linkEnd), and never a branch in the switch.
 type Routing interface {
 	// String names the routing ("by-filter", "by-event-type",
 	// "unconditional").
