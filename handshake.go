@@ -206,6 +206,9 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 	m, err := wire.Decode(frame, lim)
 	hello, ok := m.(*wire.Hello)
 	if err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("got a %v frame", m.Kind())
+		}
 		err = fmt.Errorf("%w: the first frame must be a hello of at most %d bytes (%v)", ErrProtocol, MaxHandshakeFrameBytes, err)
 		sw.refusal(source, "sion: connection refused: no hello", "err", err)
 		return hs, nil, false, refuse(codeProtocol, err)

@@ -2,6 +2,9 @@ package sion_test
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/mem"
 )
 
 // rawLink is a hand-driven child switch: it completes the link handshake
@@ -168,4 +172,99 @@ func TestMalformedLinkFrames(t *testing.T) {
 		n.flush()
 		assert.Equal(t, 1, count(sub))
 	})
+}
+
+// sinceOf returns when each of sw's shared links came up, by peer: a link
+// that is closed and re-established shows a later time.
+func sinceOf(sw *sion.Switch) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, li := range sw.Links() {
+		out[li.Peer] = li.Since
+	}
+	return out
+}
+
+// TestPeerInputNeverClosesOtherLinks: what a peer sends that this switch
+// cannot answer or hand on — a probe's path too long to extend or too
+// large for the frames of the other links — ends at most the link it came
+// on, never the switch's other links (a trial found one probe frame from
+// a child re-establishing every link of the switch, losing the events in
+// between), and events keep crossing the place.
+func TestPeerInputNeverClosesOtherLinks(t *testing.T) {
+	memTr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	n := newNetwork(t, memTr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{}, line(3))
+	sub := subscribe(t, open(t, n.sws[2], "app"), `{type ⊑ Alarm}`)
+	pub := open(t, n.sws[0], "pub")
+	before := sinceOf(n.sws[1])
+	require.Len(t, before, 2)
+
+	names := func(k, size int) []string {
+		path := make([]string, k)
+		for i := range path {
+			path[i] = strings.Repeat("n", size)
+		}
+		return path
+	}
+	// A path whose probe exactly fills a frame: the answer and the probe
+	// passed on are longer than any frame of the place.
+	fits := func(size int) bool {
+		f, err := linkctl.Encode(&linkctl.Probe{ID: 1, Hops: 3, Dir: 2, Path: names(16, size)}, wire.DefaultLimits())
+		return err == nil && len(f) <= transport.DefaultMaxFrameBytes
+	}
+	size := sort.Search(transport.DefaultMaxFrameBytes, func(size int) bool { return !fits(size) }) - 1
+	full := names(16, size)
+	require.True(t, fits(size))
+	require.False(t, fits(size+1))
+
+	t.Run("a path too long to answer ends the sender's link", func(t *testing.T) {
+		l := dialRawLink(t, n, 1, "rogue")
+		l.sendControl(&linkctl.Probe{ID: 1, Hops: 3, Dir: 2, Path: names(linkctl.MaxNames, 1)})
+		assert.Contains(t, l.closedWith(), "a probe with a path of 65536 switches")
+	})
+	t.Run("a path that fills the frame is dropped; the sender's link stays", func(t *testing.T) {
+		l := dialRawLink(t, n, 1, "rogue2")
+		l.sendControl(&linkctl.Probe{ID: 1, Hops: 3, Dir: 2, Path: full})
+		l.sendControl(&linkctl.Marker{Ack: 7})
+		ack := l.recvControl(linkctl.KindAck).(*linkctl.Ack)
+		assert.Equal(t, uint64(7), ack.Ack, "the link answers after the probe")
+		assert.Empty(t, ack.Error)
+	})
+	for k := 1; k <= 5; k++ {
+		publish(t, pub, &sion.Event{Type: "Alarm"})
+	}
+	n.flush()
+	assert.Equal(t, 5, count(sub), "every event crossed")
+	assert.Equal(t, before, sinceOf(n.sws[1]), "sw1's links to sw0 and sw2 were never re-established")
+}
+
+// TestFilterTooLargeForALinkIsRefused: a filter that cannot be registered
+// over a link because it does not fit the link's frames makes Subscribe
+// fail (the S2 contract is not granted); the link stays up (it used to be
+// closed, and closed again at each re-establishment), and nothing is left
+// registered.
+func TestFilterTooLargeForALinkIsRefused(t *testing.T) {
+	tr, err := mem.NewNetwork(mem.Config{MaxFrameBytes: 64 << 10})
+	require.NoError(t, err)
+	n := newNetwork(t, tr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{}, line(2))
+	before := sinceOf(n.sws[0])
+	s := open(t, n.sws[0], "app")
+	zones := make([]string, 12000)
+	for i := range zones {
+		zones[i] = fmt.Sprintf("%q", fmt.Sprint("zone-", i))
+	}
+	big := `{type ⊑ Notice; zone in {` + strings.Join(zones, ", ") + `}}`
+	require.Greater(t, len(big), 64<<10)
+	_, err = s.Subscribe(context.Background(), big)
+	require.ErrorIs(t, err, sion.ErrNotGranted)
+	assert.Contains(t, err.Error(), "does not fit the link's frames")
+	assert.Empty(t, n.sws[0].Routes(), "nothing left registered")
+	assert.Equal(t, 0, n.sws[0].Stats().Subscriptions-n.sws[0].Stats().Filters, "index and table agree")
+
+	// The link never went down; a filter that fits crosses as before.
+	sub := subscribe(t, s, `{type ⊑ Alarm}`)
+	publish(t, open(t, n.sws[1], "pub"), &sion.Event{Type: "Alarm"})
+	n.flush()
+	assert.Equal(t, 1, count(sub))
+	assert.Equal(t, before, sinceOf(n.sws[0]))
 }

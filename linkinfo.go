@@ -18,9 +18,9 @@ type LinkInfo struct {
 	// Since is when the link came up (zero while it is not up).
 	Since time.Time
 	// EventsSent and EventsReceived count the data events that crossed
-	// the link; ControlSent and ControlReceived the control events (filter
-	// registers and releases, markers, acknowledgements, the handshake's
-	// request and accept).
+	// the link; ControlSent and ControlReceived the link's control
+	// messages (filter registers and releases, markers,
+	// acknowledgements, probes, the handshake's request and accept).
 	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
 	// Dropped counts events not forwarded because the link's queue was
 	// full or the event did not fit a frame; Expired those not forwarded
@@ -79,7 +79,8 @@ type RouteInfo struct {
 	// Peer is the switch the key is registered at.
 	Peer string
 	// Filter is the proxy filter's text: a subscription's filter (routing
-	// by filter), its event type's filter (by event type), or {} (flood).
+	// by filter), its event type's filter (by event type), or the filter
+	// on every event, "{type ⊑ *}", with TTL 0 (flood).
 	Filter string
 	// TTL is how many links further the peer propagates it.
 	TTL int

@@ -3,6 +3,8 @@ package sion
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -139,10 +141,10 @@ type probeReply struct {
 // ancestor within hops has answered; in the other directions it waits
 // until ctx ends. It returns what arrived, and ctx's error only if
 // nothing did.
-// Cost: one control event per link crossed each way.
+// Cost: one control message per link crossed each way.
 func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]ProbeResult, error) {
-	if hops < 1 || dir < TowardParents || dir > AllDirections {
-		return nil, fmt.Errorf("%w: probe of %d hops in direction %d", ErrInvalidConfig, hops, dir)
+	if hops < 1 || hops > linkctl.MaxHops || dir < TowardParents || dir > AllDirections {
+		return nil, fmt.Errorf("%w: probe of %d hops (1 to %d) in direction %d", ErrInvalidConfig, hops, linkctl.MaxHops, dir)
 	}
 	if sw.isClosed() {
 		return nil, fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
@@ -158,9 +160,14 @@ func (sw *Switch) Probe(ctx context.Context, hops int, dir HopDirection) ([]Prob
 // (want > 0); complete reports that, toward the parents, the whole chain
 // answered (or that there was nobody to ask).
 func (sw *Switch) probe(ctx context.Context, hops int, dir HopDirection, want int) (out []ProbeResult, complete bool) {
-	id := sw.nextProbe.Add(1)
 	ch := make(chan probeReply, 64)
+	var id uint64
 	sw.probeMu.Lock()
+	for id == 0 || sw.probes[id] != nil { // random: a peer cannot guess it to forge replies
+		var b [8]byte
+		rand.Read(b[:])
+		id = binary.LittleEndian.Uint64(b[:])
+	}
 	sw.probes[id] = ch
 	sw.probeMu.Unlock()
 	defer func() {
@@ -213,11 +220,16 @@ func (sw *Switch) forwardProbe(from *router, id uint64, path []string, hops int,
 	return n
 }
 
-// handleProbe answers a probe that arrived on r and passes it on.
-func (r *router) handleProbe(m *linkctl.Probe) {
+// handleProbe answers a probe that arrived on r and passes it on. A path
+// too long to answer or extend is the sender's error: it ends that link
+// (the others are not touched).
+func (r *router) handleProbe(m *linkctl.Probe) error {
 	path := m.Path
+	if len(path) == 0 || len(path) >= linkctl.MaxHops {
+		return fmt.Errorf("a probe with a path of %d switches (1 to %d)", len(path), linkctl.MaxHops-1)
+	}
 	if slices.Contains(path, r.sw.cfg.Name) { // a loop: do not answer twice
-		return
+		return nil
 	}
 	dir := HopDirection(m.Dir)
 	further := m.Hops > 1 && r.sw.probeLinks(r, dir) > 0
@@ -232,6 +244,7 @@ func (r *router) handleProbe(m *linkctl.Probe) {
 	if further {
 		r.sw.forwardProbe(r, m.ID, append(slices.Clip(path), r.sw.cfg.Name), m.Hops-1, dir)
 	}
+	return nil
 }
 
 // probeLinks counts the links a probe in dir would go on, except from.
@@ -248,13 +261,23 @@ func (sw *Switch) probeLinks(from *router, dir HopDirection) int {
 }
 
 // handleProbeReply hands a reply to the waiting Probe, or relays it one
-// link back along its path.
+// link back along its path. A reply that does not come from where its
+// path says the next switch toward the replier is (a forgery, or a link
+// re-formed meanwhile) is dropped.
 func (r *router) handleProbeReply(m *linkctl.ProbeReply) {
 	sw := r.sw
-	if len(m.Path) == 0 {
-		return // no prober to return to: drop
+	i := slices.Index(m.Path, sw.cfg.Name)
+	if i < 0 {
+		return // not on the path: drop
 	}
-	if m.Path[0] == sw.cfg.Name {
+	from := m.Switch // the replier, when this switch is the last on the path
+	if i+1 < len(m.Path) {
+		from = m.Path[i+1]
+	}
+	if r.peer != from {
+		return
+	}
+	if i == 0 {
 		sw.probeMu.Lock()
 		ch := sw.probes[m.ID]
 		sw.probeMu.Unlock()
@@ -265,10 +288,6 @@ func (r *router) handleProbeReply(m *linkctl.ProbeReply) {
 			}
 		}
 		return
-	}
-	i := slices.Index(m.Path, sw.cfg.Name)
-	if i < 1 {
-		return // not on the path: drop
 	}
 	sw.routeMu.Lock()
 	routers := slices.Clone(sw.routers)

@@ -32,7 +32,7 @@ const (
 
 // queueItem is what a frameQueue holds: a frame, and what its owner keeps
 // with it. A data item (an event) is bounded and may be dropped; any other
-// (control: link control events, answers, reports) is always admitted
+// (control: link control messages, answers, reports) is always admitted
 // and never dropped — their number is bounded by what asks for them.
 type queueItem interface {
 	frame() []byte

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// Bounds of a router's outgoing queue for data events; control events are
+// Bounds of a router's outgoing queue for data events; control messages are
 // never dropped (their number is bounded by the filters).
 const (
 	routerQueue      = 4096     // data frames
@@ -302,16 +303,21 @@ func (r *router) enqueue(f []byte, data bool) bool {
 	return true
 }
 
-// sendControl queues control message m.
-func (r *router) sendControl(m linkctl.Message) {
+// sendControl queues control message m, or returns why it cannot: it
+// does not fit the link's frames (a filter or a probe's path too long for
+// them, which another link or a peer may have handed on). Nothing is sent
+// then, and the link stays: what m carried is refused where it is used
+// (a register's acknowledgement fails) or dropped (a probe, logged at
+// most once per peer and interval, like refusals).
+func (r *router) sendControl(m linkctl.Message) error {
 	f, err := linkctl.Encode(m, r.lim)
-	if err != nil { // a filter too long for the link's frames: the peer never installs it
-		r.sw.log.Warn("sion: control message does not fit the link", "switch", r.sw.cfg.Name, "peer", r.peer, "kind", m.Kind().String(), "err", err)
-		r.close()
-		return
+	if err != nil {
+		r.sw.refusal("link:"+r.peer, "sion: control message does not fit the link; not sent", "kind", m.Kind().String(), "err", err)
+		return fmt.Errorf("sion: a %v to %q does not fit the link's frames: %w", m.Kind(), r.peer, err)
 	}
 	r.ctlSent.Add(1)
 	r.enqueue(f, false)
+	return nil
 }
 
 // forward sends event e, which the router's session fired for, to the
@@ -420,7 +426,7 @@ func (r *router) control(m linkctl.Message) error {
 		}
 		r.ackAfter(m.Ack, "", waits)
 	case *linkctl.Probe:
-		r.handleProbe(m)
+		return r.handleProbe(m)
 	case *linkctl.ProbeReply:
 		r.handleProbeReply(m)
 	case *linkctl.Leave:
@@ -464,8 +470,14 @@ func (r *router) ackAfter(n uint64, msg string, waits []*linkAck) {
 // sendAck acknowledges the peer's register or marker n; msg is "" or why
 // it failed.
 func (r *router) sendAck(n uint64, msg string) {
+	if len(msg) > maxAckError { // it may quote a peer's input: it must fit any link
+		msg = strings.ToValidUTF8(msg[:maxAckError], "") + "…"
+	}
 	r.sendControl(&linkctl.Ack{Ack: n, Error: msg})
 }
+
+// maxAckError bounds the text of a failed acknowledgement, in bytes.
+const maxAckError = 4 << 10
 
 // acked handles the peer's Ack of a register or a marker.
 func (r *router) acked(n uint64, msg string) {
@@ -528,10 +540,21 @@ func (r *router) register(key routeKey, ttl int) *linkAck {
 	rt.ttls[ttl]++
 	if ttl > rt.sent {
 		n, a := r.newAck()
-		rt.sent, rt.last = ttl, a
 		// Under mu: registers and releases of one key leave in the order
 		// of their reference-count changes.
-		r.sendControl(&linkctl.Register{Key: rt.id, Ack: n, Filter: key.filter, TTL: ttl, Places: key.placeList()})
+		if err := r.sendControl(&linkctl.Register{Key: rt.id, Ack: n, Filter: key.filter, TTL: ttl, Places: key.placeList()}); err != nil {
+			// Not registered (at this TTL): the contract that waits on it
+			// fails with err, and the key's release sends nothing the
+			// peer has not had.
+			delete(r.acks, n)
+			a.err = err
+			close(a.done)
+			if rt.last == nil {
+				rt.last = a
+			}
+			return a
+		}
+		rt.sent, rt.last = ttl, a
 	}
 	return rt.last
 }
@@ -553,7 +576,9 @@ func (r *router) release(key routeKey, ttl int) {
 		return
 	}
 	delete(r.routes, key)
-	r.sendControl(&linkctl.Release{Key: rt.id})
+	if rt.sent >= 0 { // the peer has it
+		r.sendControl(&linkctl.Release{Key: rt.id})
+	}
 }
 
 // marker sends a marker with ttl and returns its acknowledgement; ok is

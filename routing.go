@@ -245,7 +245,7 @@ func (sw *Switch) sendMarkers(except *router, ttl, gateways int) []*linkAck {
 // and gateway, and each switch acknowledges it after passing it on and
 // hearing back (S2 markers); it crosses one gateway at most, since places
 // and gateways may form cycles. Links that end meanwhile count as done.
-// It returns ctx's error if ctx ends first. Cost: two control events per
+// It returns ctx's error if ctx ends first. Cost: two control messages per
 // link in the place. Safe for concurrent use.
 func (sw *Switch) Flush(ctx context.Context) error {
 	if sw.isClosed() {

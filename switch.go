@@ -105,9 +105,8 @@ type Switch struct {
 	ending  []*router                // routeMu; out of routers, still shutting down
 	seen    seenIDs                  // events that crossed a link
 
-	nextProbe atomic.Uint64
-	probeMu   sync.Mutex
-	probes    map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
+	probeMu sync.Mutex
+	probes  map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
 
 	eventsIn, fires, deliveries, refused atomic.Uint64
 
