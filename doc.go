@@ -208,7 +208,8 @@
 //  9. Subscription.mu (a publisher holds it for reading while it takes the
 //     session spool's lock; cancel takes it for writing alone).
 //  10. Leaves — no other lock is taken while one is held: router.qmu,
-//     SharedLink.mu, Gateway.mu, Session.mu, the spool's lock, the
+//     SharedLink.mu, Gateway.mu, a requester's (its link's router and
+//     failures), Session.mu, the spool's lock, the
 //     stream's lock, remoteEnd.mu, Switch.probeMu (the probe registry),
 //     seenIDs.mu (the seen-ID set), remoteClient.mu, Entity.mu,
 //     member.mu.

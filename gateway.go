@@ -140,12 +140,9 @@ type Gateway struct {
 	reMu sync.Mutex                // serializes SetMapping and SetFirewall
 
 	mu        sync.Mutex
-	cur       *router // mu; nil while down
-	ups       int     // mu
-	err       error   // mu; the last failure
-	peer      string  // mu
-	peerPlace string  // mu
-	released  bool    // mu; the other place ended the federation
+	peer      string // mu
+	peerPlace string // mu
+	released  bool   // mu; the other place ended the federation
 }
 
 // Federate makes this switch's place a federation request to the place
@@ -271,8 +268,7 @@ func (g *Gateway) accepted(a linkAccept) (*Session, bool, linkEnd, error) {
 
 func (g *Gateway) up(r *router, _ string) {
 	g.mu.Lock()
-	g.cur, g.peer, g.peerPlace = r, r.peer, gatewayOf(r).peerPlace
-	g.ups++
+	g.peer, g.peerPlace = r.peer, gatewayOf(r).peerPlace
 	g.mu.Unlock()
 	g.sw.log.Info("sion: gateway up", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name, "peer", r.peer, "place", g.peerPlace)
 }
@@ -283,7 +279,6 @@ func (g *Gateway) watch(ctx, _ context.Context, r *router) { awaitEnd(ctx, r) }
 // other place ended the federation.
 func (g *Gateway) down(_ *router, err error) ([]string, bool) {
 	g.mu.Lock()
-	g.cur, g.err = nil, err
 	released := g.released
 	g.mu.Unlock()
 	switch {
@@ -299,12 +294,6 @@ func (g *Gateway) down(_ *router, err error) ([]string, bool) {
 
 func (g *Gateway) candidates() []string { return []string{g.addr} }
 
-func (g *Gateway) failed(err error) {
-	g.mu.Lock()
-	g.err = err
-	g.mu.Unlock()
-}
-
 // Name returns the gateway's name.
 func (g *Gateway) Name() string { return g.cfg.Name }
 
@@ -312,27 +301,18 @@ func (g *Gateway) Name() string { return g.cfg.Name }
 // the other place ended the federation) and its last failure.
 func (g *Gateway) State() (LinkState, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case g.released || chanClosed(g.q.quit):
-		return LinkClosed, g.err
-	case g.cur != nil:
-		return *g.cur.state.Load(), g.err
-	}
-	return LinkDown, g.err
+	released := g.released
+	g.mu.Unlock()
+	return g.q.state(released)
 }
 
 // Establishments returns how many times the gateway has come up.
-func (g *Gateway) Establishments() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.ups
-}
+func (g *Gateway) Establishments() int { return g.q.establishments() }
 
 // Info returns the gateway's description and counters (see GatewayInfo).
 func (g *Gateway) Info() GatewayInfo {
+	r := g.q.current()
 	g.mu.Lock()
-	r := g.cur
 	info := GatewayInfo{Name: g.cfg.Name, Peer: g.peer, PeerPlace: g.peerPlace, Requested: true}
 	g.mu.Unlock()
 	info.State, _ = g.State()
@@ -393,9 +373,7 @@ func (g *Gateway) reconfigure(ctx context.Context, d GatewayDirection, next func
 		return fmt.Errorf("%w: the new Import Mapping's source ontology is not the one the gateway was made with", ErrInvalidConfig)
 	}
 	g.conv[d].Store(c)
-	g.mu.Lock()
-	r := g.cur
-	g.mu.Unlock()
+	r := g.q.current()
 	if r == nil {
 		return nil // the next establishment derives from the new conversion
 	}
@@ -426,9 +404,7 @@ func (g *Gateway) reconfigure(ctx context.Context, d GatewayDirection, next func
 // places withdraw the interest the gateway carried, and the gateway is not
 // re-established. It waits for the gateway's goroutines and is idempotent.
 func (g *Gateway) Close() error {
-	g.mu.Lock()
-	r := g.cur
-	g.mu.Unlock()
+	r := g.q.current()
 	if r != nil && !chanClosed(g.q.quit) {
 		sendLeave(r)
 	}

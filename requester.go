@@ -3,6 +3,7 @@ package sion
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sion-go/sion/internal/linkctl"
@@ -31,6 +32,11 @@ type requester struct {
 	cancel context.CancelFunc
 	quit   <-chan struct{} // closed by cancel
 	done   chan struct{}   // closed when the supervisor returns (or when the first attempt fails)
+
+	mu  sync.Mutex
+	cur *router // mu; the link's router while it is up, else nil
+	ups int     // mu; establishments
+	err error   // mu; the last failure
 }
 
 // requestTimes bounds a requester's attempts.
@@ -52,18 +58,18 @@ type linkRequest interface {
 	// router holds on this switch, whether the peer is this switch's
 	// parent, and the link's end.
 	accepted(a linkAccept) (*Session, bool, linkEnd, error)
-	// up records that the link to addr is up as r.
+	// up records that the link to addr is up as r (the requester has
+	// recorded it: current returns r).
 	up(r *router, addr string)
 	// watch returns when r has ended; when the requester's life (ctx)
 	// ends first, it closes r and waits for it. linkCtx is r's context.
 	watch(ctx, linkCtx context.Context, r *router)
-	// down records that r ended with err and returns the addresses to
-	// try first, and false when the link is not to be re-established.
+	// down is told that r ended with err (the requester has recorded
+	// it) and returns the addresses to try first, and false when the link
+	// is not to be re-established.
 	down(r *router, err error) ([]string, bool)
 	// candidates returns the addresses to try in a round of attempts.
 	candidates() []string
-	// failed records a failed attempt.
-	failed(err error)
 }
 
 // linkAccept is a peer's accept of a link request.
@@ -115,8 +121,48 @@ func (q *requester) connect(ctx, life context.Context, addr string) (*router, co
 		<-r.finished
 		return fail(err)
 	}
+	q.mu.Lock()
+	q.cur = r
+	q.ups++
+	q.mu.Unlock()
 	q.kind.up(r, addr)
 	return r, linkCtx, nil
+}
+
+// current returns the link's router while it is up, else nil.
+func (q *requester) current() *router {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cur
+}
+
+// state returns the link's state — LinkClosed when closed (the
+// requester's Close, or its kind ended it for good) — and its last
+// failure (nil if it never failed).
+func (q *requester) state(closed bool) (LinkState, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case closed || chanClosed(q.quit):
+		return LinkClosed, q.err
+	case q.cur != nil:
+		return *q.cur.state.Load(), q.err
+	}
+	return LinkDown, q.err
+}
+
+// establishments returns how many times the link has come up.
+func (q *requester) establishments() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ups
+}
+
+// failed records the failure of the link or of an attempt to make it.
+func (q *requester) failed(err error) {
+	q.mu.Lock()
+	q.cur, q.err = nil, err
+	q.mu.Unlock()
 }
 
 // handshake opens the router's session on the peer and makes the request.
@@ -170,7 +216,9 @@ func (q *requester) supervise(life, linkCtx context.Context, r *router) {
 	defer close(q.done)
 	for {
 		q.kind.watch(life, linkCtx, r)
-		first, again := q.kind.down(r, r.linkErr())
+		err := r.linkErr()
+		q.failed(err)
+		first, again := q.kind.down(r, err)
 		if life.Err() != nil || !again {
 			return
 		}
@@ -186,7 +234,7 @@ func (q *requester) supervise(life, linkCtx context.Context, r *router) {
 				if r, linkCtx, err = q.connect(life, life, addr); err == nil {
 					break
 				}
-				q.kind.failed(err)
+				q.failed(err)
 				if life.Err() != nil {
 					return
 				}

@@ -52,9 +52,6 @@ type SharedLink struct {
 
 	mu       sync.Mutex
 	addr     string        // mu; where the link goes (the parent's address)
-	cur      *router       // mu; nil while down
-	ups      int           // mu; establishments
-	err      error         // mu; the last failure
 	alts     []ProbeResult // mu; ancestors found by the last probe, nearest first
 	next     string        // mu; where the parent told it to re-link (Leave)
 	release  bool          // mu; the parent left and made this switch a root
@@ -193,10 +190,9 @@ func (sl *SharedLink) accepted(a linkAccept) (*Session, bool, linkEnd, error) {
 func (sl *SharedLink) up(r *router, addr string) {
 	sw := sl.sw
 	sl.mu.Lock()
-	sl.cur, sl.peerName = r, r.peer
+	sl.peerName = r.peer
 	close(sl.upSignal)
 	sl.upSignal = make(chan struct{})
-	sl.ups++
 	if addr != sl.addr {
 		sw.log.Info("sion: re-linked to another parent", "switch", sw.cfg.Name, "parent", r.peer, "addr", addr, "was", sl.addr)
 		sl.addr = addr
@@ -238,7 +234,6 @@ func (sl *SharedLink) watch(ctx, linkCtx context.Context, r *router) {
 func (sl *SharedLink) down(r *router, err error) ([]string, bool) {
 	sw := sl.sw
 	sl.mu.Lock()
-	sl.cur, sl.err = nil, err
 	next, release := sl.next, sl.release
 	sl.next = ""
 	if next != "" { // the leaving parent named the new one: retries go there too
@@ -278,12 +273,6 @@ func (sl *SharedLink) candidates() []string {
 	return out
 }
 
-func (sl *SharedLink) failed(err error) {
-	sl.mu.Lock()
-	sl.err = err
-	sl.mu.Unlock()
-}
-
 // moveTo ends the current link because the parent leaves: the supervisor
 // re-links to addr, or, for "", makes this switch a root.
 func (sl *SharedLink) moveTo(addr string) {
@@ -295,9 +284,8 @@ func (sl *SharedLink) moveTo(addr string) {
 	} else {
 		sl.next = addr
 	}
-	cur := sl.cur
 	sl.mu.Unlock()
-	if cur != nil {
+	if cur := sl.q.current(); cur != nil {
 		cur.close()
 	}
 }
@@ -310,12 +298,10 @@ func (sl *SharedLink) released() bool {
 
 // target returns the parent's address while the link is up, else "".
 func (sl *SharedLink) target() string {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.cur == nil {
+	if sl.q.current() == nil {
 		return ""
 	}
-	return sl.addr
+	return sl.Parent()
 }
 
 // Alternatives returns the switches the last probe found that the link
@@ -353,34 +339,20 @@ func (sl *SharedLink) Close() error {
 // State returns the link's state now, and the error of its last failure
 // (nil if it never failed). Safe for concurrent use, like every method of
 // SharedLink.
-func (sl *SharedLink) State() (LinkState, error) {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	switch {
-	case sl.release || chanClosed(sl.q.quit):
-		return LinkClosed, sl.err
-	case sl.cur != nil:
-		return *sl.cur.state.Load(), sl.err
-	}
-	return LinkDown, sl.err
-}
+func (sl *SharedLink) State() (LinkState, error) { return sl.q.state(sl.released()) }
 
 // Establishments returns how many times the link has come up: 1 after
 // Link, one more for each re-establishment.
-func (sl *SharedLink) Establishments() int {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	return sl.ups
-}
+func (sl *SharedLink) Establishments() int { return sl.q.establishments() }
 
 // waitUp waits until the link is up (true), or it ends for good or ctx
 // ends (false).
 func (sl *SharedLink) waitUp(ctx context.Context) bool {
 	for {
 		sl.mu.Lock()
-		up, released, ch := sl.cur != nil, sl.release, sl.upSignal
+		released, ch := sl.release, sl.upSignal // before current: up sets cur, then replaces upSignal
 		sl.mu.Unlock()
-		if up {
+		if sl.q.current() != nil {
 			return true
 		}
 		if released {
@@ -399,10 +371,8 @@ func (sl *SharedLink) waitUp(ctx context.Context) bool {
 // peer returns the name of the parent switch, or "" while down. mu of its
 // switch may be held.
 func (sl *SharedLink) peer() string {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.cur == nil {
-		return ""
+	if r := sl.q.current(); r != nil {
+		return r.peer
 	}
-	return sl.cur.peer
+	return ""
 }
