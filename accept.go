@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sion-go/sion/internal/guard"
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
@@ -34,10 +35,11 @@ func (sw *Switch) accept(ctx context.Context, conn transport.Conn, sess *Session
 }
 
 // refuseRequest refuses a link or federation request that arrived on
-// conn: it logs msg with err (before the count: who sees the count sees
-// the record), counts the refusal and answers an Error frame with code.
+// conn: it logs msg with err like every refusal (at most once per source
+// and interval, see Serve; before the count: who sees the count sees the
+// record), counts the refusal and answers an Error frame with code.
 func (sw *Switch) refuseRequest(ctx context.Context, conn transport.Conn, msg string, code uint16, err error) {
-	sw.log.Warn(msg, "switch", sw.cfg.Name, "remote", conn.RemoteAddr(), "err", err)
+	sw.refusal(guard.Source(conn.RemoteAddr()), msg, "err", err)
 	sw.refused.Add(1)
 	if f, e := wire.Encode(nil, &wire.Error{Code: code, Message: err.Error()}); e == nil {
 		sctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)

@@ -275,8 +275,8 @@ func (g *Gateway) up(r *router, _ string) {
 
 func (g *Gateway) watch(ctx, _ context.Context, r *router) { awaitEnd(ctx, r) }
 
-// down records the failure; the gateway is re-established unless the
-// other place ended the federation.
+// down decides, once the link has failed: the gateway is re-established
+// unless the other place ended the federation.
 func (g *Gateway) down(_ *router, err error) ([]string, bool) {
 	g.mu.Lock()
 	released := g.released

@@ -229,8 +229,9 @@ func (sl *SharedLink) watch(ctx, linkCtx context.Context, r *router) {
 	}
 }
 
-// down records the failure; it re-links where a leaving parent said, or
-// nowhere when the parent made this switch a root.
+// down decides, once the link has failed, where it re-links: where a
+// leaving parent said, or nowhere when the parent made this switch a
+// root; else the candidates.
 func (sl *SharedLink) down(r *router, err error) ([]string, bool) {
 	sw := sl.sw
 	sl.mu.Lock()
