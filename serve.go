@@ -12,19 +12,6 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// Bounds of the logging of refusals (see Serve).
-const (
-	// refusalLogInterval is how often a refusal from one source is logged
-	// at most; the refusals in between are counted in the next record.
-	refusalLogInterval = 10 * time.Second
-	refusalLogSources  = 4096
-	// maxLogRecords bounds the records of refusals and junk logged per
-	// interval over all sources (a switch's refusals, an entity's
-	// discovery datagrams), so that a flood from many source addresses
-	// cannot flood the log either; the next record counts those held back.
-	maxLogRecords = 64
-)
-
 // Serve accepts remote sessions (see Dial), shared links (Switch.Link)
 // and gateways (Switch.Federate) on l: for each connection it runs the
 // handshake — the entity's Hello, the shared-key challenge when the place
@@ -125,29 +112,6 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 			sw.serveConn(ctx, conn, source, done)
 		}()
 	}
-}
-
-// refusal logs a refusal or a piece of junk from source at level Warn, at
-// most once per source every refusalLogInterval and maxLogRecords times
-// in all per interval, with the numbers of records suppressed since.
-func (sw *Switch) refusal(source, msg string, args ...any) {
-	now := time.Now()
-	ok, suppressed := sw.refusals.Allow(source, now)
-	if !ok {
-		return
-	}
-	ok, suppressedAll := sw.refusalsAll.Allow(now)
-	if !ok {
-		return
-	}
-	args = append(args, "switch", sw.cfg.Name, "remote", source)
-	if suppressed > 0 {
-		args = append(args, "suppressed", suppressed)
-	}
-	if suppressedAll > 0 {
-		args = append(args, "suppressed_all_sources", suppressedAll)
-	}
-	sw.log.Warn(msg, args...)
 }
 
 // serveConn runs the handshake of conn, which came from source, and then
