@@ -184,6 +184,23 @@ func sinceOf(sw *sion.Switch) map[string]time.Time {
 	return out
 }
 
+// upSince waits until sw's n shared links are all up — an accepted link is
+// up once its peer has acknowledged this side's filters, a little after
+// Link returns on the other side — and returns sinceOf.
+func upSince(t *testing.T, sw *sion.Switch, n int) map[string]time.Time {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		links := sw.Links()
+		for _, li := range links {
+			if li.State != sion.LinkUp {
+				return false
+			}
+		}
+		return len(links) == n
+	}, 10*time.Second, time.Millisecond)
+	return sinceOf(sw)
+}
+
 // TestPeerInputNeverClosesOtherLinks: what a peer sends that this switch
 // cannot answer or hand on — a probe's path too long to extend or too
 // large for the frames of the other links — ends at most the link it came
@@ -196,8 +213,7 @@ func TestPeerInputNeverClosesOtherLinks(t *testing.T) {
 	n := newNetwork(t, memTr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{}, line(3))
 	sub := subscribe(t, open(t, n.sws[2], "app"), `{type ⊑ Alarm}`)
 	pub := open(t, n.sws[0], "pub")
-	before := sinceOf(n.sws[1])
-	require.Len(t, before, 2)
+	before := upSince(t, n.sws[1], 2)
 
 	names := func(k, size int) []string {
 		path := make([]string, k)
@@ -247,7 +263,7 @@ func TestFilterTooLargeForALinkIsRefused(t *testing.T) {
 	tr, err := mem.NewNetwork(mem.Config{MaxFrameBytes: 64 << 10})
 	require.NoError(t, err)
 	n := newNetwork(t, tr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{}, line(2))
-	before := sinceOf(n.sws[0])
+	before := upSince(t, n.sws[0], 1)
 	s := open(t, n.sws[0], "app")
 	zones := make([]string, 12000)
 	for i := range zones {
