@@ -149,9 +149,10 @@
 // router.go (forward, to the link's end) → link.go (sharedEnd.forward: TTL
 // and hops, the Forward frame made once for every link) → router.go and
 // queue.go (the link's queue and writer) → the transport → on the peer,
-// router.go (read) → link.go (sharedEnd.receive: readmit, which the place
-// admits again, and the seen-ID check) → switch.go (deliver, on that
-// switch, to its sessions and its other links, never back).
+// router.go (read) → link.go (sharedEnd.receive, readmit) → eventplace.go
+// (the place admits it again) → router.go (the seen-ID set) → switch.go
+// (deliver, on that switch, to its sessions and its other links, never
+// back).
 //
 // Through a gateway: as over a shared link as far as router.go, then
 // gateway_end.go (gatewayEnd.forward: PlaceTTL, the place path, the
@@ -160,12 +161,15 @@
 // gateway_end.go (receive: converted at the requesting end, admitted by
 // the other place, eventplace.go) → switch.go (deliver, in that place).
 //
-// To and from a remote session: remote.go (the entity's Publish, over the
-// wire codec) → serve.go and remote_switch.go (the switch reads it) →
-// switch.go (inject, deliver) → sink.go (the remote end as a sink) →
+// To and from a remote session: remote.go (the entity's Publish, a
+// Publish frame of the wire codec) → the transport → remote_switch.go
+// (remoteEnd.read, on the connection serve.go accepted) → session.go
+// (Session.Publish on the switch's side) → switch.go (inject, deliver) →
+// remote_switch.go (remoteEnd.fire: the remote end as a sink) →
 // remote_stream.go (the session's stream: numbered, confirmed, held for
-// its retention) → the transport → remote.go (the entity's reader) →
-// subscription.go.
+// its retention) → remote_switch.go (write) → the transport →
+// remote_reconnect.go (the entity's reader) → remote.go (deliver) →
+// subscription.go (the queues) or session.go (the spool).
 //
 // # Delivery
 //
@@ -179,40 +183,46 @@
 //
 // Switch, Session, Subscription, SharedLink, Gateway and Entity are safe
 // for concurrent use. No lock is held while user code (handlers,
-// callbacks, admission hooks, Logger) runs, except Entity's state lock
-// around OnStateChange (which must not call Close). filter.Index has its
-// own writer lock, taken under none of these but gatewayEnd.proxyMu and
-// never while it matches. Locks, outermost first; a lock may be taken
-// while holding only locks above it:
+// callbacks, admission hooks) runs, except Entity's state lock around
+// OnStateChange (which must not call Close). A Logger's handler
+// (SwitchConfig, SessionConfig, EntityConfig) may be called with any of
+// the locks below held: it must not call back into
+// sion (a handler that publishes through the session it logs for would
+// wait for itself). filter.Index has its own writer lock, taken under
+// member.advMu, Gateway.reMu and gatewayEnd.proxyMu only — never under
+// Switch.routeMu or anything after it — and never while it matches; the
+// refusal log's limiters (internal/guard) have leaf locks. Locks,
+// outermost first; a lock may be taken while holding only locks above it:
 //
 //  1. Entity: member.advMu (serializes advertising) and Entity.stateMu
 //     (serializes OnStateChange), before Entity.mu; advMu then subscribes,
 //     taking the locks below.
 //  2. The entity's side of a remote session (remote.go): remoteClient's
 //     pullMu (one Pull at a time), before sendMu (orders requests by
-//     number), before remoteClient.mu; sendMu may take Session.mu, a
-//     Subscription's mu and the session spool's lock.
-//  3. Gateway.reMu (SetMapping, SetFirewall), before Switch.routeMu.
+//     number), before remoteClient.mu; pullMu may take the session spool's
+//     lock and Session.mu; sendMu may take Session.mu and a
+//     Subscription's mu.
+//  3. Gateway.reMu (SetMapping, SetFirewall), before gatewayEnd.proxyMu
+//     and Switch.routeMu.
 //  4. gatewayEnd.proxyMu (the other place's interest installed here),
-//     before Switch.routeMu and filter.Index's writer lock; never taken
-//     under routeMu.
+//     before filter.Index's writer lock, Switch.routeMu and everything a
+//     subscription's install and cancel take; never taken under routeMu.
 //  5. Switch.routeMu (orders filter propagation), before gatewayEnd.routeMu,
 //     Switch.mu and a router's mu; never held while a frame is sent.
 //  6. gatewayEnd.routeMu (this place's interest registered at the other
 //     place), before the router's mu.
-//  7. Switch.mu, before SharedLink.mu and remoteEnd.mu (Switch.Close's
-//     goodbye). remoteEnd.mu, the stream's (outbox) lock, Session.mu and
-//     Switch.mu are otherwise released before another is taken.
+//  7. Switch.mu, before SharedLink.mu (Link's refusal), a requester's mu
+//     (acceptLink's tree check) and remoteEnd.mu (Switch.Close's goodbye);
+//     otherwise it is released before another lock is taken.
 //  8. router.mu (routes, acknowledgements), before router.qmu (its queue)
 //     and Session.mu (Links counts its proxies).
-//  9. Subscription.mu (a publisher holds it for reading while it takes the
-//     session spool's lock; cancel takes it for writing alone).
-//  10. Leaves — no other lock is taken while one is held: router.qmu,
-//     SharedLink.mu, Gateway.mu, a requester's (its link's router and
-//     failures), Session.mu, the spool's lock, the
-//     stream's lock, remoteEnd.mu, Switch.probeMu (the probe registry),
-//     seenIDs.mu (the seen-ID set), remoteClient.mu, Entity.mu,
-//     member.mu.
+//  9. Leaves — no other lock is taken while one is held: Subscription.mu
+//     (a publisher holds it for reading while it offers an event to the
+//     queue, cancel for writing), router.qmu, SharedLink.mu, Gateway.mu, a
+//     requester's (its link's router and failures), Session.mu, the
+//     spool's lock, the stream's lock, remoteEnd.mu, Switch.probeMu (the
+//     probe registry), seenIDs.mu (the seen-ID set), remoteClient.mu,
+//     Entity.mu, member.mu.
 //
 // Goroutines, each with an owner that stops it and waits: a subscription
 // with a handler has one, owned by its session (Session.Close,
@@ -222,9 +232,10 @@
 // (SharedLink.Close, Gateway.Close, Switch.Close, the connection's end),
 // which waits for them. A requested link or gateway has a supervisor
 // (requester.go) that re-establishes it, stopped by its Close or
-// Switch.Close. Serve's connections each have one goroutine until they
-// are handed to a remote end or a router. The switch's side of a remote
-// session serves each connection with a reader and a writer; while its
+// Switch.Close. Each connection Serve accepted has one goroutine for as
+// long as it serves: the handshake, then the remote session's reader, or
+// the wait for its link to end. The switch's side of a remote session
+// serves each connection with a reader and a writer; while its
 // entity is away, one goroutine waits for the retention to pass; its
 // Subscribe and Pull requests run in goroutines of their own; they end
 // with the session (whose Close waits) or Switch.Close. The entity's side

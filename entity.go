@@ -117,7 +117,8 @@ type EntityConfig struct {
 	// nor call Close.
 	OnStateChange func(from, to State)
 	// Logger receives the entity's and its switches' log records; nil
-	// discards them.
+	// discards them. Its handler may be called while sion holds locks, so
+	// it must not call back into sion.
 	Logger *slog.Logger
 }
 

@@ -28,7 +28,9 @@ type SessionConfig struct {
 	// until pulled or pushed out by SpoolSize.
 	SpoolRetention time.Duration
 	// Logger receives a remote session's log records (see Dial); nil
-	// discards them. A local session logs to its switch's logger.
+	// discards them. A local session logs to its switch's logger. Its
+	// handler may be called while the session holds locks, so it must not
+	// call back into sion.
 	Logger *slog.Logger
 	// SharedKey is the place's shared key, for a remote session (Dial) to
 	// a place that has one (PlaceConfig.SharedKey); when set, Dial also

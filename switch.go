@@ -30,7 +30,8 @@ type SwitchConfig struct {
 	// Place is the event place the switch belongs to; required.
 	Place *EventPlace
 	// Logger receives the switch's log records (slow consumers, refused
-	// sessions); nil discards them.
+	// sessions); nil discards them. Its handler may be called while the
+	// switch holds locks, so it must not call back into sion.
 	Logger *slog.Logger
 	// Transport is what the switch dials with when another switch asks it
 	// to request a shared link (Switch.Absorb); nil means it cannot be
