@@ -78,7 +78,7 @@ func newOutbox(s *Session, limit int) *outbox {
 func (ob *outbox) dropped(it outItem, why dropCause) {
 	for _, sub := range it.subs {
 		if why != dropClosed {
-			ob.lost[sub.remote]++
+			ob.lost[sub.public]++
 		}
 		sub.drop(1)
 	}

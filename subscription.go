@@ -229,9 +229,9 @@ type Subscription struct {
 	// Gateways never carry interest into a place on it.
 	places []string
 
-	// remote is, on a switch, the ID a remote session gave this
-	// subscription (see Dial), or 0 for a local subscription.
-	remote uint64
+	// public is the ID the subscription's owner knows it by: id, or on a
+	// switch the ID a remote session's entity gave it (see Dial).
+	public uint64
 }
 
 // newSubscription returns a subscription of session s with filter f and
@@ -241,7 +241,10 @@ type Subscription struct {
 // a queue of cfg.queue events when its session's sink keeps queues and it
 // is not look-in.
 func newSubscription(s *Session, f *filter.Filter, cfg subConfig, remote uint64, places []string) *Subscription {
-	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{}), ttl: cfg.ttl, places: places, remote: remote}
+	sub := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{}), ttl: cfg.ttl, places: places, public: remote}
+	if remote == 0 {
+		sub.public = sub.id
+	}
 	if !cfg.lookIn && s.sink.queues() {
 		sub.ch = make(chan Delivery, cfg.queue)
 	}
@@ -249,12 +252,7 @@ func newSubscription(s *Session, f *filter.Filter, cfg subConfig, remote uint64,
 }
 
 // publicID returns the ID the subscription's owner knows it by.
-func (sub *Subscription) publicID() uint64 {
-	if sub.remote != 0 {
-		return sub.remote
-	}
-	return sub.id
-}
+func (sub *Subscription) publicID() uint64 { return sub.public }
 
 // ID returns the subscription's ID, unique within its switch; it is the
 // filter ID in Delivery.Matched.
