@@ -235,7 +235,10 @@ func (t *Table) NextHop(key ID) (next Node, ok bool) {
 				}
 			}
 		}
-		return best, found
+		if !found {
+			return Node{}, false
+		}
+		return best, true
 	}
 	l := SharedPrefix(t.self.ID, key)
 	d := key.Digit(l)
