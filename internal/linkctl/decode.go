@@ -19,8 +19,9 @@ import (
 // field and its offset in the body and wraps ErrMalformed when the body
 // breaks the grammar: it is empty or nil (as is c), its kind is unknown,
 // a varint is truncated, overlong or not minimal, a length or count runs
-// past the end, a text field is not UTF-8, a bool byte is not 0 or 1, a
-// number is out of its field's range, a list has more than MaxNames
+// past the end, a text field is not UTF-8, a bool byte is not 0 or 1, an
+// overlay ID has fewer than 16 bytes left, a number (a byte included) is
+// out of its field's range, a list has more than MaxNames
 // entries, a name contains NUL or a newline, or bytes follow the last
 // field.
 func Decode(c *wire.Control) (Message, error) {
@@ -193,6 +194,116 @@ func (d *decoder) names(field string) []string {
 	return ns
 }
 
+// byteIn reads one byte that must be in lo…hi.
+func (d *decoder) byteIn(field string, lo, hi byte) byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.off >= len(d.buf) {
+		d.fail(field, d.off, "truncated")
+		return 0
+	}
+	b := d.buf[d.off]
+	if b < lo || b > hi {
+		d.fail(field, d.off, rangeReason(int64(b), int64(lo), int64(hi)))
+		return 0
+	}
+	d.off++
+	return b
+}
+
+// id reads an overlay ID: 16 raw bytes.
+func (d *decoder) id(field string) (id [IDLen]byte) {
+	if d.err != nil {
+		return id
+	}
+	if rem := len(d.buf) - d.off; rem < IDLen {
+		d.fail(field, d.off, fmt.Sprintf("truncated ID: %d of %d bytes", rem, IDLen))
+		return id
+	}
+	copy(id[:], d.buf[d.off:])
+	d.off += IDLen
+	return id
+}
+
+// node reads an overlay node: its ID and address. i is its index in list
+// field, or -1 for a lone node.
+func (d *decoder) node(field string, i int) (n OverlayNode) {
+	if d.err != nil {
+		return n
+	}
+	n.ID = d.id("id")
+	n.Addr = d.text("addr")
+	if d.err != nil {
+		d.err.Field = entry(field, i, d.err.Field) // name the entry
+		return OverlayNode{}
+	}
+	return n
+}
+
+// count reads the count of a list whose entries take at least `least` bytes
+// each, and checks it against the bytes remaining and MaxNames.
+func (d *decoder) count(field string, least int) uint64 {
+	start := d.off
+	u := d.uvarint(field + " count")
+	if d.err != nil || u == 0 {
+		return 0
+	}
+	if rem := len(d.buf) - d.off; u > uint64(rem/least) {
+		d.fail(field+" count", start, fmt.Sprintf("count %d needs at least %d bytes per entry, %d remain", u, least, rem))
+		return 0
+	}
+	if u > MaxNames {
+		d.fail(field+" count", start, fmt.Sprintf("count %d exceeds %d", u, MaxNames))
+		return 0
+	}
+	return u
+}
+
+// nodes reads a count and the overlay nodes; nil when there are none.
+func (d *decoder) nodes(field string) []OverlayNode {
+	u := d.count(field, IDLen+1) // an ID and an address length
+	if u == 0 {
+		return nil
+	}
+	ns := make([]OverlayNode, u)
+	for i := range ns {
+		ns[i] = d.node(field, i)
+		if d.err != nil {
+			return nil
+		}
+	}
+	return ns
+}
+
+// attrs reads a count and the attribute details; nil when there are
+// none.
+func (d *decoder) attrs(field string) []AttrDetail {
+	u := d.count(field, 2) // two lengths
+	if u == 0 {
+		return nil
+	}
+	as := make([]AttrDetail, u)
+	for i := range as {
+		as[i].Name = d.text("name")
+		as[i].Value = d.text("value")
+		if d.err != nil {
+			d.err.Field = entry(field, i, d.err.Field) // name the entry
+			return nil
+		}
+	}
+	return as
+}
+
+// class reads an event class: its level (1…3) and three texts.
+func (d *decoder) class(field string) (c ClassRef) {
+	c.Level = d.byteIn(field+" level", LevelType, LevelLeafAttr)
+	c.Type = d.text(field + " type")
+	c.Attr = d.text(field + " attr")
+	c.Value = d.text(field + " value")
+	return c
+}
+
 func (m *LinkRequest) decode(d *decoder) {
 	m.Switch = d.text("switch")
 	m.Place = d.text("place")
@@ -260,4 +371,55 @@ func (m *ProbeReply) decode(d *decoder) {
 
 func (m *Leave) decode(d *decoder) {
 	m.Parent = d.text("parent")
+}
+
+func (m *Join) decode(d *decoder) {
+	m.Key = d.id("key")
+	m.Joiner = d.id("joiner")
+	m.JoinerAddr = d.text("joiner addr")
+	m.Hops = int(d.int("hops", 0, MaxHops))
+	m.Rows = d.nodes("rows")
+}
+
+func (m *JoinReply) decode(d *decoder) {
+	m.Joiner = d.id("joiner")
+	m.Rows = d.nodes("rows")
+	m.Leaves = d.nodes("leaves")
+}
+
+func (m *Announce) decode(d *decoder) {
+	m.Node = d.node("node", -1)
+	m.Leaving = d.bool("leaving")
+	m.Leaves = d.nodes("leaves")
+}
+
+func (*LeafSetRequest) decode(*decoder) {}
+
+func (m *LeafSetReply) decode(d *decoder) {
+	m.Leaves = d.nodes("leaves")
+}
+
+func (m *Advertise) decode(d *decoder) {
+	m.Key = d.uvarint("key")
+	m.Ack = d.uvarint("ack")
+	m.Type = d.text("type")
+	m.Attrs = d.attrs("attrs")
+}
+
+func (m *Unadvertise) decode(d *decoder) {
+	m.Key = d.uvarint("key")
+}
+
+func (m *PathChange) decode(d *decoder) {
+	m.Class = d.class("class")
+	m.Direction = d.byteIn("direction", Downstream, Upstream)
+	m.Branch = d.id("branch")
+	m.BranchAddr = d.text("branch addr")
+	m.Seq = d.uvarint("seq")
+}
+
+func (m *BranchPoint) decode(d *decoder) {
+	m.Class = d.class("class")
+	m.Seq = d.uvarint("seq")
+	m.Node = d.node("node", -1)
 }

@@ -22,9 +22,21 @@
 // Establishing a link: LinkRequest (answered by LinkAccept or a wire.Error)
 // on a shared link, Federate on a gateway. Filter propagation (S1 event
 // path, S2 contract): Register and Release; Register and Marker are
-// answered by Ack; Synced follows the initial Registers. Membership (S1):
+// answered by Ack (as is Advertise, below); Synced follows the initial Registers. Membership (S1):
 // Probe and ProbeReply for n-hop probes, Leave when a switch leaves its
 // place or a gateway ends its federation.
+//
+// Rendezvous routing (S3, over package overlay's Pastry-style overlay;
+// DESIGN.md "Beyond one tree"): Join, routed hop by hop toward a
+// newcomer's ID, answered by JoinReply from its root, then Announce to
+// the nodes of the newcomer's state; Announce with Leaving when a switch
+// leaves the overlay; LeafSetRequest and LeafSetReply to repair a leaf
+// set after a death. Advertise (answered by Ack) and Unadvertise, hop by
+// hop toward the rendezvous switch of a type. PathChange along an event
+// class's distribution path, answered by BranchPoint from the branch (or
+// merge) point. Overlay IDs travel as 16 raw bytes, so the package needs
+// no import of package overlay; each hop is a message for its peer, which
+// consumes it and sends a new one on the next hop.
 //
 // # Body grammar
 //
@@ -32,7 +44,7 @@
 // order, and nothing after them:
 //
 //	body        = kind message .
-//	kind        = byte .                    (Kind: 1 LinkRequest … 11 Leave)
+//	kind        = byte .                    (Kind: 1 LinkRequest … 20 BranchPoint)
 //
 //	LinkRequest = text(Switch) text(Place) sint(Link ≥ 0) text(Addr) bool(Merge) text(Absorb) .
 //	LinkAccept  = text(Switch) text(Place) .
@@ -47,8 +59,23 @@
 //	              bool(End) bool(Pending) .
 //	Leave       = text(Parent) .
 //
+//	Join           = id(Key) id(Joiner) text(JoinerAddr) sint(Hops 0…MaxHops) nodes(Rows) .
+//	JoinReply      = id(Joiner) nodes(Rows) nodes(Leaves) .
+//	Announce       = node(Node) bool(Leaving) nodes(Leaves) .
+//	LeafSetRequest = .
+//	LeafSetReply   = nodes(Leaves) .
+//	Advertise      = uvarint(Key) uvarint(Ack) text(Type) attrs(Attrs) .
+//	Unadvertise    = uvarint(Key) .
+//	PathChange     = class(Class) byte(Direction 0…1) id(Branch) text(BranchAddr) uvarint(Seq) .
+//	BranchPoint    = class(Class) uvarint(Seq) node(Node) .
+//
 //	names       = uvarint(n ≤ MaxNames) { name } .
 //	name        = text without NUL or LF .   (a switch or place name)
+//	nodes       = uvarint(n ≤ MaxNames) { node } .
+//	node        = id(ID) text(Addr) .        (an OverlayNode)
+//	id          = 16*byte .                  (an overlay ID, raw; IDLen)
+//	attrs       = uvarint(n ≤ MaxNames) { text(Name) text(Value) } .
+//	class       = byte(Level 1…3) text(Type) text(Attr) text(Value) .
 //
 //	uvarint     = unsigned LEB128 (binary.AppendUvarint), 1 to 10 bytes, minimal .
 //	sint        = uvarint of the zigzag encoding (binary.AppendVarint) .
@@ -57,7 +84,8 @@
 //	text        = string that is valid UTF-8 .
 //
 // These are the primitives of package wire. The encoding is canonical:
-// varints are minimal and bools 0 or 1, so each message has exactly one
+// varints are minimal, bools 0 or 1 and IDs of fixed length, so each
+// message has exactly one
 // body and Encode(Decode(b)) == b for every body b that decodes. A nil
 // list and an empty one both encode as count 0 and decode as nil.
 //

@@ -17,7 +17,7 @@ import (
 // It refuses exactly what Decode would refuse, so that every frame it
 // returns decodes to a message equal to m (empty lists decode as nil): a
 // nil m or nil pointer, invalid UTF-8 in a text field, a number out of its
-// field's range, a list over MaxNames entries or a NUL or newline in a
+// field's range (PathChange.Direction, ClassRef.Level included), a list over MaxNames entries or a NUL or newline in a
 // name give a *MessageError wrapping ErrMalformed. A frame longer than
 // lim.MaxFrameBytes (a zero lim means wire.DefaultLimits) gives wire's
 // *wire.FrameError wrapping wire.ErrTooLarge.
@@ -132,6 +132,93 @@ func (e *encoder) names(field string, ns []string) {
 		}
 		e.str(n)
 	}
+}
+
+// byteIn appends v as one byte, which must be in lo…hi.
+func (e *encoder) byteIn(field string, v, lo, hi byte) {
+	if e.err != nil {
+		return
+	}
+	if v < lo || v > hi {
+		e.fail(field, rangeReason(int64(v), int64(lo), int64(hi)))
+		return
+	}
+	e.buf = append(e.buf, v)
+}
+
+// id appends an overlay ID: its 16 bytes, raw.
+func (e *encoder) id(id *[IDLen]byte) {
+	if e.err == nil {
+		e.buf = append(e.buf, id[:]...)
+	}
+}
+
+// entry names entry i of list field, or field itself when i < 0, and sub
+// a part of it.
+func entry(field string, i int, sub string) string {
+	if i < 0 {
+		return field + " " + sub
+	}
+	return fmt.Sprintf("%s %d %s", field, i, sub)
+}
+
+// node appends an overlay node: its ID and address. i is its index in
+// list field, or -1 for a lone node.
+func (e *encoder) node(field string, i int, n *OverlayNode) {
+	e.id(&n.ID)
+	if e.err == nil && !utf8.ValidString(n.Addr) {
+		e.fail(entry(field, i, "addr"), "invalid UTF-8")
+		return
+	}
+	e.str(n.Addr)
+}
+
+// nodes appends a count and the overlay nodes.
+func (e *encoder) nodes(field string, ns []OverlayNode) {
+	if e.err != nil {
+		return
+	}
+	if len(ns) > MaxNames {
+		e.fail(field+" count", fmt.Sprintf("count %d exceeds %d", len(ns), MaxNames))
+		return
+	}
+	e.uvarint(uint64(len(ns)))
+	for i := range ns {
+		e.node(field, i, &ns[i])
+	}
+}
+
+// attrs appends a count and the attribute details, each a name and a
+// value, both valid UTF-8.
+func (e *encoder) attrs(field string, as []AttrDetail) {
+	if e.err != nil {
+		return
+	}
+	if len(as) > MaxNames {
+		e.fail(field+" count", fmt.Sprintf("count %d exceeds %d", len(as), MaxNames))
+		return
+	}
+	e.uvarint(uint64(len(as)))
+	for i := range as {
+		if !utf8.ValidString(as[i].Name) {
+			e.fail(entry(field, i, "name"), "invalid UTF-8")
+			return
+		}
+		e.str(as[i].Name)
+		if !utf8.ValidString(as[i].Value) {
+			e.fail(entry(field, i, "value"), "invalid UTF-8")
+			return
+		}
+		e.str(as[i].Value)
+	}
+}
+
+// class appends an event class: its level (1…3) and three texts.
+func (e *encoder) class(field string, c *ClassRef) {
+	e.byteIn(field+" level", c.Level, LevelType, LevelLeafAttr)
+	e.text(field+" type", c.Type)
+	e.text(field+" attr", c.Attr)
+	e.text(field+" value", c.Value)
 }
 
 // rangeReason says why v is not in lo…hi.
@@ -254,4 +341,81 @@ func (m *Leave) encode(e *encoder) {
 		return
 	}
 	e.text("parent", m.Parent)
+}
+
+func (m *Join) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.id(&m.Key)
+	e.id(&m.Joiner)
+	e.text("joiner addr", m.JoinerAddr)
+	e.int("hops", int64(m.Hops), 0, MaxHops)
+	e.nodes("rows", m.Rows)
+}
+
+func (m *JoinReply) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.id(&m.Joiner)
+	e.nodes("rows", m.Rows)
+	e.nodes("leaves", m.Leaves)
+}
+
+func (m *Announce) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.node("node", -1, &m.Node)
+	e.bool(m.Leaving)
+	e.nodes("leaves", m.Leaves)
+}
+
+func (m *LeafSetRequest) encode(e *encoder) {
+	e.nilMessage(m == nil)
+}
+
+func (m *LeafSetReply) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.nodes("leaves", m.Leaves)
+}
+
+func (m *Advertise) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.uvarint(m.Key)
+	e.uvarint(m.Ack)
+	e.text("type", m.Type)
+	e.attrs("attrs", m.Attrs)
+}
+
+func (m *Unadvertise) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.uvarint(m.Key)
+}
+
+func (m *PathChange) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.class("class", &m.Class)
+	e.byteIn("direction", m.Direction, Downstream, Upstream)
+	e.id(&m.Branch)
+	e.text("branch addr", m.BranchAddr)
+	e.uvarint(m.Seq)
+}
+
+func (m *BranchPoint) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.class("class", &m.Class)
+	e.uvarint(m.Seq)
+	e.node("node", -1, &m.Node)
 }

@@ -8,9 +8,9 @@ import (
 // ErrMalformed reports a control message that does not follow the body
 // grammar: an empty body, an unknown kind, a truncated, overlong or
 // non-minimal varint, a length or count beyond the body's end, invalid
-// UTF-8 in a text field, a bool byte other than 0 or 1, a number out of
-// its field's range, a list over MaxNames entries, a NUL or newline in a
-// name, trailing bytes; or a message that would encode to one (a nil
+// UTF-8 in a text field, a bool byte other than 0 or 1, an overlay ID
+// shorter than 16 bytes, a number out of its field's range, a list over
+// MaxNames entries, a NUL or newline in a name, trailing bytes; or a message that would encode to one (a nil
 // message among them). Every such error from Encode and Decode is a
 // *MessageError that wraps it; test with errors.Is.
 var ErrMalformed = errors.New("linkctl: malformed control message")

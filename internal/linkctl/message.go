@@ -15,11 +15,21 @@ const (
 	KindRegister    Kind = 4  // either way: install a proxy filter
 	KindRelease     Kind = 5  // either way: remove a proxy filter
 	KindMarker      Kind = 6  // either way: an in-band barrier
-	KindAck         Kind = 7  // either way: a Register or Marker is done
+	KindAck         Kind = 7  // either way: a Register, Marker or Advertise is done
 	KindSynced      Kind = 8  // either way: the initial Registers precede it
 	KindProbe       Kind = 9  // either way: an n-hop probe
 	KindProbeReply  Kind = 10 // either way: the answer to a Probe, relayed back
 	KindLeave       Kind = 11 // either way: the sender leaves
+
+	KindJoin           Kind = 12 // overlay hop → hop: a newcomer's join, routed toward its ID
+	KindJoinReply      Kind = 13 // root → newcomer: the rows gathered and the leaf set
+	KindAnnounce       Kind = 14 // switch → each node of its state: here, or leaving
+	KindLeafSetRequest Kind = 15 // either way: send me your leaf set (repair)
+	KindLeafSetReply   Kind = 16 // either way: the answer to a LeafSetRequest
+	KindAdvertise      Kind = 17 // overlay hop → hop: an advertisement toward the rendezvous switch
+	KindUnadvertise    Kind = 18 // overlay hop → hop: withdraw an Advertise
+	KindPathChange     Kind = 19 // along a distribution path: find the branch (or merge) point
+	KindBranchPoint    Kind = 20 // back along the path: the branch (or merge) point's answer
 )
 
 var kindNames = [...]string{
@@ -34,6 +44,16 @@ var kindNames = [...]string{
 	KindProbe:       "probe",
 	KindProbeReply:  "probe reply",
 	KindLeave:       "leave",
+
+	KindJoin:           "join",
+	KindJoinReply:      "join reply",
+	KindAnnounce:       "announce",
+	KindLeafSetRequest: "leaf set request",
+	KindLeafSetReply:   "leaf set reply",
+	KindAdvertise:      "advertise",
+	KindUnadvertise:    "unadvertise",
+	KindPathChange:     "path change",
+	KindBranchPoint:    "branch point",
 }
 
 // String returns the message type's name in lower case ("register",
@@ -48,11 +68,17 @@ func (k Kind) String() string {
 // Bounds of the format.
 const (
 	// MaxHops bounds the hop counts: Register.TTL, Marker.TTL,
-	// Marker.Gateways, Probe.Hops and ProbeReply.Hops, each 0…MaxHops.
+	// Marker.Gateways, Probe.Hops, ProbeReply.Hops and Join.Hops, each
+	// 0…MaxHops.
 	MaxHops = 65535
-	// MaxNames bounds the entries of a list of names: Register.Places,
-	// Probe.Path and ProbeReply.Path.
+	// MaxNames bounds the entries of every list: the lists of names
+	// (Register.Places, Probe.Path and ProbeReply.Path), the lists of
+	// overlay nodes (Join.Rows, JoinReply.Rows and .Leaves,
+	// Announce.Leaves, LeafSetReply.Leaves) and Advertise.Attrs.
 	MaxNames = 65536
+	// IDLen is the length of an overlay ID (package overlay's ID): 16
+	// bytes, which travel raw.
+	IDLen = 16
 )
 
 // Directions of a Probe (Probe.Dir); the numbers are the root package's
@@ -63,8 +89,22 @@ const (
 	DirAll      = 2 // follow every link
 )
 
+// Directions of a distribution path (PathChange.Direction).
+const (
+	Downstream = 0 // from the rendezvous switch toward the subscribers
+	Upstream   = 1 // from the rendezvous switch toward the publishers
+)
+
+// Levels of an event class (ClassRef.Level): the three levels at which
+// the rendezvous switch measures traffic (S3).
+const (
+	LevelType      = 1 // the event type alone
+	LevelFirstAttr = 2 // the type and a first-level attribute's value
+	LevelLeafAttr  = 3 // the type and a lowest-level attribute's value
+)
+
 // Message is one control message. It is implemented only by the pointer
-// types of this package (*LinkRequest, *Register, …, *Leave); Decode
+// types of this package (*LinkRequest, *Register, …, *BranchPoint); Decode
 // returns one of them and Encode accepts any of them.
 type Message interface {
 	// Kind returns the message type; it does not read the receiver, so a
@@ -162,9 +202,10 @@ type Marker struct {
 }
 
 // Ack answers a Register or Marker (S2 contract): it is done downstream
-// of the peer, or failed there.
+// of the peer, or failed there. It answers an Advertise (S3) the same
+// way.
 type Ack struct {
-	// Ack is the Register's or Marker's Ack.
+	// Ack is the Register's, Marker's or Advertise's Ack.
 	Ack uint64
 	// Error is "" when the Register or Marker succeeded, else why it
 	// failed, for people. Any bytes: it may quote refused input, and an
@@ -228,6 +269,159 @@ type Leave struct {
 	Parent string
 }
 
+// OverlayNode is a switch of the S3 overlay (package overlay's Node) as
+// the messages carry it: its 16-byte ID and the address it serves links
+// at.
+type OverlayNode struct {
+	// ID is the switch's overlay ID (overlay.HashID of its name).
+	ID [IDLen]byte
+	// Addr is where the switch serves links, "" if nowhere.
+	Addr string
+}
+
+// AttrDetail is one attribute of an advertisement's detail (S3): an
+// attribute the advertised events carry and its value, as text.
+type AttrDetail struct {
+	// Name names the attribute and Value is its value; Value may be "".
+	Name, Value string
+}
+
+// ClassRef names an event class at one of the three levels S3 measures
+// traffic at: the type alone (LevelType), or the type and the value of
+// an attribute (LevelFirstAttr, LevelLeafAttr). At LevelType, Attr and
+// Value are ""; the codec does not check that.
+type ClassRef struct {
+	// Level is LevelType, LevelFirstAttr or LevelLeafAttr.
+	Level byte
+	// Type names the event type, Attr the attribute and Value its value.
+	Type, Attr, Value string
+}
+
+// Join carries a newcomer's join through the overlay (S3 overlay join,
+// Pastry's join message): it is routed hop by hop toward Key, the
+// newcomer's own ID, and each switch on the route appends the rows of its
+// routing table valid for the newcomer (overlay.Table.JoinRows) and
+// itself to Rows before it passes the Join on. The root, the switch that
+// routes it nowhere further, answers the newcomer with JoinReply.
+type Join struct {
+	// Key is the key the Join is routed toward: the newcomer's ID.
+	Key [IDLen]byte
+	// Joiner is the newcomer's ID and JoinerAddr where it serves links,
+	// so that the root can answer it.
+	Joiner     [IDLen]byte
+	JoinerAddr string
+	// Hops is how many overlay hops the Join has made, 0…MaxHops; the
+	// switches' hop limit ends a route that does not converge.
+	Hops int
+	// Rows lists the nodes gathered on the route so far, in the order
+	// they were appended (at most MaxNames).
+	Rows []OverlayNode
+}
+
+// JoinReply answers a Join (S3 overlay join): the newcomer's root sends
+// it the rows gathered on the route and its own leaf set
+// (overlay.Table.LeafSetFor). The newcomer learns them all, then sends
+// Announce to every node of its state.
+type JoinReply struct {
+	// Joiner is the newcomer's ID, the Join's Joiner.
+	Joiner [IDLen]byte
+	// Rows is the Join's Rows with the root's own rows appended, and
+	// Leaves the root's leaf set and the root itself (each at most
+	// MaxNames).
+	Rows, Leaves []OverlayNode
+}
+
+// Announce tells a node of the sender's overlay state that the sender is
+// here (S3 overlay join: the last step, after JoinReply), or that it
+// leaves (S3 overlay leave). Each receiver learns Node, or on Leaving
+// removes it and learns Leaves, which gives the leaver's leaf-set
+// neighbours their replacements.
+type Announce struct {
+	// Node is the sender.
+	Node OverlayNode
+	// Leaving reports that the sender leaves the overlay.
+	Leaving bool
+	// Leaves is the leaver's leaf set when Leaving, else normally nil (at
+	// most MaxNames); the codec does not check that.
+	Leaves []OverlayNode
+}
+
+// LeafSetRequest asks a node for its leaf set (S3 overlay repair, after
+// a death: overlay.Table.RepairContacts names whom to ask). It is
+// answered by LeafSetReply. It has no fields.
+type LeafSetRequest struct{}
+
+// LeafSetReply answers a LeafSetRequest (S3 overlay repair) with the
+// answering node's leaf set and itself (overlay.Table.LeafSetFor of the
+// asker).
+type LeafSetReply struct {
+	// Leaves lists the nodes (at most MaxNames).
+	Leaves []OverlayNode
+}
+
+// Advertise carries an advertisement one overlay hop toward the
+// rendezvous switch of its type, the root of overlay.HashID(Type) (S3
+// advertisement routing): the peer installs it in its advertisement
+// table under Key, passes it on toward the rendezvous switch, and
+// answers Ack with Ack once it is installed there (as for Register, the
+// S2 contract). An Advertise of a Key already installed replaces it.
+type Advertise struct {
+	// Key names the advertisement on this link; Unadvertise names it
+	// again.
+	Key uint64
+	// Ack is the number the answering Ack carries.
+	Ack uint64
+	// Type names the advertised event type.
+	Type string
+	// Attrs is the advertisement's attribute detail: the attributes the
+	// advertised events carry, with their values (at most MaxNames).
+	Attrs []AttrDetail
+}
+
+// Unadvertise withdraws the advertisement Key that an Advertise
+// installed (S3 advertisement routing). It is not answered.
+type Unadvertise struct {
+	// Key is the Advertise's Key.
+	Key uint64
+}
+
+// PathChange travels from the rendezvous switch along an event
+// distribution path of Class, hop by hop (S3 path change information):
+// downstream toward the subscribers to find the branch point, the first
+// switch where the class's path forks, or upstream toward the publishers
+// to find the merge point, where the class's paths from several
+// publishers merge. That switch answers BranchPoint back along the path;
+// the others pass the PathChange on. The rendezvous switch then has the
+// merge point send the class straight to the branch point (a bypass).
+type PathChange struct {
+	// Class is the event class whose path is followed.
+	Class ClassRef
+	// Direction is Downstream or Upstream.
+	Direction byte
+	// Branch is the branch point's ID when the sender knows it (an
+	// upstream PathChange that tells the merge point where to bypass to),
+	// else zero; BranchAddr is where the branch point serves links, "" if
+	// unknown.
+	Branch     [IDLen]byte
+	BranchAddr string
+	// Seq numbers the rendezvous switch's path changes; the answer
+	// carries it, and a switch ignores a Seq older than one it has seen
+	// for Class.
+	Seq uint64
+}
+
+// BranchPoint answers a PathChange (S3 branch-point and merge-point
+// detection): it travels back along the path to the rendezvous switch and
+// names the switch where the path forks (downstream) or merges
+// (upstream).
+type BranchPoint struct {
+	// Class and Seq are the PathChange's.
+	Class ClassRef
+	Seq   uint64
+	// Node is the branch or merge point.
+	Node OverlayNode
+}
+
 // Kind returns KindLinkRequest.
 func (*LinkRequest) Kind() Kind { return KindLinkRequest }
 
@@ -261,6 +455,33 @@ func (*ProbeReply) Kind() Kind { return KindProbeReply }
 // Kind returns KindLeave.
 func (*Leave) Kind() Kind { return KindLeave }
 
+// Kind returns KindJoin.
+func (*Join) Kind() Kind { return KindJoin }
+
+// Kind returns KindJoinReply.
+func (*JoinReply) Kind() Kind { return KindJoinReply }
+
+// Kind returns KindAnnounce.
+func (*Announce) Kind() Kind { return KindAnnounce }
+
+// Kind returns KindLeafSetRequest.
+func (*LeafSetRequest) Kind() Kind { return KindLeafSetRequest }
+
+// Kind returns KindLeafSetReply.
+func (*LeafSetReply) Kind() Kind { return KindLeafSetReply }
+
+// Kind returns KindAdvertise.
+func (*Advertise) Kind() Kind { return KindAdvertise }
+
+// Kind returns KindUnadvertise.
+func (*Unadvertise) Kind() Kind { return KindUnadvertise }
+
+// Kind returns KindPathChange.
+func (*PathChange) Kind() Kind { return KindPathChange }
+
+// Kind returns KindBranchPoint.
+func (*BranchPoint) Kind() Kind { return KindBranchPoint }
+
 // newMessage returns a zero message of kind k, or nil for an unknown k.
 func newMessage(k Kind) Message {
 	switch k {
@@ -286,6 +507,24 @@ func newMessage(k Kind) Message {
 		return new(ProbeReply)
 	case KindLeave:
 		return new(Leave)
+	case KindJoin:
+		return new(Join)
+	case KindJoinReply:
+		return new(JoinReply)
+	case KindAnnounce:
+		return new(Announce)
+	case KindLeafSetRequest:
+		return new(LeafSetRequest)
+	case KindLeafSetReply:
+		return new(LeafSetReply)
+	case KindAdvertise:
+		return new(Advertise)
+	case KindUnadvertise:
+		return new(Unadvertise)
+	case KindPathChange:
+		return new(PathChange)
+	case KindBranchPoint:
+		return new(BranchPoint)
 	}
 	return nil
 }
