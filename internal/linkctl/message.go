@@ -289,7 +289,8 @@ type AttrDetail struct {
 // ClassRef names an event class at one of the three levels S3 measures
 // traffic at: the type alone (LevelType), or the type and the value of
 // an attribute (LevelFirstAttr, LevelLeafAttr). At LevelType, Attr and
-// Value are ""; the codec does not check that.
+// Value are ""; the codec does not check that. Level 0 is no level, so
+// the zero ClassRef (and a message holding it) does not encode.
 type ClassRef struct {
 	// Level is LevelType, LevelFirstAttr or LevelLeafAttr.
 	Level byte
