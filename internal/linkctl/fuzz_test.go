@@ -23,8 +23,11 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(encode(f, &Register{Key: 13, Ack: 41, Filter: "{}", TTL: 2, Places: []string{"kanto", "kansai"}}))
 	f.Add(encode(f, &ProbeReply{ID: 77, Hops: 2, Path: []string{"sw-a", "sw-b"}, Switch: "sw-c", Addr: "10.0.0.3:7010", End: true}))
+	for _, m := range s3Seeds() { // a realistic seed per S3 kind
+		f.Add(encode(f, m))
+	}
 	f.Add([]byte{wire.FrameVersion, byte(wire.KindControl)})                                                                  // empty body
-	f.Add([]byte{wire.FrameVersion, byte(wire.KindControl), 12})                                                              // unknown kind
+	f.Add([]byte{wire.FrameVersion, byte(wire.KindControl), 21})                                                              // unknown kind
 	f.Add([]byte{wire.FrameVersion, byte(wire.KindControl), byte(KindSynced), 0})                                             // trailing byte
 	f.Add([]byte{wire.FrameVersion, byte(wire.KindControl), byte(KindRelease), 0x80, 0x00})                                   // non-minimal varint
 	f.Add([]byte(append(body{wire.FrameVersion, byte(wire.KindControl)}, newBody(KindProbe).u(1).z(2).z(3).u(0)...)))         // dir 3

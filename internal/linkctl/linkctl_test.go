@@ -35,7 +35,7 @@ func manyNames(n int) []string {
 // the extremes of every field, empty (non-nil) lists included.
 func samples() []sample {
 	long := strings.Repeat("長", 2000)
-	return []sample{
+	return append([]sample{
 		{"LinkRequest/zero", &LinkRequest{}},
 		{"LinkRequest/realistic", &LinkRequest{Switch: "sw-osaka-2", Place: "kansai", Link: 17, Addr: "10.0.0.7:7010"}},
 		{"LinkRequest/merge", &LinkRequest{Switch: "sw-b", Place: "other", Link: 1, Merge: true}},
@@ -72,7 +72,7 @@ func samples() []sample {
 		{"ProbeReply/extreme", &ProbeReply{ID: math.MaxUint64, Hops: MaxHops, Path: []string{"", "スイッチ", long}, Switch: long, Addr: long, End: true, Pending: true}},
 		{"Leave/zero", &Leave{}},
 		{"Leave/realistic", &Leave{Parent: "10.0.0.1:7010"}},
-	}
+	}, s3Samples()...)
 }
 
 // normal returns m as Decode returns it: every empty list nil.
@@ -83,7 +83,35 @@ func normal(m Message) Message {
 		}
 		return ns
 	}
+	nilNodes := func(ns []OverlayNode) []OverlayNode {
+		if len(ns) == 0 {
+			return nil
+		}
+		return ns
+	}
 	switch m := m.(type) {
+	case *Join:
+		c := *m
+		c.Rows = nilNodes(m.Rows)
+		return &c
+	case *JoinReply:
+		c := *m
+		c.Rows, c.Leaves = nilNodes(m.Rows), nilNodes(m.Leaves)
+		return &c
+	case *Announce:
+		c := *m
+		c.Leaves = nilNodes(m.Leaves)
+		return &c
+	case *LeafSetReply:
+		c := *m
+		c.Leaves = nilNodes(m.Leaves)
+		return &c
+	case *Advertise:
+		c := *m
+		if len(m.Attrs) == 0 {
+			c.Attrs = nil
+		}
+		return &c
 	case *Register:
 		c := *m
 		c.Places = nilEmpty(m.Places)
@@ -144,6 +172,11 @@ func TestEmptyListsDecodeAsNil(t *testing.T) {
 		{"Register places", &Register{Places: []string{}}, &Register{}},
 		{"Probe path", &Probe{Path: []string{}}, &Probe{}},
 		{"ProbeReply path", &ProbeReply{Path: []string{}}, &ProbeReply{}},
+		{"Join rows", &Join{Rows: []OverlayNode{}}, &Join{}},
+		{"JoinReply rows and leaves", &JoinReply{Rows: []OverlayNode{}, Leaves: []OverlayNode{}}, &JoinReply{}},
+		{"Announce leaves", &Announce{Leaves: []OverlayNode{}}, &Announce{}},
+		{"LeafSetReply leaves", &LeafSetReply{Leaves: []OverlayNode{}}, &LeafSetReply{}},
+		{"Advertise attrs", &Advertise{Attrs: []AttrDetail{}}, &Advertise{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,7 +280,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"nil body", nil, 0, "kind", 0, "linkctl: malformed message: kind: empty body at offset 0"},
 		{"empty body", []byte{}, 0, "kind", 0, "linkctl: malformed message: kind: empty body at offset 0"},
 		{"kind 0", []byte{0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 0 at offset 0"},
-		{"kind 12", []byte{12, 0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 12 at offset 0"},
+		{"kind 21", []byte{21, 0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 21 at offset 0"},
 		{"kind 255", []byte{255}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 255 at offset 0"},
 		{"trailing byte after synced", newBody(KindSynced).raw(0), KindSynced, "end", 1, "linkctl: malformed synced message: end: 1 trailing bytes at offset 1"},
 		{"trailing bytes after release", newBody(KindRelease).u(7).raw(1, 2), KindRelease, "end", 2, "linkctl: malformed release message: end: 2 trailing bytes at offset 2"},
@@ -395,6 +428,9 @@ func TestEncodeNil(t *testing.T) {
 		{"nil *Register", (*Register)(nil), "linkctl: cannot encode register message: message: nil pointer at offset 0"},
 		{"nil *Synced", (*Synced)(nil), "linkctl: cannot encode synced message: message: nil pointer at offset 0"},
 		{"nil *ProbeReply", (*ProbeReply)(nil), "linkctl: cannot encode probe reply message: message: nil pointer at offset 0"},
+		{"nil *Join", (*Join)(nil), "linkctl: cannot encode join message: message: nil pointer at offset 0"},
+		{"nil *LeafSetRequest", (*LeafSetRequest)(nil), "linkctl: cannot encode leaf set request message: message: nil pointer at offset 0"},
+		{"nil *BranchPoint", (*BranchPoint)(nil), "linkctl: cannot encode branch point message: message: nil pointer at offset 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -463,7 +499,8 @@ func TestShortBodyAllocatesLittle(t *testing.T) {
 }
 
 func TestKind(t *testing.T) {
-	names := []string{"link request", "link accept", "federate", "register", "release", "marker", "ack", "synced", "probe", "probe reply", "leave"}
+	names := []string{"link request", "link accept", "federate", "register", "release", "marker", "ack", "synced", "probe", "probe reply", "leave",
+		"join", "join reply", "announce", "leaf set request", "leaf set reply", "advertise", "unadvertise", "path change", "branch point"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -473,7 +510,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 12, 255} {
+	for _, k := range []Kind{0, 21, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))
