@@ -120,8 +120,9 @@
 // "Seams"):
 //
 //   - the link end (linkEnd, router.go): what one end of a link does with
-//     interest, proxy filters, events and Leave. The shared link's end
-//     (link.go) and the gateway's (gateway_end.go) implement it; one
+//     interest, proxy filters, events and the control only its kind
+//     carries. The shared link's end (link.go) and the gateway's
+//     (gateway_end.go) implement it; one
 //     requester (requester.go) dials, requests and supervises both kinds,
 //     and one accepting side (accept.go) dispatches a request by its type.
 //   - the sink (sink.go): where a session's matches go — its own queues

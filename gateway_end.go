@@ -455,15 +455,20 @@ func (*gatewayEnd) marker(r *router, ttl, gateways int) *linkAck {
 	return r.marker(ttl, gateways-1)
 }
 
-// leave handles the other end's Leave: the federation ends and is not
-// re-established.
-func (e *gatewayEnd) leave(r *router, _ string) {
+// control handles the other end's Leave: the federation ends and is not
+// re-established. A gateway carries no other control of its own (probes
+// stay in their place).
+func (e *gatewayEnd) control(r *router, m linkctl.Message) (bool, error) {
+	if _, ok := m.(*linkctl.Leave); !ok {
+		return false, nil
+	}
 	if e.g != nil {
 		e.g.mu.Lock()
 		e.g.released = true
 		e.g.mu.Unlock()
 	}
 	r.close()
+	return true, nil
 }
 
 // isDiscoveryKey reports whether a route key's filter text selects

@@ -128,13 +128,24 @@ func (*sharedEnd) receive(ctx context.Context, r *router, w *wire.Event) {
 	}
 }
 
-// leave handles the peer's Leave: from the parent, re-link to parent (""
-// makes this switch a root); from a child it means nothing, the link just
-// ends.
-func (*sharedEnd) leave(r *router, parent string) {
-	if r.parent {
-		r.sw.parentLeaves(parent)
+// control handles the control of the place's tree (S1): n-hop probes and
+// their replies (membership.go), and the peer's Leave — from the parent,
+// re-link to m.Parent ("" makes this switch a root); from a child it
+// means nothing, the link just ends.
+func (*sharedEnd) control(r *router, m linkctl.Message) (bool, error) {
+	switch m := m.(type) {
+	case *linkctl.Probe:
+		return true, r.handleProbe(m)
+	case *linkctl.ProbeReply:
+		r.handleProbeReply(m)
+	case *linkctl.Leave:
+		if r.parent {
+			r.sw.parentLeaves(m.Parent)
+		}
+	default:
+		return false, nil
 	}
+	return true, nil
 }
 
 // marker passes a marker on over the link, with the gateways it may still

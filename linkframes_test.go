@@ -284,3 +284,34 @@ func TestFilterTooLargeForALinkIsRefused(t *testing.T) {
 	assert.Equal(t, 1, count(sub))
 	assert.Equal(t, before, sinceOf(n.sws[0]))
 }
+
+// TestGatewayCarriesNoTreeControl: a probe is control of a place's tree;
+// over a gateway it is a protocol error that ends that gateway only (it
+// used to be answered, telling the other place the switch's address).
+func TestGatewayCarriesNoTreeControl(t *testing.T) {
+	memTr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	approve := func(context.Context, sion.FederationRequest) error { return nil }
+	n := newNetwork(t, memTr, func(i int) string { return fmt.Sprintf("sw%d", i) }, sion.PlaceConfig{Federation: approve}, line(2))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := memTr.Dial(ctx, n.addrs[0])
+	require.NoError(t, err)
+	defer conn.Close()
+	l := &rawLink{t: t, conn: conn, ctx: ctx}
+	l.send(&wire.Hello{Version: 2, Session: "gw"})
+	require.IsType(t, &wire.Welcome{}, l.recv())
+	l.sendControl(&linkctl.Federate{Switch: "other0", Place: "other", Gateway: "gw", Link: 1, Import: true, Export: true})
+	c, ok := l.recv().(*wire.Control)
+	require.True(t, ok)
+	m, err := linkctl.Decode(c)
+	require.NoError(t, err)
+	require.IsType(t, &linkctl.LinkAccept{}, m)
+	l.sendControl(&linkctl.Synced{})
+	l.sendControl(&linkctl.Probe{ID: 1, Hops: 2, Dir: 2, Path: []string{"other0"}})
+	assert.Contains(t, l.closedWith(), "unexpected probe message")
+	sub := subscribe(t, open(t, n.sws[1], "app"), `{type ⊑ Alarm}`)
+	publish(t, open(t, n.sws[0], "pub"), &sion.Event{Type: "Alarm"})
+	n.flush()
+	assert.Equal(t, 1, count(sub), "the place's own link kept working")
+}

@@ -76,7 +76,7 @@ type router struct {
 // another network) is a new implementation.
 //
 // The router calls addRoute and removeRoute under Switch.routeMu;
-// install, release, receive and leave from its reader goroutine, one at a
+// install, release, receive and control from its reader goroutine, one at a
 // time, in the order the peer sent them; forward from whatever goroutine
 // delivers the event (many at once); marker from any goroutine.
 type linkEnd interface {
@@ -98,8 +98,14 @@ type linkEnd interface {
 	forward(r *router, e *Event, shared *eventFrames)
 	// receive handles a data event from the peer; ctx is the link's.
 	receive(ctx context.Context, r *router, w *wire.Event)
-	// leave handles the peer's Leave (parent: where its children re-link).
-	leave(r *router, parent string)
+	// control handles a control message that this kind of link carries
+	// and the router does not (the router handles what every link does:
+	// Register and Release through install and release, Ack, Marker,
+	// Synced): a shared link's probes and Leave, a gateway's Leave (the
+	// end of the federation), a new link's own protocol. It reports false
+	// for a message the link does not carry, which ends the link
+	// (ErrProtocol), as does an error.
+	control(r *router, m linkctl.Message) (bool, error)
 	// marker passes a marker with ttl on over the link and returns its
 	// acknowledgement, or nil when the marker does not cross it; gateways
 	// is how many more gateways the marker may cross (Switch.Flush).
@@ -425,12 +431,6 @@ func (r *router) control(m linkctl.Message) error {
 			waits = r.sw.sendMarkers(r, m.TTL-1, m.Gateways)
 		}
 		r.ackAfter(m.Ack, "", waits)
-	case *linkctl.Probe:
-		return r.handleProbe(m)
-	case *linkctl.ProbeReply:
-		r.handleProbeReply(m)
-	case *linkctl.Leave:
-		r.end.leave(r, m.Parent)
 	case *linkctl.Synced:
 		select {
 		case <-r.synced:
@@ -439,6 +439,9 @@ func (r *router) control(m linkctl.Message) error {
 			close(r.synced)
 		}
 	default:
+		if ok, err := r.end.control(r, m); ok || err != nil {
+			return err
+		}
 		return fmt.Errorf("unexpected %v message on an established link", m.Kind())
 	}
 	return nil
