@@ -29,7 +29,6 @@ import (
 // remote session R through the proxy, with its connection events.
 type rsWorld struct {
 	sw    *sion.Switch
-	logs  *logBuffer // the switch's log
 	proxy *tcpProxy
 	tr    *tcp.Transport
 	addr  string // the switch's own address
@@ -40,7 +39,7 @@ type rsWorld struct {
 func newRSWorld(t *testing.T, policy sion.ReconnectPolicy, profile ...any) *rsWorld {
 	t.Helper()
 	w := &rsWorld{tr: newTCP(t, tcp.Config{}), log: newConnectionLog()}
-	w.sw, w.logs = newLoggedSwitch(t)
+	w.sw = newSwitch(t, sion.PlaceConfig{})
 	w.addr = serveTCP(t, w.sw, w.tr)
 	w.proxy = newProxy(t, w.addr)
 	policy.MinBackoff, policy.MaxBackoff, policy.OnChange = 5*time.Millisecond, 50*time.Millisecond, w.log.record
@@ -56,7 +55,7 @@ func newRSWorld(t *testing.T, policy sion.ReconnectPolicy, profile ...any) *rsWo
 // in its stream, unsent, until R returns.
 func (w *rsWorld) cut(t *testing.T) {
 	t.Helper()
-	cutAway(t, w.proxy, w.log, w.logs, "R")
+	cutAway(t, w.sw, w.proxy, w.log)
 }
 
 // restore lets R through again and returns its reconnect's event, once it

@@ -102,52 +102,28 @@ func (l *connectionLog) count(connected bool) (n, resumed int) {
 	return n, resumed
 }
 
-// newLoggedSwitch returns a switch of one place, like newSwitch, whose
-// log goes to the buffer it returns (see cutAway).
-func newLoggedSwitch(t *testing.T) (*sion.Switch, *logBuffer) {
-	t.Helper()
-	logs := &logBuffer{}
-	return newSwitchWith(t, sion.PlaceConfig{}, sion.SwitchConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))}), logs
-}
-
-// keptMsg is what a switch logs when the connection of a remote session
-// ends and it keeps the session for its entity's return. It logs it once
-// the connection's reader and writer have both returned.
-const keptMsg = `msg="sion: remote session disconnected; kept for its retention"`
-
-// keptCount returns how many times the switch logging to logs has kept
-// the remote session name for its entity's return.
-func keptCount(logs *logBuffer, name string) int {
-	n := 0
-	for line := range strings.Lines(logs.String()) {
-		if strings.Contains(line, keptMsg) && strings.Contains(line, " session="+name+" ") {
-			n++
-		}
-	}
-	return n
-}
-
 // cutAway cuts the proxy's connections and refuses new ones, and waits
-// until both ends know that remote session name is away: the entity (its
-// next connection event, in log) and the switch, which logs to logs that
-// it keeps the session (keptMsg) once that connection's writer has
-// returned. Only then does an event published for the session wait in its
-// stream unsent until the entity returns: before, the writer may still
-// send it on the connection that was cut, and the stream then keeps it
-// ("sent, unconfirmed": it may have reached the entity) over its byte
-// bound, sends it again on the resume, and drops unsent events after it
-// instead (remote_stream.go) — a legitimate order that a test of what the
-// bound keeps must not leave to chance. Waiting for the proxy to see the
-// switch close its socket would not do: the switch closes it before its
-// writer returns, and the writer may take one more event meanwhile.
-func cutAway(t *testing.T, proxy *tcpProxy, log *connectionLog, logs *logBuffer, name string) {
+// until both ends know that the remote session is away: the entity (its
+// next connection event, in log) and the switch (Stats.Away, once
+// that connection's reader and writer have returned: Stats.Disconnects
+// counts it). Only then does an
+// event published for the session wait in its stream unsent until the
+// entity returns: before, the writer may still send it on the connection
+// that was cut, and the stream then keeps it ("sent, unconfirmed": it may
+// have reached the entity) over its byte bound, sends it again on the
+// resume, and drops unsent events after it instead (remote_stream.go) — a
+// legitimate order that a test of what the bound keeps must not leave to
+// chance. Waiting for the proxy to see the switch close its socket would
+// not do: the switch closes it before its writer returns, and the writer
+// may take one more event meanwhile.
+func cutAway(t *testing.T, sw *sion.Switch, proxy *tcpProxy, log *connectionLog) {
 	t.Helper()
-	kept := keptCount(logs, name)
+	gone := sw.Stats().Disconnects
 	proxy.setDown(true)
 	require.True(t, proxy.cut())
 	require.False(t, log.next(t).Connected, "the entity knows")
-	require.Eventually(t, func() bool { return keptCount(logs, name) > kept }, 10*time.Second, time.Millisecond,
-		"the switch knows: it logs %s for session %s", keptMsg, name)
+	require.Eventually(t, func() bool { return sw.Stats().Disconnects > gone }, 10*time.Second, time.Millisecond,
+		"the switch knows: Stats.Disconnects counts the session's departure")
 }
 
 // TestReconnectLosesNothingThroughCuts: a publisher and a subscriber, both
@@ -237,7 +213,7 @@ func TestReconnectLosesNothingThroughCuts(t *testing.T) {
 // events it lost.
 func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
-	sw, logs := newLoggedSwitch(t)
+	sw := newSwitch(t, sion.PlaceConfig{})
 	proxy := newProxy(t, serveTCP(t, sw, tr))
 	ctx := context.Background()
 	log := newConnectionLog()
@@ -254,7 +230,7 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 	require.NoError(t, s.Sync(ctx))
 	assert.Equal(t, seq(1, 5), ns(queued(sub)))
 
-	cutAway(t, proxy, log, logs, "away")
+	cutAway(t, sw, proxy, log)
 	const lost = 50
 	for n := 6; n < 6+lost; n++ { // matched, held for the session while it is away
 		publish(t, pub, reading(n))
@@ -284,7 +260,7 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 // lock that orders requests, and Cancel's request waited for it forever.
 func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
-	sw, logs := newLoggedSwitch(t)
+	sw := newSwitch(t, sion.PlaceConfig{})
 	proxy := newProxy(t, serveTCP(t, sw, tr))
 	ctx := context.Background()
 	log := newConnectionLog()
@@ -300,7 +276,7 @@ func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 	}))
 	pub := open(t, sw, "pub")
 
-	cutAway(t, proxy, log, logs, "away")
+	cutAway(t, sw, proxy, log)
 	const lost = 10
 	for n := 1; n <= lost; n++ { // matched, held for the session while it is away
 		publish(t, pub, reading(n))
@@ -326,7 +302,7 @@ func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 // counted on both sides, and reported exactly when it reconnected.
 func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
 	tr := newTCP(t, tcp.Config{})
-	sw, logs := newLoggedSwitch(t)
+	sw := newSwitch(t, sion.PlaceConfig{})
 	proxy := newProxy(t, serveTCP(t, sw, tr))
 	ctx := context.Background()
 	log := newConnectionLog()
@@ -338,7 +314,8 @@ func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
 	sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
 	pub := open(t, sw, "pub")
 
-	cutAway(t, proxy, log, logs, "away") // so that no event is sent before the entity returns
+	cutAway(t, sw, proxy, log) // so that no event is sent before the entity returns
+	assert.Equal(t, 1, sw.Stats().Away, "kept for its retention")
 	const published = 200
 	pad := strings.Repeat("x", 1000)
 	for n := 1; n <= published; n++ {
@@ -351,6 +328,7 @@ func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
 	require.True(t, ev.Connected)
 	assert.True(t, ev.Resumed)
 	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, 0, sw.Stats().Away, "back: no longer away")
 	got := ns(queued(sub))
 	t.Logf("%d published while away, %d received, %d lost", published, len(got), ev.Lost)
 	assert.Equal(t, seq(int64(published-len(got)+1), published), got, "the newest, in order: the oldest were dropped")

@@ -482,6 +482,7 @@ func (re *remoteEnd) detach(at *attachment, err error) {
 	gen, stop := re.away, make(chan struct{})
 	re.awayStop = stop
 	re.mu.Unlock()
+	re.sw.disconnects.Add(1)
 	re.sw.log.Info("sion: remote session disconnected; kept for its retention", "switch", re.sw.cfg.Name, "session", re.sess.name, "retention", re.retention, "err", err)
 	re.sw.conns.Add(1) // Serve's goroutine holds a count, so Close has not begun waiting
 	go func() {
@@ -496,6 +497,14 @@ func (re *remoteEnd) detach(at *attachment, err error) {
 		case <-re.sw.stopping:
 		}
 	}()
+}
+
+// isAway reports whether the session's entity is away: no connection
+// serves it or is taking it over, and it has not ended.
+func (re *remoteEnd) isAway() bool {
+	re.mu.Lock()
+	defer re.mu.Unlock()
+	return re.conn == nil && !re.attaching && !re.ended
 }
 
 // expire ends the session if its entity is still away since the time

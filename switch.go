@@ -119,8 +119,9 @@ type Switch struct {
 	tombs       map[string]tombstone  // mu; remote sessions that ended while away, by token
 	tombOrder   []string              // mu; the tokens of tombs, oldest first
 
-	dropped atomic.Uint64 // events lost for subscriptions, over the switch's life
-	held    atomic.Int64  // bytes of deliveries held by remote sessions' streams
+	dropped     atomic.Uint64 // events lost for subscriptions, over the switch's life
+	disconnects atomic.Uint64 // remote sessions' connections that ended with the session kept
+	held        atomic.Int64  // bytes of deliveries held by remote sessions' streams
 
 	pool sync.Pool // *publishScratch
 }
@@ -478,6 +479,14 @@ type Stats struct {
 	// hold now, unconfirmed or waiting for their entities to return; at
 	// most SwitchConfig.MaxRetentionTotalBytes.
 	RetainedBytes int64
+	// Away is the number of remote sessions whose entity is away now:
+	// their connection ended (its reader and writer have stopped) and the
+	// switch keeps them for their retention, holding their events until
+	// they return (see ReconnectPolicy). Disconnects counts such
+	// departures over the switch's life: each time a remote session's
+	// connection ended and the session was kept (it never decreases).
+	Away        int
+	Disconnects uint64
 	// Links sums the counters of the switch's shared links over their
 	// lifetimes, the links that have ended included (Switch.Links shows
 	// the links up now).
@@ -505,6 +514,11 @@ func (t *LinkTotals) add(r *router) {
 func (sw *Switch) Stats() Stats {
 	sw.mu.RLock()
 	st := Stats{Sessions: len(sw.sessions), Subscriptions: len(sw.subs)}
+	for _, re := range sw.remotes { // Switch.mu before remoteEnd.mu
+		if re.isAway() {
+			st.Away++
+		}
+	}
 	sw.mu.RUnlock()
 	st.Filters = sw.index.Len()
 	sw.routeMu.Lock()
@@ -516,7 +530,7 @@ func (sw *Switch) Stats() Stats {
 	}
 	sw.routeMu.Unlock()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
-	st.Dropped, st.RetainedBytes = sw.dropped.Load(), sw.held.Load()
+	st.Dropped, st.RetainedBytes, st.Disconnects = sw.dropped.Load(), sw.held.Load(), sw.disconnects.Load()
 	return st
 }
 
