@@ -444,6 +444,8 @@ func (e *gatewayEnd) receive(ctx context.Context, r *router, w *wire.Event) {
 
 func (*gatewayEnd) inPlace() bool { return false }
 
+func (*gatewayEnd) tree() bool { return false }
+
 func (e *gatewayEnd) via() string { return e.name }
 
 // marker passes a marker on into the other place while it may still

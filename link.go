@@ -22,6 +22,8 @@ func newSharedEnd() *sharedEnd { return &sharedEnd{proxies: map[uint64]*Subscrip
 
 func (*sharedEnd) inPlace() bool { return true }
 
+func (*sharedEnd) tree() bool { return true }
+
 func (*sharedEnd) via() string { return "" }
 
 // addRoute registers key at the peer as it is.

@@ -211,7 +211,7 @@ func (sw *Switch) forwardProbe(from *router, id uint64, path []string, hops int,
 	sw.routeMu.Unlock()
 	n := 0
 	for _, r := range routers {
-		if r == from || !r.end.inPlace() || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
+		if r == from || !r.end.tree() || dir == TowardParents && !r.parent || dir == TowardChildren && r.parent {
 			continue // a probe stays in its place: gateways do not carry it
 		}
 		r.sendControl(&linkctl.Probe{ID: id, Hops: hops, Dir: int(dir), Path: path})
@@ -253,7 +253,7 @@ func (sw *Switch) probeLinks(from *router, dir HopDirection) int {
 	defer sw.routeMu.Unlock()
 	n := 0
 	for _, r := range sw.routers {
-		if r != from && r.end.inPlace() && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
+		if r != from && r.end.tree() && !(dir == TowardParents && !r.parent) && !(dir == TowardChildren && r.parent) {
 			n++
 		}
 	}
@@ -293,7 +293,7 @@ func (r *router) handleProbeReply(m *linkctl.ProbeReply) {
 	routers := slices.Clone(sw.routers)
 	sw.routeMu.Unlock()
 	for _, back := range routers {
-		if back.end.inPlace() && back.peer == m.Path[i-1] {
+		if back.end.tree() && back.peer == m.Path[i-1] {
 			back.sendControl(m)
 			break
 		}
@@ -309,6 +309,11 @@ func (r *router) handleProbeReply(m *linkctl.ProbeReply) {
 // published while the links re-form do not cross the gap. Local sessions
 // keep working. It returns ctx's error if the children have not let go
 // when ctx ends (their links are then closed).
+//
+// In a place routed by rendezvous (S3) the switch also leaves the overlay:
+// it tells every overlay neighbour, handing its leaf set to them, and
+// closes its overlay links; the subscriptions and advertisements whose
+// paths crossed it move to the switches that take its keys.
 func (sw *Switch) Leave(ctx context.Context) error {
 	sw.mu.Lock()
 	if sw.closed {
@@ -367,6 +372,9 @@ func (sw *Switch) Leave(ctx context.Context) error {
 	}
 	if parent != nil {
 		parent.Close()
+	}
+	if e := sw.routing.leave(ctx); err == nil {
+		err = e
 	}
 	sw.log.Info("sion: switch left its place", "switch", sw.cfg.Name, "place", sw.place.Name(), "children", len(kids), "new parent", target)
 	return err

@@ -111,9 +111,12 @@ type linkEnd interface {
 	// is how many more gateways the marker may cross (Switch.Flush).
 	marker(r *router, ttl, gateways int) *linkAck
 	// inPlace reports whether the link joins two switches of one place:
-	// it is one of the switch's shared links (Links, Stats.Links), and
-	// the place's tree control — probes, Leave — travels over it.
+	// it is one of the switch's shared links (Links, Stats.Links).
 	inPlace() bool
+	// tree reports whether the link is one of the place's tree (S1): the
+	// tree's control — probes, Leave — travels over it. An S3 overlay
+	// link is in the place but not in a tree.
+	tree() bool
 	// via names the gateway the link is ("" for a shared link), as
 	// RouteInfo.Gateway shows it.
 	via() string

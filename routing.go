@@ -14,9 +14,9 @@ import (
 
 // Routing is how the switches of an event place propagate interest — the
 // keys a subscription registers at the peers of its switch — over their
-// links (the routing seam, DESIGN.md "Seams"; S1 routing modes). A place
-// has one (PlaceConfig.Routing); the shared code of the switch and its
-// routers never asks which.
+// links (the routing seam, DESIGN.md "Seams"; S1 routing modes, S3
+// rendezvous routing). A place has one (PlaceConfig.Routing); the shared
+// code of the switch and its routers never asks which.
 //
 // Events need no routing of their own: a key a router registers at its
 // peer becomes a proxy filter there (S1 event path), and an event
@@ -24,36 +24,68 @@ import (
 // switch's filter.Index, as it reaches any session.
 //
 // A Routing value is shared by every switch of its place and safe for
-// concurrent use; the S1 routings hold no state. Its methods are
-// unexported: a new routing is written in this package, in a file of its
-// own (routing_*.go), and implements:
-//
-//   - key(sub): the key a subscription registers at peers (the proxy
-//     filter's text, and the places its interest came through) and the
-//     TTL the peer propagates it with, or false when it registers none.
-//     Subscriptions whose keys are equal share one registration per link,
-//     reference-counted (register on 0→1, release on 1→0).
-//   - linkKeys(): the keys every link registers at its peer as it comes
-//     up, whatever the subscriptions (flooding registers "every event").
-//   - toward(r, sub): whether sub's key goes over link r. The S1 modes
-//     send it over every link but the one it came from (everyOtherLink);
-//     a routing over an overlay (S3) chooses the links toward a
-//     rendezvous switch.
-//
-// A routing that needs more — state per switch (an overlay's routing
-// table and leaf set), control of its own between neighbours, links
-// beyond the place's tree (an overlay, a bypass) — keeps that state on the
-// switch it is given (a method the switch calls as it starts is the place
-// to add to this interface), adds typed messages to internal/linkctl and a
-// link end (see linkEnd), and never a branch in the switch.
+// concurrent use. Its methods are unexported: a new routing is written in
+// this package, in a file of its own (routing_*.go). Its one method,
+// attach, gives each switch its own part (switchRouting), which holds what
+// the switch keeps for the routing — nothing for the S1 modes; the
+// overlay, advertisement table and traffic meter for S3's.
 type Routing interface {
 	// String names the routing ("by-filter", "by-event-type",
-	// "unconditional").
+	// "unconditional", "rendezvous").
 	String() string
-	key(sub *Subscription) (k routeKey, ttl int, ok bool)
-	linkKeys() []routeKey
-	toward(r *router, sub *Subscription) bool
+	// attach returns sw's part of the routing; NewSwitch calls it once.
+	attach(sw *Switch) switchRouting
 }
+
+// switchRouting is one switch's part of its place's routing. The switch
+// calls keys and linkKeys under Switch.routeMu; leave from Switch.Leave
+// and close from Switch.Close, once, with no lock held.
+//
+//   - keys(r, sub, reg) calls reg for each key sub registers at r's
+//     peer, with the TTL the peer propagates it with: none, one, or —
+//     toward several rendezvous switches that share a next hop — several.
+//     Subscriptions whose keys are equal share one registration per link,
+//     reference-counted (register on 0→1, release on 1→0). The S1 modes
+//     register the subscription's key over every link but the one it came
+//     from (everyOtherLink); S3's over the link toward the rendezvous
+//     switch of each of its event types.
+//   - linkKeys(r) returns the keys link r registers at its peer as it
+//     comes up, whatever the subscriptions (flooding registers "every
+//     event").
+//
+// What a switch registered for a subscription is recorded (routedSub), so
+// that its cancellation releases exactly that, and a routing whose answer
+// changes (an overlay that learns a closer switch) calls Switch.reroute.
+type switchRouting interface {
+	keys(r *router, sub *Subscription, reg func(k routeKey, ttl int))
+	linkKeys(r *router) []routeKey
+	// leave leaves whatever structure the routing keeps beyond the
+	// place's tree (S3: the overlay), telling the neighbours; ctx bounds
+	// it.
+	leave(ctx context.Context) error
+	// close ends the routing's goroutines and waits for them.
+	close()
+}
+
+// stateless adapts an S1 routing, which keeps nothing per switch, to
+// switchRouting.
+type stateless struct {
+	key     func(sub *Subscription) (routeKey, int, bool)
+	perLink []routeKey
+}
+
+func (s stateless) keys(r *router, sub *Subscription, reg func(routeKey, int)) {
+	if !everyOtherLink(r, sub) {
+		return
+	}
+	if k, ttl, ok := s.key(sub); ok {
+		reg(k, ttl)
+	}
+}
+
+func (s stateless) linkKeys(*router) []routeKey { return s.perLink }
+func (stateless) leave(context.Context) error   { return nil }
+func (stateless) close()                        {}
 
 // The S1 routing modes (PlaceConfig.Routing) are RouteByFilter (the
 // default), RouteByEventType and RouteUnconditional, each in a file of its
@@ -67,7 +99,7 @@ type Routing interface {
 // RouteByEventType and RouteUnconditional.
 type RoutingMode = Routing
 
-// everyOtherLink is the S1 modes' answer to Routing.toward: a key goes
+// everyOtherLink is the S1 modes' choice of links: a key goes
 // over every link of the switch but the one whose proxy subscription sub
 // is (interest never goes back where it came from).
 func everyOtherLink(r *router, sub *Subscription) bool { return r.sess != sub.sess }
@@ -131,7 +163,21 @@ func (sw *Switch) install(sub *Subscription) ([]*linkAck, error) {
 	return sw.routeAdd(sub), nil
 }
 
-// routeAdd propagates sub over every link but its own.
+// routedSub is a subscription the switch propagated and what it
+// registered for it, link by link (routeMu).
+type routedSub struct {
+	sub  *Subscription
+	regs []routeReg
+}
+
+// routeReg is one key registered over one link for a subscription.
+type routeReg struct {
+	r   *router
+	k   routeKey
+	ttl int
+}
+
+// routeAdd propagates sub over the switch's links as the routing says.
 func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
@@ -141,71 +187,102 @@ func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 	if !live {
 		return nil
 	}
-	k, ttl, ok := sw.place.cfg.Routing.key(sub)
-	if !ok {
-		return nil
-	}
-	sw.routed[sub.id] = sub
+	rs := &routedSub{sub: sub}
 	var out []*linkAck
 	for _, r := range sw.routers {
-		if sw.place.cfg.Routing.toward(r, sub) {
-			out = append(out, r.addRoute(k, ttl)...)
-		}
+		out = sw.registerOver(r, rs, out)
 	}
+	sw.routed[sub.id] = rs
 	return out
 }
 
-// routeRemove withdraws what routeAdd propagated for sub.
+// registerOver registers over r what the routing says rs's subscription
+// needs there, records it, and appends the acknowledgements to out.
+// routeMu must be held.
+func (sw *Switch) registerOver(r *router, rs *routedSub, out []*linkAck) []*linkAck {
+	sw.routing.keys(r, rs.sub, func(k routeKey, ttl int) {
+		out = append(out, r.addRoute(k, ttl)...)
+		rs.regs = append(rs.regs, routeReg{r: r, k: k, ttl: ttl})
+	})
+	return out
+}
+
+// routeRemove withdraws what routeAdd (and reroute) registered for sub.
 func (sw *Switch) routeRemove(sub *Subscription) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
-	if _, ok := sw.routed[sub.id]; !ok {
+	rs, ok := sw.routed[sub.id]
+	if !ok {
 		return
 	}
 	delete(sw.routed, sub.id)
-	k, ttl, _ := sw.place.cfg.Routing.key(sub)
-	for _, r := range sw.routers {
-		if sw.place.cfg.Routing.toward(r, sub) {
-			r.removeRoute(k, ttl)
+	for _, g := range rs.regs {
+		g.r.removeRoute(g.k, g.ttl)
+	}
+}
+
+// reroute asks the routing again what every propagated subscription
+// registers over every link and makes it so: what is new is registered
+// before what is gone is released, so interest the subscription had
+// before is kept through the change. A routing whose answers changed (an
+// overlay that learned or lost a switch, S3) calls it.
+func (sw *Switch) reroute() {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	for _, rs := range sw.routedInOrder() {
+		old := rs.regs
+		rs.regs = nil
+		for _, r := range sw.routers {
+			sw.registerOver(r, rs, nil)
+		}
+		for _, g := range old {
+			g.r.removeRoute(g.k, g.ttl)
 		}
 	}
 }
 
+// routedInOrder returns the propagated subscriptions in the order they
+// were made. routeMu must be held.
+func (sw *Switch) routedInOrder() []*routedSub {
+	subs := make([]*routedSub, 0, len(sw.routed))
+	for _, rs := range sw.routed {
+		subs = append(subs, rs)
+	}
+	slices.SortFunc(subs, func(a, b *routedSub) int { return cmp.Compare(a.sub.id, b.sub.id) })
+	return subs
+}
+
 // addRouter puts r into the switch's table and queues, in order, its
-// initial registers — the filters of every subscription the switch has
-// propagated, so that whatever was subscribed or cancelled while the link
-// was down is right — and a Synced. It returns the initial routes.
+// initial registers — the link's own keys, and the keys of every
+// subscription the switch has propagated, so that whatever was subscribed
+// or cancelled while the link was down is right — and a Synced. It
+// returns the initial routes.
 func (sw *Switch) addRouter(r *router) []*linkAck {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.routers = append(sw.routers, r)
 	var out []*linkAck
-	routing := sw.place.cfg.Routing
-	for _, k := range routing.linkKeys() {
+	for _, k := range sw.routing.linkKeys(r) {
 		out = append(out, r.addRoute(k, 0)...)
 	}
-	subs := make([]*Subscription, 0, len(sw.routed))
-	for _, sub := range sw.routed {
-		subs = append(subs, sub)
-	}
-	slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
-	for _, sub := range subs {
-		if routing.toward(r, sub) {
-			k, ttl, _ := routing.key(sub)
-			out = append(out, r.addRoute(k, ttl)...)
-		}
+	for _, rs := range sw.routedInOrder() {
+		out = sw.registerOver(r, rs, out)
 	}
 	r.sendControl(&linkctl.Synced{})
 	return out
 }
 
-// removeRouter takes r out of the switch's table; its counters go into
-// the totals of ended links once it has shut down (endRouter).
+// removeRouter takes r out of the switch's table and forgets what the
+// propagated subscriptions registered over it; its counters go into the
+// totals of ended links once it has shut down (endRouter).
 func (sw *Switch) removeRouter(r *router) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.routers = slices.DeleteFunc(sw.routers, func(x *router) bool { return x == r })
 	sw.ending = append(sw.ending, r)
+	for _, rs := range sw.routed {
+		rs.regs = slices.DeleteFunc(rs.regs, func(g routeReg) bool { return g.r == r })
+	}
 }
 
 // endRouter moves a shut-down router's final counters into the totals.

@@ -20,6 +20,4 @@ func (byFilter) key(sub *Subscription) (routeKey, int, bool) {
 	return newRouteKey(sub.f.String(), sub.places), sub.ttl - 1, true
 }
 
-func (byFilter) linkKeys() []routeKey { return nil }
-
-func (byFilter) toward(r *router, sub *Subscription) bool { return everyOtherLink(r, sub) }
+func (b byFilter) attach(*Switch) switchRouting { return stateless{key: b.key} }

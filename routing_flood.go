@@ -14,11 +14,9 @@ type flood struct{}
 
 func (flood) String() string { return "unconditional" }
 
-func (flood) key(*Subscription) (routeKey, int, bool) { return routeKey{}, 0, false }
-
-func (flood) linkKeys() []routeKey { return []routeKey{floodKey} }
-
-func (flood) toward(r *router, sub *Subscription) bool { return everyOtherLink(r, sub) }
+func (flood) attach(*Switch) switchRouting {
+	return stateless{key: func(*Subscription) (routeKey, int, bool) { return routeKey{}, 0, false }, perLink: []routeKey{floodKey}}
+}
 
 // floodKey is what a link registers at its peer when the place routes
 // unconditionally: every event, no further.

@@ -22,9 +22,7 @@ func (byEventType) key(sub *Subscription) (routeKey, int, bool) {
 	return newRouteKey(typeFilter(sub.f.Type()), sub.places), sub.ttl - 1, true
 }
 
-func (byEventType) linkKeys() []routeKey { return nil }
-
-func (byEventType) toward(r *router, sub *Subscription) bool { return everyOtherLink(r, sub) }
+func (b byEventType) attach(*Switch) switchRouting { return stateless{key: b.key} }
 
 // typeFilter returns the text of the filter on event type t alone.
 func typeFilter(t string) string {

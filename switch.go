@@ -100,11 +100,12 @@ type Switch struct {
 	// subscription's routeAdd/routeRemove and a new router's initial
 	// registers. Lock order: routeMu, then mu, then a router's mu.
 	routeMu sync.Mutex
-	routed  map[uint64]*Subscription // routeMu; subscriptions propagated
-	routers []*router                // routeMu; shared links connected
-	ended   LinkTotals               // routeMu; counters of the links that have ended
-	ending  []*router                // routeMu; out of routers, still shutting down
-	seen    seenIDs                  // events that crossed a link
+	routing switchRouting         // this switch's part of the place's routing (Routing.attach)
+	routed  map[uint64]*routedSub // routeMu; subscriptions propagated, and what they registered
+	routers []*router             // routeMu; shared links connected
+	ended   LinkTotals            // routeMu; counters of the links that have ended
+	ending  []*router             // routeMu; out of routers, still shutting down
+	seen    seenIDs               // events that crossed a link
 
 	probeMu sync.Mutex
 	probes  map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
@@ -159,7 +160,7 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		sessions: map[uint64]*Session{},
 		subs:     map[uint64]*Subscription{},
 		children: map[string]*childLink{},
-		routed:   map[uint64]*Subscription{},
+		routed:   map[uint64]*routedSub{},
 		probes:   map[uint64]chan probeReply{},
 
 		handshakes:  guard.NewHandshakes(cfg.MaxHandshakes),
@@ -170,6 +171,7 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		tombs:       map[string]tombstone{},
 	}
 	sw.pool.New = func() any { return new(publishScratch) }
+	sw.routing = cfg.Place.cfg.Routing.attach(sw)
 	return sw, nil
 }
 
@@ -579,6 +581,7 @@ func (sw *Switch) Close() error {
 	for _, g := range gateways {
 		g.q.cancel() // not Close: the other place keeps its consent for when this switch returns
 	}
+	sw.routing.close()
 	sw.linkers.Wait()
 	sw.goodbye()
 	for _, stop := range serving {
