@@ -387,6 +387,12 @@ func (m *JoinReply) decode(d *decoder) {
 	m.Leaves = d.nodes("leaves")
 }
 
+func (m *OverlayLink) decode(d *decoder) {
+	m.Switch = d.text("switch")
+	m.Place = d.text("place")
+	m.Node = d.node("node", -1)
+}
+
 func (m *Announce) decode(d *decoder) {
 	m.Node = d.node("node", -1)
 	m.Leaving = d.bool("leaving")

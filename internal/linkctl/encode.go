@@ -363,6 +363,15 @@ func (m *JoinReply) encode(e *encoder) {
 	e.nodes("leaves", m.Leaves)
 }
 
+func (m *OverlayLink) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.text("switch", m.Switch)
+	e.text("place", m.Place)
+	e.node("node", -1, &m.Node)
+}
+
 func (m *Announce) encode(e *encoder) {
 	if e.nilMessage(m == nil) {
 		return

@@ -280,7 +280,8 @@ func TestDecodeMalformed(t *testing.T) {
 		{"nil body", nil, 0, "kind", 0, "linkctl: malformed message: kind: empty body at offset 0"},
 		{"empty body", []byte{}, 0, "kind", 0, "linkctl: malformed message: kind: empty body at offset 0"},
 		{"kind 0", []byte{0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 0 at offset 0"},
-		{"kind 21", []byte{21, 0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 21 at offset 0"},
+		{"kind 22", []byte{22, 0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 22 at offset 0"},
+		{"overlay link place truncated", []byte{21, 0}, KindOverlayLink, "place", 2, "linkctl: malformed overlay link message: place: truncated varint at offset 2"},
 		{"kind 255", []byte{255}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 255 at offset 0"},
 		{"trailing byte after synced", newBody(KindSynced).raw(0), KindSynced, "end", 1, "linkctl: malformed synced message: end: 1 trailing bytes at offset 1"},
 		{"trailing bytes after release", newBody(KindRelease).u(7).raw(1, 2), KindRelease, "end", 2, "linkctl: malformed release message: end: 2 trailing bytes at offset 2"},
@@ -500,7 +501,7 @@ func TestShortBodyAllocatesLittle(t *testing.T) {
 
 func TestKind(t *testing.T) {
 	names := []string{"link request", "link accept", "federate", "register", "release", "marker", "ack", "synced", "probe", "probe reply", "leave",
-		"join", "join reply", "announce", "leaf set request", "leaf set reply", "advertise", "unadvertise", "path change", "branch point"}
+		"join", "join reply", "announce", "leaf set request", "leaf set reply", "advertise", "unadvertise", "path change", "branch point", "overlay link"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -510,7 +511,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 21, 255} {
+	for _, k := range []Kind{0, 22, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))

@@ -30,6 +30,7 @@ const (
 	KindUnadvertise    Kind = 18 // overlay hop → hop: withdraw an Advertise
 	KindPathChange     Kind = 19 // along a distribution path: find the branch (or merge) point
 	KindBranchPoint    Kind = 20 // back along the path: the branch (or merge) point's answer
+	KindOverlayLink    Kind = 21 // requester → switch: open an overlay link (S3)
 )
 
 var kindNames = [...]string{
@@ -54,6 +55,7 @@ var kindNames = [...]string{
 	KindUnadvertise:    "unadvertise",
 	KindPathChange:     "path change",
 	KindBranchPoint:    "branch point",
+	KindOverlayLink:    "overlay link",
 }
 
 // String returns the message type's name in lower case ("register",
@@ -423,6 +425,21 @@ type BranchPoint struct {
 	Node OverlayNode
 }
 
+// OverlayLink asks a switch for an overlay link (S3: the overlay's
+// neighbours are linked by shared links, outside the place's tree): the
+// first message on a link, after the wire handshake, like LinkRequest. The
+// switch answers LinkAccept, or a wire.Error and closes.
+type OverlayLink struct {
+	// Switch names the requesting switch and Place its event place.
+	Switch, Place string
+	// Node is the requester's overlay node: its ID and where it serves
+	// links.
+	Node OverlayNode
+}
+
+// Kind returns KindOverlayLink.
+func (*OverlayLink) Kind() Kind { return KindOverlayLink }
+
 // Kind returns KindLinkRequest.
 func (*LinkRequest) Kind() Kind { return KindLinkRequest }
 
@@ -526,6 +543,8 @@ func newMessage(k Kind) Message {
 		return new(PathChange)
 	case KindBranchPoint:
 		return new(BranchPoint)
+	case KindOverlayLink:
+		return new(OverlayLink)
 	}
 	return nil
 }

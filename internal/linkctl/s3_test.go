@@ -64,6 +64,8 @@ func s3Samples() []sample {
 		{"JoinReply/empty lists", &JoinReply{Rows: []OverlayNode{}, Leaves: []OverlayNode{}}},
 		{"JoinReply/extreme", &JoinReply{Joiner: allFF, Rows: manyNodes(2000), Leaves: manyNodes(2000)}},
 		{"Announce/zero", &Announce{}},
+		{"OverlayLink/zero", &OverlayLink{}},
+		{"OverlayLink/node", &OverlayLink{Switch: "b23", Place: "fig2", Node: nodeC}},
 		{"Announce/here", &Announce{Node: nodeC}},
 		{"Announce/leaving", &Announce{Node: nodeC, Leaving: true, Leaves: []OverlayNode{nodeA, nodeB}}},
 		{"Announce/extreme", &Announce{Node: OverlayNode{ID: allFF, Addr: long}, Leaving: true, Leaves: manyNodes(2000)}},
