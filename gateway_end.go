@@ -331,7 +331,7 @@ func (e *gatewayEnd) rederiveProxies(r *router) []*linkAck {
 // forward sends event e, which this end's proxies fired for, into the
 // other place: checked against the firewall and converted at the
 // requesting end, with PlaceTTL lowered and PlaceHops raised.
-func (e *gatewayEnd) forward(r *router, ev *Event, _ *eventFrames) {
+func (e *gatewayEnd) forward(r *router, ev *Event, _ []hitSub, _ *eventFrames) {
 	cnt := &e.cnt[Export]
 	switch {
 	case !e.out:

@@ -94,7 +94,7 @@ func (se *sharedEnd) release(r *router, key uint64) error {
 // forward sends event e to the peer: one Forward frame with TTL lowered
 // and Hops raised, encoded once per event for all shared links of the
 // switch (eventFrames).
-func (*sharedEnd) forward(r *router, e *Event, shared *eventFrames) {
+func (*sharedEnd) forward(r *router, e *Event, _ []hitSub, shared *eventFrames) {
 	if e.Control.TTL <= 0 {
 		r.expired.Add(1)
 		return

@@ -93,9 +93,10 @@ type linkEnd interface {
 	install(r *router, m *linkctl.Register) error
 	release(r *router, key uint64) error
 	// forward sends event e, which r.sess fired for, to the peer (queued:
-	// r.sendData); shared holds the event's encodings, made once per
-	// event for all links.
-	forward(r *router, e *Event, shared *eventFrames)
+	// r.sendData); hits are the proxy filters it matched (one or more, in
+	// ID order); shared holds the event's encodings, made once per event
+	// for all links.
+	forward(r *router, e *Event, hits []hitSub, shared *eventFrames)
 	// receive handles a data event from the peer; ctx is the link's.
 	receive(ctx context.Context, r *router, w *wire.Event)
 	// control handles a control message that this kind of link carries
@@ -329,9 +330,6 @@ func (r *router) sendControl(m linkctl.Message) error {
 	return nil
 }
 
-// forward sends event e, which the router's session fired for, to the
-// peer, as the link's end says.
-func (r *router) forward(e *Event, shared *eventFrames) { r.end.forward(r, e, shared) }
 
 // sendData queues data frame f and counts it as sent, or, when the queue
 // is full, as dropped (lostData; logged once per episode of drops) and

@@ -138,8 +138,8 @@ func (r *router) patron(*Session, *Event) bool { return true }
 
 // fire forwards e over the link (forward), once for all the proxy
 // filters it matched.
-func (r *router) fire(_ context.Context, _ <-chan struct{}, _ *Session, e *Event, _ []hitSub, shared *eventFrames) error {
-	r.forward(e, shared)
+func (r *router) fire(_ context.Context, _ <-chan struct{}, _ *Session, e *Event, hits []hitSub, shared *eventFrames) error {
+	r.end.forward(r, e, hits, shared)
 	return nil
 }
 
