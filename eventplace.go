@@ -143,6 +143,11 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 	if cfg.Routing == nil {
 		cfg.Routing = RouteByFilter
 	}
+	if c, ok := cfg.Routing.(interface{ check(*ontology.Ontology) error }); ok {
+		if err := c.check(cfg.Ontology); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL
 	}

@@ -575,3 +575,8 @@ func (rc *remoteClient) name() string {
 	defer rc.mu.Unlock()
 	return rc.switchName
 }
+
+// advertise is not carried over remote sessions yet.
+func (rc *remoteClient) advertise(context.Context, *Session, []Advertisement) error {
+	return fmt.Errorf("%w: Advertise over a remote session", ErrInvalidConfig)
+}

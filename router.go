@@ -330,7 +330,6 @@ func (r *router) sendControl(m linkctl.Message) error {
 	return nil
 }
 
-
 // sendData queues data frame f and counts it as sent, or, when the queue
 // is full, as dropped (lostData; logged once per episode of drops) and
 // returns false.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/linkctl"
+	"github.com/sion-go/sion/transport"
 )
 
 // Routing is how the switches of an event place propagate interest — the
@@ -49,16 +50,29 @@ type Routing interface {
 //     register the subscription's key over every link but the one it came
 //     from (everyOtherLink); S3's over the link toward the rendezvous
 //     switch of each of its event types.
-//   - linkKeys(r) returns the keys link r registers at its peer as it
-//     comes up, whatever the subscriptions (flooding registers "every
-//     event").
+//   - linkUp(r) is told that link r comes up, before the subscriptions'
+//     keys are registered over it, and returns the keys the link
+//     registers at its peer whatever the subscriptions (flooding
+//     registers "every event"); linkDown(r) that it has ended.
 //
 // What a switch registered for a subscription is recorded (routedSub), so
 // that its cancellation releases exactly that, and a routing whose answer
 // changes (an overlay that learns a closer switch) calls Switch.reroute.
 type switchRouting interface {
 	keys(r *router, sub *Subscription, reg func(k routeKey, ttl int))
-	linkKeys(r *router) []routeKey
+	linkUp(r *router) []routeKey
+	linkDown(r *router)
+	// join makes the switch a member of the routing's overlay (Switch.Join)
+	// and acceptOverlay serves a neighbour's overlay link request; a
+	// routing without an overlay refuses both.
+	join(ctx context.Context, tr transport.Transport, addr string) error
+	acceptOverlay(ctx context.Context, conn transport.Conn, sess *Session, req *linkctl.OverlayLink)
+	// advertise propagates session s's advertisements (Session.Advertise,
+	// already checked) and withdraw withdraws them all as s ends;
+	// publishing admits event e that s publishes, or says why not.
+	advertise(ctx context.Context, s *Session, ads []Advertisement) error
+	withdraw(s *Session)
+	publishing(s *Session, e *Event) error
 	// leave leaves whatever structure the routing keeps beyond the
 	// place's tree (S3: the overlay), telling the neighbours; ctx bounds
 	// it.
@@ -83,9 +97,24 @@ func (s stateless) keys(r *router, sub *Subscription, reg func(routeKey, int)) {
 	}
 }
 
-func (s stateless) linkKeys(*router) []routeKey { return s.perLink }
-func (stateless) leave(context.Context) error   { return nil }
-func (stateless) close()                        {}
+func (s stateless) linkUp(*router) []routeKey { return s.perLink }
+func (stateless) linkDown(*router)            {}
+func (stateless) leave(context.Context) error { return nil }
+func (stateless) close()                      {}
+
+// advertise accepts the advertisements: Session.Advertise keeps them on
+// the session (for S2's agent); the S1 modes route by interest alone.
+func (stateless) advertise(context.Context, *Session, []Advertisement) error { return nil }
+func (stateless) withdraw(*Session)                                          {}
+func (stateless) publishing(*Session, *Event) error                          { return nil }
+
+func (stateless) join(context.Context, transport.Transport, string) error {
+	return fmt.Errorf("%w: Join is for places routed by rendezvous (RouteByRendezvous); link the switches of this place with Link", ErrInvalidConfig)
+}
+
+func (stateless) acceptOverlay(ctx context.Context, conn transport.Conn, sess *Session, _ *linkctl.OverlayLink) {
+	sess.sw.refuseRequest(ctx, conn, "sion: overlay link refused", codeLinkRefused, fmt.Errorf("%w: place %q is not routed by rendezvous; it has no overlay", ErrLinkRefused, sess.sw.place.Name()))
+}
 
 // The S1 routing modes (PlaceConfig.Routing) are RouteByFilter (the
 // default), RouteByEventType and RouteUnconditional, each in a file of its
@@ -262,7 +291,7 @@ func (sw *Switch) addRouter(r *router) []*linkAck {
 	defer sw.routeMu.Unlock()
 	sw.routers = append(sw.routers, r)
 	var out []*linkAck
-	for _, k := range sw.routing.linkKeys(r) {
+	for _, k := range sw.routing.linkUp(r) {
 		out = append(out, r.addRoute(k, 0)...)
 	}
 	for _, rs := range sw.routedInOrder() {
@@ -280,6 +309,7 @@ func (sw *Switch) removeRouter(r *router) {
 	defer sw.routeMu.Unlock()
 	sw.routers = slices.DeleteFunc(sw.routers, func(x *router) bool { return x == r })
 	sw.ending = append(sw.ending, r)
+	sw.routing.linkDown(r)
 	for _, rs := range sw.routed {
 		rs.regs = slices.DeleteFunc(rs.regs, func(g routeReg) bool { return g.r == r })
 	}

@@ -61,6 +61,7 @@ type Session struct {
 
 	mu     sync.Mutex
 	subs   map[uint64]*Subscription // mu
+	ads    []Advertisement          // mu; Advertise's, canonical
 	closed bool                     // mu
 	err    error                    // mu; why it ended, set before done closes
 	done   chan struct{}            // closed when the session ends
@@ -96,6 +97,7 @@ type backend interface {
 	register(ctx context.Context, sub *Subscription) error
 	unregister(sub *Subscription)
 	setProfile(ctx context.Context, s *Session, p []ontology.Attr) error
+	advertise(ctx context.Context, s *Session, ads []Advertisement) error
 	pull(ctx context.Context, s *Session, max int) ([]Delivery, error)
 	sync(ctx context.Context) error
 	// sessionClosing is called when s begins to end (cause nil: Close),

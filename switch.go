@@ -300,7 +300,14 @@ func (sw *Switch) unregister(sub *Subscription) {
 // The rest of the backend of local sessions.
 
 func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
-	return sw.inject(ctx, s.done, ev, admitPublished)
+	e, err := sw.place.admit(ev, admitPublished)
+	if err != nil {
+		return err
+	}
+	if err := sw.routing.publishing(s, e); err != nil {
+		return err
+	}
+	return sw.enter(ctx, s.done, e)
 }
 
 // inject is how an event enters the network at this switch — a session's
@@ -313,6 +320,11 @@ func (sw *Switch) inject(ctx context.Context, stop <-chan struct{}, ev *Event, r
 	if err != nil {
 		return err
 	}
+	return sw.enter(ctx, stop, e)
+}
+
+// enter gives an admitted event its ID and Origin and delivers it.
+func (sw *Switch) enter(ctx context.Context, stop <-chan struct{}, e *Event) error {
 	e.ID = newEventID()
 	e.Control.Origin = sw.cfg.Name
 	return sw.deliver(ctx, stop, nil, e)
@@ -338,6 +350,7 @@ func (sw *Switch) sync(context.Context) error { return nil } // Publish delivers
 func (sw *Switch) sessionClosing(*Session, error) {}
 
 func (sw *Switch) sessionClosed(s *Session) {
+	sw.routing.withdraw(s)
 	sw.mu.Lock()
 	delete(sw.sessions, s.id)
 	sw.mu.Unlock()

@@ -1,0 +1,123 @@
+package sion
+
+import (
+	"context"
+	"time"
+
+	"github.com/sion-go/sion/internal/linkctl"
+	"github.com/sion-go/sion/internal/overlay"
+	"github.com/sion-go/sion/internal/traffic"
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/ontology"
+)
+
+// overlayEnd is a router's end of an overlay link between two switches of
+// a place routed by rendezvous (S3). It is a shared link in what it does
+// with interest and events — registers install as proxy filters, events
+// cross with their TTL lowered — with three differences: an event crosses
+// only under a proxy filter of its own event type (the keys of rendezvous
+// routing are narrowed per type, so each type's paths form a tree rooted
+// at its rendezvous switch, and an event of a subtype does not stray onto
+// its supertype's tree); the overlay's and the advertisements' messages
+// travel over it; it is not in the place's tree (no probes, no S1 Leave),
+// and a marker crosses one hop only, since the overlay has cycles.
+type overlayEnd struct {
+	*sharedEnd
+	s    *rvSwitch
+	node overlay.Node // the peer's
+}
+
+func (*overlayEnd) tree() bool { return false }
+
+// forward sends e to the peer when a proxy filter of e's own type matched
+// it: the peer is on e's type's tree (S3 request or advertisement path).
+func (oe *overlayEnd) forward(r *router, e *Event, hits []hitSub, shared *eventFrames) {
+	for _, h := range hits {
+		if h.sub.f.Type() == e.Type {
+			oe.sharedEnd.forward(r, e, hits, shared)
+			return
+		}
+	}
+}
+
+// receive delivers a data event from the peer on this switch as a shared
+// link's end does, and counts it in the traffic of its class when this
+// switch is its type's rendezvous switch.
+func (oe *overlayEnd) receive(ctx context.Context, r *router, w *wire.Event) {
+	e, err := r.sw.readmit(w)
+	if err != nil {
+		r.refused.Add(1)
+		r.sw.log.Warn("sion: event from overlay link refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
+		return
+	}
+	if r.sw.seen.add(e.ID) {
+		r.duplicates.Add(1)
+		return
+	}
+	oe.s.meterEvent(e)
+	if err := r.sw.deliver(ctx, ctx.Done(), r.sess, e); err != nil && ctx.Err() == nil {
+		r.sw.log.Warn("sion: event from overlay link not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
+	}
+}
+
+// control handles the overlay's messages and the advertisements'.
+func (oe *overlayEnd) control(r *router, m linkctl.Message) (bool, error) {
+	s := oe.s
+	switch m := m.(type) {
+	case *linkctl.Join:
+		return true, s.handleJoin(r, m)
+	case *linkctl.JoinReply:
+		s.handleJoinReply(m)
+	case *linkctl.Announce:
+		return true, s.handleAnnounce(r, m)
+	case *linkctl.LeafSetRequest:
+		return true, s.handleLeafSetRequest(r)
+	case *linkctl.LeafSetReply:
+		s.handleLeafSetReply(m)
+	case *linkctl.Advertise:
+		return true, s.handleAdvertise(r, m)
+	case *linkctl.Unadvertise:
+		return true, s.handleUnadvertise(r, m)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// marker passes a marker one hop: the overlay has cycles, so markers do
+// not spread over it (Switch.Flush reaches the overlay neighbours only).
+func (*overlayEnd) marker(r *router, _, _ int) *linkAck { return r.marker(0, 0) }
+
+// meterEvent counts e in the traffic of its classes when this switch is
+// the rendezvous switch of its type (S3 traffic monitoring): the type,
+// and the type with the values of its level-2 and level-3 attributes.
+func (s *rvSwitch) meterEvent(e *Event) {
+	s.mu.Lock()
+	rv := s.tr != nil && s.isRendezvous(e.Type)
+	s.mu.Unlock()
+	if !rv {
+		return
+	}
+	lv := s.rv.levels(s.sw.place.Ontology(), e.Type)
+	var cs [3]traffic.Class
+	cs[0] = traffic.Class{Level: traffic.LevelType, Type: e.Type}
+	n := 1
+	if v, ok := e.Value(lv.First); ok && lv.First != "" {
+		cs[n] = traffic.Class{Level: traffic.LevelUpper, Type: e.Type, Attr: lv.First, Value: classValue(v)}
+		n++
+	}
+	if v, ok := e.Value(lv.Leaf); ok && lv.Leaf != "" {
+		cs[n] = traffic.Class{Level: traffic.LevelLowest, Type: e.Type, Attr: lv.Leaf, Value: classValue(v)}
+		n++
+	}
+	s.meter.Record(time.Now(), cs[:n]...)
+}
+
+// classValue returns an attribute value as a class names it: a string as
+// it is, other kinds as filter source text writes them.
+func classValue(v ontology.Value) string {
+	if v.Kind() == ontology.KindString {
+		return v.Str()
+	}
+	return v.String()
+}

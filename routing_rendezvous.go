@@ -1,0 +1,303 @@
+package sion
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/overlay"
+	"github.com/sion-go/sion/internal/traffic"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+)
+
+// RendezvousConfig configures rendezvous routing (S3); see
+// RouteByRendezvous. The zero value means the defaults.
+type RendezvousConfig struct {
+	// Classes names, per event type, the attributes that identify S3's
+	// event classes below the type: First the first-level attribute
+	// (level 2, S3's Place = "YokohamaStation"), Leaf the lowest-level
+	// one (level 3, S3's GlobalPosition data ID). The rendezvous switch
+	// of a type measures traffic per type, per (type, First value) and
+	// per (type, Leaf value); a type not listed is measured per type
+	// only. A type's subtypes use its entry unless they have their own.
+	// NewEventPlace refuses a type the ontology does not know or an
+	// attribute outside the type's vocabulary.
+	Classes map[string]ClassLevels
+	// Window is how far back the traffic rates look (a sliding window of
+	// ten buckets); 0 means DefaultTrafficWindow.
+	Window time.Duration
+	// Leaves is the size of each switch's leaf set, the overlay nodes
+	// nearest to it on the ring (half on each side); 0 means 16
+	// (Pastry's L for 4-bit digits).
+	Leaves int
+}
+
+// ClassLevels names the attributes of an event type's level-2 and
+// level-3 classes (S3 identification hierarchy); see
+// RendezvousConfig.Classes. Either may be "".
+type ClassLevels struct {
+	First, Leaf string
+}
+
+// DefaultTrafficWindow is the sliding window of a rendezvous switch's
+// traffic rates when RendezvousConfig.Window is 0.
+const DefaultTrafficWindow = 10 * time.Second
+
+// RouteByRendezvous returns rendezvous routing over a structured overlay
+// (S3, after Hermes), configured by cfg, for PlaceConfig.Routing.
+//
+// The switches of the place form a Pastry-style overlay (Switch.Join): each
+// has a 128-bit ID, the first 16 bytes of the SHA-256 of its name, a
+// routing table of 32 rows of 16 (one row per shared hexadecimal digit)
+// and a leaf set; a key is routed to the live switch whose ID is
+// numerically closest to it in at most ⌈log₁₆ N⌉ + 2 hops for N switches,
+// each switch holding O(log N) entries. Overlay neighbours are joined by
+// shared links (admission applies), which need not form a tree: loops
+// cannot form because each hop moves strictly closer to the key.
+//
+// The rendezvous switch of an event type is the one closest to the hash
+// of the type's name. Advertisements (Session.Advertise) and subscriptions
+// travel hop by hop toward the rendezvous switch of each of their types —
+// a subscription to a type toward that of the type and of each subtype —
+// and each switch on the way keeps them: the advertisement table (type,
+// attribute detail, sources, next hop) and the request table (the proxy
+// filters of its links, whose peers are the next hops toward subscribers).
+// Events of a type follow the advertisement paths to its rendezvous switch
+// and the request paths from there, and take a short cut where a request
+// path meets an advertisement path before it; each switch matches them by
+// the same filter.Index. A publish of a type the session has not
+// advertised is refused (ErrNotAdvertised).
+//
+// The subscription contract (S2) holds: Subscribe returns once the
+// request tables up to the rendezvous switches have the filter, and an
+// advertisement once the advertisement tables up to them have it. A
+// subscription's TTL (WithTTL) bounds its hops toward the rendezvous
+// switch, as the place's TTL bounds an event's: keep them above twice the
+// overlay's route length (16, the default, serves thousands of switches).
+//
+// Choose it over the S1 modes when a place grows to hundreds of switches:
+// S1 propagation spreads every subscription to every switch within its
+// TTL, here each switch holds only the paths through it. The price is the
+// rendezvous switch, which every event of its type crosses.
+func RouteByRendezvous(cfg RendezvousConfig) Routing {
+	return &rendezvous{cfg: cfg}
+}
+
+// rendezvous is S3's routing (RouteByRendezvous): the configuration the
+// place's switches share; each switch's state is its rvSwitch.
+type rendezvous struct {
+	cfg RendezvousConfig
+	// pinned gives switches IDs other than the hash of their names, so
+	// that a test can build a given overlay (S3's figures); nil in use.
+	pinned map[string]overlay.ID
+}
+
+func (*rendezvous) String() string { return "rendezvous" }
+
+// check validates the configuration against the place's ontology
+// (NewEventPlace).
+func (rv *rendezvous) check(o *ontology.Ontology) error {
+	if rv.cfg.Window < 0 || rv.cfg.Leaves < 0 {
+		return fmt.Errorf("RendezvousConfig.Window %v and Leaves %d must not be negative", rv.cfg.Window, rv.cfg.Leaves)
+	}
+	for name, lv := range rv.cfg.Classes {
+		t, ok := o.Lookup(name)
+		if !ok {
+			return fmt.Errorf("RendezvousConfig.Classes: event type %q is not in the ontology", name)
+		}
+		for _, a := range []string{lv.First, lv.Leaf} {
+			if a == "" {
+				continue
+			}
+			if _, ok := o.Attribute(t.ID, a); !ok {
+				return fmt.Errorf("RendezvousConfig.Classes[%q]: attribute %q is not in the type's vocabulary", name, a)
+			}
+		}
+	}
+	return nil
+}
+
+// idOf returns the overlay ID of the switch named name.
+func (rv *rendezvous) idOf(name string) overlay.ID {
+	if id, ok := rv.pinned[name]; ok {
+		return id
+	}
+	return overlay.HashID(name)
+}
+
+// levels returns the class attributes of event type t: its own entry, or
+// else an ancestor's (the first by type ID).
+func (rv *rendezvous) levels(o *ontology.Ontology, t string) ClassLevels {
+	if lv, ok := rv.cfg.Classes[t]; ok {
+		return lv
+	}
+	et, ok := o.Lookup(t)
+	if !ok {
+		return ClassLevels{}
+	}
+	for _, a := range o.Ancestors(et.ID) {
+		if lv, ok := rv.cfg.Classes[o.Type(a).Name]; ok {
+			return lv
+		}
+	}
+	return ClassLevels{}
+}
+
+func (rv *rendezvous) attach(sw *Switch) switchRouting {
+	window := rv.cfg.Window
+	if window == 0 {
+		window = DefaultTrafficWindow
+	}
+	s := &rvSwitch{
+		rv: rv, sw: sw,
+		table:   overlay.NewTable(overlay.Node{ID: rv.idOf(sw.cfg.Name)}, rv.cfg.Leaves),
+		peers:   map[overlay.ID]*router{},
+		links:   map[*router]overlay.Node{},
+		dialing: map[overlay.ID]*overlayLink{},
+		reqs:    map[*requester]struct{}{},
+		tombs:   map[overlay.ID]time.Time{},
+		adverts: map[advKey]*advEntry{},
+		inKeys:  map[*router]map[uint64]advKey{},
+		sessAds: map[*Session][]advKey{},
+		meter:   traffic.New(traffic.Config{Window: window}),
+	}
+	return s
+}
+
+// rvSwitch is one switch's part of rendezvous routing (S3): its overlay
+// table and links, its advertisement table, and the traffic meter it
+// keeps as a rendezvous switch. Its request table is the proxy filters
+// of its overlay links. Safe for concurrent use.
+type rvSwitch struct {
+	rv *rendezvous
+	sw *Switch
+	wg sync.WaitGroup // dials and the supervisors of the links they made
+
+	mu      sync.Mutex
+	tr      transport.Transport           // mu; what Join dials with
+	joined  bool                          // mu; Join ran
+	left    bool                          // mu; Leave or Close ran
+	table   *overlay.Table                // mu; self's Addr is set by Join
+	peers   map[overlay.ID]*router        // mu; the link used toward each node
+	links   map[*router]overlay.Node      // mu; every overlay link up, and its peer's node
+	dialing map[overlay.ID]*overlayLink   // mu; links being dialled
+	reqs    map[*requester]struct{}       // mu; the requesters of links this switch dialled, until they end
+	tombs   map[overlay.ID]time.Time      // mu; nodes found dead, not re-learned until then
+	replies chan []overlay.Node           // mu; a Join waiting for its JoinReply (rows and leaves)
+	adverts map[advKey]*advEntry          // routeMu, then mu; the advertisement table
+	inKeys  map[*router]map[uint64]advKey // mu; the peers' advertisement keys, by link
+	sessAds map[*Session][]advKey         // mu; the entries local sessions' advertisements made
+	nextKey uint64                        // mu; the last key given to an Advertise sent
+	kicks   chan struct{}                 // mu (made once); wakes the rerouter
+	stop    chan struct{}                 // mu (made once); closed by close: the rerouter returns
+
+	meter *traffic.Meter // traffic per event class of the types this switch is the rendezvous of
+}
+
+// keys registers sub, once per event type it covers, over r when r's peer
+// is the next hop toward that type's rendezvous switch: the filter
+// narrowed to that type (r's end forwards an event only under a filter of
+// its exact type, so each type's paths stay a tree). A proxy filter
+// registered for an advertisement (TTL 0) goes nowhere further.
+func (s *rvSwitch) keys(r *router, sub *Subscription, reg func(routeKey, int)) {
+	if sub.ttl < 1 || r.sess == sub.sess {
+		return
+	}
+	types := s.typesOf(sub.f.Type())
+	s.mu.Lock()
+	if _, ok := s.links[r]; !ok {
+		s.mu.Unlock()
+		return
+	}
+	var via []string
+	for _, t := range types {
+		if s.nextHop(t) == r {
+			via = append(via, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range via {
+		reg(narrowKey(sub, t), sub.ttl-1)
+	}
+}
+
+// narrowKey returns sub's key narrowed to event type t (a subtype of its
+// filter's type, or that type).
+func narrowKey(sub *Subscription, t string) routeKey {
+	if sub.f.Type() == t {
+		return newRouteKey(sub.f.String(), sub.places)
+	}
+	spec := sub.f.Spec()
+	spec.Type = t
+	return newRouteKey(filter.MustBuild(spec).String(), sub.places)
+}
+
+// typesOf returns the event types a filter or advertisement on type t
+// covers: t and its descendants, or every type the ontology has but the
+// reserved ones for "*".
+func (s *rvSwitch) typesOf(t string) []string {
+	o := s.sw.place.Ontology()
+	var out []string
+	if t == filter.AnyType {
+		for id := range o.NumTypes() {
+			if name := o.Type(id).Name; !ontology.IsReserved(name) {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	et, ok := o.Lookup(t)
+	if !ok {
+		return nil
+	}
+	for _, id := range o.Descendants(et.ID) {
+		out = append(out, o.Type(id).Name)
+	}
+	return out
+}
+
+// nextHop returns the link toward the rendezvous switch of event type t,
+// or nil when this switch is it (or has no link there yet). mu must be
+// held.
+func (s *rvSwitch) nextHop(t string) *router {
+	n, ok := s.table.NextHop(overlay.HashID(t))
+	if !ok {
+		return nil
+	}
+	return s.peers[n.ID]
+}
+
+// isRendezvous reports whether this switch is the rendezvous switch of
+// event type t now. mu must be held.
+func (s *rvSwitch) isRendezvous(t string) bool {
+	_, ok := s.table.NextHop(overlay.HashID(t))
+	return !ok
+}
+
+// close ends the overlay: its dials and the links this switch requested
+// (accepted ones end with Serve), and waits for them. Idempotent.
+func (s *rvSwitch) close() {
+	s.mu.Lock()
+	s.left = true
+	if s.stop != nil && !chanClosed(s.stop) {
+		close(s.stop)
+	}
+	reqs := make([]*requester, 0, len(s.reqs))
+	for q := range s.reqs {
+		reqs = append(reqs, q)
+	}
+	s.mu.Unlock()
+	for _, q := range reqs {
+		q.cancel()
+	}
+	s.wg.Wait()
+}
+
+// sortedNodes returns nodes ordered by ID.
+func sortedNodes(nodes []overlay.Node) []overlay.Node {
+	slices.SortFunc(nodes, func(a, b overlay.Node) int { return a.ID.Compare(b.ID) })
+	return nodes
+}
