@@ -143,7 +143,9 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 	if cfg.Routing == nil {
 		cfg.Routing = RouteByFilter
 	}
-	if c, ok := cfg.Routing.(interface{ check(*ontology.Ontology) error }); ok {
+	if c, ok := cfg.Routing.(interface {
+		check(*ontology.Ontology) error
+	}); ok {
 		if err := c.check(cfg.Ontology); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 		}
