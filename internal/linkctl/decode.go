@@ -387,6 +387,12 @@ func (m *JoinReply) decode(d *decoder) {
 	m.Leaves = d.nodes("leaves")
 }
 
+func (m *BypassEnd) decode(d *decoder) {
+	m.Class = d.class("class")
+	m.Seq = d.uvarint("seq")
+	m.Ack = d.uvarint("ack")
+}
+
 func (m *OverlayLink) decode(d *decoder) {
 	m.Switch = d.text("switch")
 	m.Place = d.text("place")

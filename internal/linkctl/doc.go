@@ -44,7 +44,7 @@
 // order, and nothing after them:
 //
 //	body        = kind message .
-//	kind        = byte .                    (Kind: 1 LinkRequest … 21 OverlayLink)
+//	kind        = byte .                    (Kind: 1 LinkRequest … 22 BypassEnd)
 //
 //	LinkRequest = text(Switch) text(Place) sint(Link ≥ 0) text(Addr) bool(Merge) text(Absorb) .
 //	LinkAccept  = text(Switch) text(Place) .
@@ -69,6 +69,7 @@
 //	PathChange     = class(Class) byte(Direction 0…1) id(Branch) text(BranchAddr) uvarint(Seq) .
 //	BranchPoint    = class(Class) uvarint(Seq) node(Node) .
 //	OverlayLink    = text(Switch) text(Place) node(Node) .
+//	BypassEnd      = class(Class) uvarint(Seq) uvarint(Ack) .
 //
 //	names       = uvarint(n ≤ MaxNames) { name } .
 //	name        = text without NUL or LF .   (a switch or place name)

@@ -363,6 +363,15 @@ func (m *JoinReply) encode(e *encoder) {
 	e.nodes("leaves", m.Leaves)
 }
 
+func (m *BypassEnd) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.class("class", &m.Class)
+	e.uvarint(m.Seq)
+	e.uvarint(m.Ack)
+}
+
 func (m *OverlayLink) encode(e *encoder) {
 	if e.nilMessage(m == nil) {
 		return

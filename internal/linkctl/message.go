@@ -31,6 +31,7 @@ const (
 	KindPathChange     Kind = 19 // along a distribution path: find the branch (or merge) point
 	KindBranchPoint    Kind = 20 // back along the path: the branch (or merge) point's answer
 	KindOverlayLink    Kind = 21 // requester → switch: open an overlay link (S3)
+	KindBypassEnd      Kind = 22 // along a bypassed class's path: the bypass ends
 )
 
 var kindNames = [...]string{
@@ -56,6 +57,7 @@ var kindNames = [...]string{
 	KindPathChange:     "path change",
 	KindBranchPoint:    "branch point",
 	KindOverlayLink:    "overlay link",
+	KindBypassEnd:      "bypass end",
 }
 
 // String returns the message type's name in lower case ("register",
@@ -437,6 +439,24 @@ type OverlayLink struct {
 	Node OverlayNode
 }
 
+// BypassEnd ends the bypass of Class that the path change numbered Seq
+// set up (S3 bypass, torn down): it travels hop by hop along the class's
+// path from the rendezvous switch to the merge point, which stops
+// bypassing — each hop acknowledging with Ack once the next hop has, so
+// that the rendezvous switch knows the class's events come its way again
+// — or, with Ack 0 (not answered), from the merge point or the branch
+// point toward the rendezvous switch, to tell it the bypass has ended.
+type BypassEnd struct {
+	// Class and Seq are the bypass's PathChange's.
+	Class ClassRef
+	Seq   uint64
+	// Ack is the number the answering Ack carries; 0 asks for none.
+	Ack uint64
+}
+
+// Kind returns KindBypassEnd.
+func (*BypassEnd) Kind() Kind { return KindBypassEnd }
+
 // Kind returns KindOverlayLink.
 func (*OverlayLink) Kind() Kind { return KindOverlayLink }
 
@@ -545,6 +565,8 @@ func newMessage(k Kind) Message {
 		return new(BranchPoint)
 	case KindOverlayLink:
 		return new(OverlayLink)
+	case KindBypassEnd:
+		return new(BypassEnd)
 	}
 	return nil
 }

@@ -65,6 +65,8 @@ func s3Samples() []sample {
 		{"JoinReply/extreme", &JoinReply{Joiner: allFF, Rows: manyNodes(2000), Leaves: manyNodes(2000)}},
 		{"Announce/zero", &Announce{}},
 		{"OverlayLink/zero", &OverlayLink{}},
+		{"BypassEnd/toward the merge point", &BypassEnd{Class: bgm, Seq: 3, Ack: 17}},
+		{"BypassEnd/toward the rendezvous switch", &BypassEnd{Class: ClassRef{Level: LevelFirstAttr, Type: "music.BGM", Attr: "artist", Value: "x"}, Seq: math.MaxUint64}},
 		{"OverlayLink/node", &OverlayLink{Switch: "b23", Place: "fig2", Node: nodeC}},
 		{"Announce/here", &Announce{Node: nodeC}},
 		{"Announce/leaving", &Announce{Node: nodeC, Leaving: true, Leaves: []OverlayNode{nodeA, nodeB}}},
