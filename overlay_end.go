@@ -30,13 +30,11 @@ type overlayEnd struct {
 func (*overlayEnd) tree() bool { return false }
 
 // forward sends e to the peer when a proxy filter of e's own type matched
-// it: the peer is on e's type's tree (S3 request or advertisement path).
+// it — the peer is on e's type's tree (S3 request or advertisement path)
+// — and the switch's bypass rules let it (bypass.go).
 func (oe *overlayEnd) forward(r *router, e *Event, hits []hitSub, shared *eventFrames) {
-	for _, h := range hits {
-		if h.sub.f.Type() == e.Type {
-			oe.sharedEnd.forward(r, e, hits, shared)
-			return
-		}
+	if oe.s.allows(r, e, hits, shared) {
+		oe.sharedEnd.forward(r, e, hits, shared)
 	}
 }
 
@@ -78,6 +76,12 @@ func (oe *overlayEnd) control(r *router, m linkctl.Message) (bool, error) {
 		return true, s.handleAdvertise(r, m)
 	case *linkctl.Unadvertise:
 		return true, s.handleUnadvertise(r, m)
+	case *linkctl.PathChange:
+		return true, s.handlePathChange(r, m)
+	case *linkctl.BranchPoint:
+		return true, s.handleBranchPoint(r, m)
+	case *linkctl.BypassEnd:
+		return true, s.handleBypassEnd(r, m)
 	default:
 		return false, nil
 	}
@@ -99,18 +103,36 @@ func (s *rvSwitch) meterEvent(e *Event) {
 		return
 	}
 	lv := s.rv.levels(s.sw.place.Ontology(), e.Type)
-	var cs [3]traffic.Class
-	cs[0] = traffic.Class{Level: traffic.LevelType, Type: e.Type}
+	var buf [3]traffic.Class
+	cs := classesOf(lv, e, &buf)
+	s.meter.Record(time.Now(), cs...)
+	if len(cs) > 1 {
+		s.mu.Lock()
+		for _, c := range cs[1:] {
+			ref := linkctl.ClassRef{Level: byte(c.Level), Type: c.Type, Attr: c.Attr, Value: c.Value}
+			if _, ok := s.classVals[ref]; !ok && len(s.classVals) < traffic.DefaultMaxClasses {
+				v, _ := e.Value(c.Attr)
+				s.classVals[ref] = v
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// classesOf returns e's classes at the three levels, given its type's
+// class attributes lv, in buf.
+func classesOf(lv ClassLevels, e *Event, buf *[3]traffic.Class) []traffic.Class {
+	buf[0] = traffic.Class{Level: traffic.LevelType, Type: e.Type}
 	n := 1
 	if v, ok := e.Value(lv.First); ok && lv.First != "" {
-		cs[n] = traffic.Class{Level: traffic.LevelUpper, Type: e.Type, Attr: lv.First, Value: classValue(v)}
+		buf[n] = traffic.Class{Level: traffic.LevelUpper, Type: e.Type, Attr: lv.First, Value: classValue(v)}
 		n++
 	}
 	if v, ok := e.Value(lv.Leaf); ok && lv.Leaf != "" {
-		cs[n] = traffic.Class{Level: traffic.LevelLowest, Type: e.Type, Attr: lv.Leaf, Value: classValue(v)}
+		buf[n] = traffic.Class{Level: traffic.LevelLowest, Type: e.Type, Attr: lv.Leaf, Value: classValue(v)}
 		n++
 	}
-	s.meter.Record(time.Now(), cs[:n]...)
+	return buf[:n]
 }
 
 // classValue returns an attribute value as a class names it: a string as

@@ -1,6 +1,7 @@
 package sion
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -147,7 +148,7 @@ func (s *rvSwitch) learn(nodes []overlay.Node) []*overlayLink {
 			}
 			delete(s.tombs, n.ID)
 		}
-		if n.Addr == "" || !s.table.Add(n) {
+		if n.Addr == "" || !s.tableAdd(n) {
 			continue
 		}
 		if ol := s.dialLocked(n); ol != nil {
@@ -336,7 +337,7 @@ func (s *rvSwitch) linkUp(r *router) []routeKey {
 	if s.peers[oe.node.ID] == nil {
 		s.peers[oe.node.ID] = r
 	}
-	s.table.Add(oe.node)
+	s.tableAdd(oe.node)
 	s.mu.Unlock()
 	s.kick()
 	return nil
@@ -363,6 +364,7 @@ func (s *rvSwitch) linkDown(r *router) {
 		}
 	}
 	gone := s.peers[node.ID] == nil
+	s.bypassLinkDown(r)
 	s.mu.Unlock()
 	s.dropSources(r)
 	if gone {
@@ -467,7 +469,7 @@ func (s *rvSwitch) handleJoin(r *router, m *linkctl.Join) error {
 		leaves = s.table.LeafSetFor(joiner.ID)
 	}
 	if had {
-		s.table.Add(joiner)
+		s.tableAdd(joiner)
 	}
 	nextR := s.peers[next.ID]
 	s.mu.Unlock()
@@ -587,15 +589,19 @@ func (s *rvSwitch) startRerouter() {
 	}
 	s.kicks = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
+	tick := time.NewTicker(cmp.Or(s.rv.cfg.Window, DefaultTrafficWindow) / 10)
 	s.wg.Go(func() {
+		defer tick.Stop()
 		for {
 			select {
 			case <-s.kicks:
+				s.sw.reroute()
+				s.rerouteAdverts()
+			case now := <-tick.C:
+				s.balance(now)
 			case <-s.stop:
 				return
 			}
-			s.sw.reroute()
-			s.rerouteAdverts()
 		}
 	})
 }

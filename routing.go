@@ -73,6 +73,10 @@ type switchRouting interface {
 	advertise(ctx context.Context, s *Session, ads []Advertisement) error
 	withdraw(s *Session)
 	publishing(s *Session, e *Event) error
+	// routed is told that sub has been propagated (Switch.routeAdd) and
+	// returns what else its contract waits on (S3: the end of a bypass
+	// that would keep events from it).
+	routed(sub *Subscription) []*linkAck
 	// leave leaves whatever structure the routing keeps beyond the
 	// place's tree (S3: the overlay), telling the neighbours; ctx bounds
 	// it.
@@ -107,6 +111,7 @@ func (stateless) close()                      {}
 func (stateless) advertise(context.Context, *Session, []Advertisement) error { return nil }
 func (stateless) withdraw(*Session)                                          {}
 func (stateless) publishing(*Session, *Event) error                          { return nil }
+func (stateless) routed(*Subscription) []*linkAck                            { return nil }
 
 func (stateless) join(context.Context, transport.Transport, string) error {
 	return fmt.Errorf("%w: Join is for places routed by rendezvous (RouteByRendezvous); link the switches of this place with Link", ErrInvalidConfig)
@@ -222,7 +227,7 @@ func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 		out = sw.registerOver(r, rs, out)
 	}
 	sw.routed[sub.id] = rs
-	return out
+	return append(out, sw.routing.routed(sub)...)
 }
 
 // registerOver registers over r what the routing says rs's subscription

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/overlay"
 	"github.com/sion-go/sion/internal/traffic"
 	"github.com/sion-go/sion/ontology"
@@ -29,6 +31,21 @@ type RendezvousConfig struct {
 	// Window is how far back the traffic rates look (a sliding window of
 	// ten buckets); 0 means DefaultTrafficWindow.
 	Window time.Duration
+	// Threshold is the load, in events per second over the window, above
+	// which a rendezvous switch takes its hottest class off itself with a
+	// bypass from the class's merge point to its branch point (S3 load
+	// distribution), one class per tick (a tenth of the window) until
+	// the load minus the bypassed classes' is below it; 0 means never.
+	Threshold float64
+	// BypassLevel is the level whose hottest class is bypassed: 2 (the
+	// type and its first-level attribute, S3's first embodiment; 0 means
+	// 2) or 3 (the lowest-level attribute, its second).
+	BypassLevel int
+	// Release ends a bypass whose class's rate at the merge point has been
+	// below it, in events per second, for a window (hysteresis: keep it
+	// well below Threshold); 0 means a bypass ends only when its path
+	// changes.
+	Release float64
 	// Leaves is the size of each switch's leaf set, the overlay nodes
 	// nearest to it on the ring (half on each side); 0 means 16
 	// (Pastry's L for 4-bit digits).
@@ -90,9 +107,11 @@ func RouteByRendezvous(cfg RendezvousConfig) Routing {
 // place's switches share; each switch's state is its rvSwitch.
 type rendezvous struct {
 	cfg RendezvousConfig
-	// pinned gives switches IDs other than the hash of their names, so
+	// pinned gives switches IDs other than the hash of their names, and
+	// allow, when set, limits which nodes a switch's table takes in, so
 	// that a test can build a given overlay (S3's figures); nil in use.
 	pinned map[string]overlay.ID
+	allow  func(self, other overlay.ID) bool
 }
 
 func (*rendezvous) String() string { return "rendezvous" }
@@ -100,8 +119,13 @@ func (*rendezvous) String() string { return "rendezvous" }
 // check validates the configuration against the place's ontology
 // (NewEventPlace).
 func (rv *rendezvous) check(o *ontology.Ontology) error {
-	if rv.cfg.Window < 0 || rv.cfg.Leaves < 0 {
-		return fmt.Errorf("RendezvousConfig.Window %v and Leaves %d must not be negative", rv.cfg.Window, rv.cfg.Leaves)
+	switch c := rv.cfg; {
+	case c.Window < 0 || c.Leaves < 0 || c.Threshold < 0 || c.Release < 0:
+		return fmt.Errorf("RendezvousConfig.Window %v, Leaves %d, Threshold %v and Release %v must not be negative", c.Window, c.Leaves, c.Threshold, c.Release)
+	case c.BypassLevel != 0 && c.BypassLevel != 2 && c.BypassLevel != 3:
+		return fmt.Errorf("RendezvousConfig.BypassLevel is %d; it is 2 or 3 (0 means 2)", c.BypassLevel)
+	case c.Window > 0 && c.Window < 10*time.Millisecond:
+		return fmt.Errorf("RendezvousConfig.Window %v is below 10ms", c.Window)
 	}
 	for name, lv := range rv.cfg.Classes {
 		t, ok := o.Lookup(name)
@@ -163,6 +187,12 @@ func (rv *rendezvous) attach(sw *Switch) switchRouting {
 		inKeys:  map[*router]map[uint64]advKey{},
 		sessAds: map[*Session][]advKey{},
 		meter:   traffic.New(traffic.Config{Window: window}),
+
+		bypassMeter: traffic.New(traffic.Config{Window: window}),
+		rvRoles:     map[linkctl.ClassRef]*rvRole{},
+		paths:       map[linkctl.ClassRef]*pathRole{},
+		refused:     map[linkctl.ClassRef]time.Time{},
+		classVals:   map[linkctl.ClassRef]ontology.Value{},
 	}
 	return s
 }
@@ -194,7 +224,17 @@ type rvSwitch struct {
 	kicks   chan struct{}                 // mu (made once); wakes the rerouter
 	stop    chan struct{}                 // mu (made once); closed by close: the rerouter returns
 
-	meter *traffic.Meter // traffic per event class of the types this switch is the rendezvous of
+	meter       *traffic.Meter // traffic per event class of the types this switch is the rendezvous of
+	bypassMeter *traffic.Meter // traffic per event class this switch sends over bypasses, as a merge point
+
+	// The bypass (bypass.go): the rules events read, and the roles this
+	// switch has in bypasses, by class (Switch.routeMu, then mu).
+	bypass    atomic.Pointer[bypassTable]
+	rvRoles   map[linkctl.ClassRef]*rvRole        // mu; as the rendezvous switch
+	paths     map[linkctl.ClassRef]*pathRole      // mu; as a switch on a bypass's path, the branch or the merge point
+	refused   map[linkctl.ClassRef]time.Time      // mu; classes that could not be bypassed, not tried until then
+	classVals map[linkctl.ClassRef]ontology.Value // mu; the typed values of the classes metered
+	seq       uint64                              // mu; the last path change's number
 }
 
 // keys registers sub, once per event type it covers, over r when r's peer
@@ -268,6 +308,15 @@ func (s *rvSwitch) nextHop(t string) *router {
 		return nil
 	}
 	return s.peers[n.ID]
+}
+
+// tableAdd adds n to the table (overlay.Table.Add) unless a test's allow
+// keeps it out. mu must be held.
+func (s *rvSwitch) tableAdd(n overlay.Node) bool {
+	if s.rv.allow != nil && !s.rv.allow(s.table.Self().ID, n.ID) {
+		return false
+	}
+	return s.table.Add(n)
 }
 
 // isRendezvous reports whether this switch is the rendezvous switch of

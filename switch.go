@@ -376,6 +376,11 @@ type eventFrames struct {
 	fwdErr  error
 	fwdDone bool
 	seen    bool // the event's ID is recorded as seen already
+
+	// bypass is the switch's S3 bypass rules as the event read them, once
+	// for all its links (bypass.go), when bypassRead.
+	bypass     *bypassTable
+	bypassRead bool
 }
 
 type publishScratch struct {
