@@ -116,8 +116,9 @@ func newFig2(t *testing.T, level int) *fig2 {
 		Window:      time.Second,
 		Threshold:   300,
 		BypassLevel: level,
+		IDs:         ids,
+		Neighbours:  neighbours,
 	})
-	sion.PinOverlay(routing, ids, neighbours)
 	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "fig2", Ontology: fig2Ontology(t), Routing: routing})
 	require.NoError(t, err)
 	tr, err := mem.NewNetwork(mem.Config{})

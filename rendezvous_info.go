@@ -124,3 +124,29 @@ func (s *rvSwitch) info(now time.Time) RendezvousInfo {
 	}
 	return in
 }
+
+// RendezvousNextHop returns where the switch sends the advertisements and
+// subscriptions of event type eventType (S3): the name of the overlay
+// neighbour that is its next hop toward the type's rendezvous switch, or
+// "" when this switch is that rendezvous switch itself. ok is false when
+// the place is not routed by rendezvous, the type is unknown, or the next
+// hop has no link up yet. Safe for concurrent use.
+func (sw *Switch) RendezvousNextHop(eventType string) (peer string, ok bool) {
+	s, isRV := sw.routing.(*rvSwitch)
+	if !isRV {
+		return "", false
+	}
+	if _, known := sw.place.Ontology().Lookup(eventType); !known {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isRendezvous(eventType) {
+		return "", true
+	}
+	r := s.nextHop(eventType)
+	if r == nil {
+		return "", false
+	}
+	return r.peer, true
+}

@@ -46,6 +46,21 @@ type RendezvousConfig struct {
 	// well below Threshold); 0 means a bypass ends only when its path
 	// changes.
 	Release float64
+	// IDs, when set, gives the switches it names these overlay IDs instead
+	// of the hashes of their names: to put the rendezvous switch of a type
+	// on a chosen switch (give it overlay.HashID of the type's name — see
+	// OverlayKey), or to reproduce a given overlay. Every ID must be
+	// distinct, and every switch of the place must use the same IDs.
+	IDs map[string][16]byte
+	// Neighbours, when set, limits the switches each switch takes into
+	// its routing table and leaf set to those listed for it by name (a
+	// switch not listed takes in none but those that link to it for a
+	// bypass). It reproduces a given overlay — S3's Fig. 2 — or keeps
+	// tables within sites; the overlay then routes a key to the closest
+	// switch reachable through those tables, so one rendezvous switch per
+	// type, and the hop bound, hold only when the lists let every switch
+	// reach the switch closest to each key. nil: no limit (Pastry).
+	Neighbours map[string][]string
 	// Leaves is the size of each switch's leaf set, the overlay nodes
 	// nearest to it on the ring (half on each side); 0 means 16
 	// (Pastry's L for 4-bit digits).
@@ -100,18 +115,54 @@ const DefaultTrafficWindow = 10 * time.Second
 // TTL, here each switch holds only the paths through it. The price is the
 // rendezvous switch, which every event of its type crosses.
 func RouteByRendezvous(cfg RendezvousConfig) Routing {
-	return &rendezvous{cfg: cfg}
+	rv := &rendezvous{cfg: cfg}
+	if len(cfg.IDs) > 0 {
+		rv.pinned = map[string]overlay.ID{}
+		for name, id := range cfg.IDs {
+			rv.pinned[name] = id
+		}
+	}
+	if cfg.Neighbours != nil {
+		names := map[overlay.ID]string{}
+		for name, id := range rv.pinned {
+			names[id] = name
+		}
+		rv.allow = func(self, other overlay.ID) bool {
+			return slices.Contains(cfg.Neighbours[rv.nameOf(names, self)], rv.nameOf(names, other))
+		}
+	}
+	return rv
 }
+
+// OverlayKey returns the overlay key of event type name (S3): the
+// rendezvous switch of the type is the live switch whose ID is closest to
+// it. It is the first 16 bytes of the SHA-256 of the name, as a switch's
+// ID is of its name (RendezvousConfig.IDs).
+func OverlayKey(name string) [16]byte { return overlay.HashID(name) }
 
 // rendezvous is S3's routing (RouteByRendezvous): the configuration the
 // place's switches share; each switch's state is its rvSwitch.
 type rendezvous struct {
 	cfg RendezvousConfig
-	// pinned gives switches IDs other than the hash of their names, and
-	// allow, when set, limits which nodes a switch's table takes in, so
-	// that a test can build a given overlay (S3's figures); nil in use.
+	// pinned gives switches IDs other than the hash of their names
+	// (RendezvousConfig.IDs), and allow, when set, limits which nodes a
+	// switch's table takes in (RendezvousConfig.Neighbours).
 	pinned map[string]overlay.ID
 	allow  func(self, other overlay.ID) bool
+
+	mu    sync.Mutex
+	names map[overlay.ID]string // mu; the names of the IDs hashed so far, for allow
+}
+
+// nameOf returns the name of the switch with ID id: a pinned one's, or
+// one whose hash idOf has computed.
+func (rv *rendezvous) nameOf(pinned map[overlay.ID]string, id overlay.ID) string {
+	if n, ok := pinned[id]; ok {
+		return n
+	}
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.names[id]
 }
 
 func (*rendezvous) String() string { return "rendezvous" }
@@ -126,6 +177,13 @@ func (rv *rendezvous) check(o *ontology.Ontology) error {
 		return fmt.Errorf("RendezvousConfig.BypassLevel is %d; it is 2 or 3 (0 means 2)", c.BypassLevel)
 	case c.Window > 0 && c.Window < 10*time.Millisecond:
 		return fmt.Errorf("RendezvousConfig.Window %v is below 10ms", c.Window)
+	}
+	seen := map[[16]byte]string{}
+	for name, id := range rv.cfg.IDs {
+		if other, dup := seen[id]; dup {
+			return fmt.Errorf("RendezvousConfig.IDs: switches %q and %q have the same ID %x", min(name, other), max(name, other), id)
+		}
+		seen[id] = name
 	}
 	for name, lv := range rv.cfg.Classes {
 		t, ok := o.Lookup(name)
@@ -149,7 +207,16 @@ func (rv *rendezvous) idOf(name string) overlay.ID {
 	if id, ok := rv.pinned[name]; ok {
 		return id
 	}
-	return overlay.HashID(name)
+	id := overlay.HashID(name)
+	if rv.allow != nil {
+		rv.mu.Lock()
+		if rv.names == nil {
+			rv.names = map[overlay.ID]string{}
+		}
+		rv.names[id] = name
+		rv.mu.Unlock()
+	}
+	return id
 }
 
 // levels returns the class attributes of event type t: its own entry, or
