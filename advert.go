@@ -41,6 +41,12 @@ type Advertisement struct {
 // reads them); Publish does not check them. Advertisements stay until the
 // session ends.
 //
+// On a remote session (Dial) each advertisement is a request of its own,
+// sent in order: Advertise stops at the first that fails; those before it
+// stay advertised, and so does one that failed with ErrNotGranted. A
+// remote session whose switch no longer held it when it reconnected
+// advertises again what it had advertised (see ReconnectPolicy).
+//
 // Errors: ErrUnknownEventType for a type the ontology does not know;
 // ErrInvalidEvent for an attribute outside the type's vocabulary, of the
 // wrong kind, or a reserved type; ErrNotGranted when the paths are not
@@ -57,22 +63,32 @@ func (s *Session) Advertise(ctx context.Context, ads ...Advertisement) error {
 // advertise is Session.Advertise on a switch: it checks ads against the
 // place, keeps them on the session, and hands them to the routing.
 func (sw *Switch) advertise(ctx context.Context, s *Session, ads []Advertisement) error {
+	canon, err := sw.keepAdvertisements(s, ads)
+	if err != nil {
+		return err
+	}
+	return sw.routing.advertise(ctx, s, canon)
+}
+
+// keepAdvertisements checks ads against the place and keeps them on
+// session s, from then on covering what s publishes; it returns them
+// canonical, for the routing. It keeps none if one is refused.
+func (sw *Switch) keepAdvertisements(s *Session, ads []Advertisement) ([]Advertisement, error) {
 	canon := make([]Advertisement, 0, len(ads))
 	for _, ad := range ads {
 		e, err := sw.place.admit(&Event{Type: ad.Type, Attrs: ad.Attrs}, admitPublished)
 		if err != nil {
-			return fmt.Errorf("sion: advertisement of %q: %w", ad.Type, err)
+			return nil, fmt.Errorf("sion: advertisement of %q: %w", ad.Type, err)
 		}
 		canon = append(canon, Advertisement{Type: e.Type, Attrs: e.Attrs})
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		return fmt.Errorf("%w: session %q", ErrClosed, s.name)
+		return nil, fmt.Errorf("%w: session %q", ErrClosed, s.name)
 	}
 	s.ads = append(s.ads, canon...)
-	s.mu.Unlock()
-	return sw.routing.advertise(ctx, s, canon)
+	return canon, nil
 }
 
 // covers reports whether advertisement ad covers event e: e's type is ad's

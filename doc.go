@@ -238,10 +238,11 @@
 // the wait for its link to end. The switch's side of a remote session
 // serves each connection with a reader and a writer; while its
 // entity is away, one goroutine waits for the retention to pass; its
-// Subscribe and Pull requests run in goroutines of their own; they end
-// with the session (whose Close waits) or Switch.Close. The entity's side
-// has a reader that reconnects and a goroutine that confirms what
-// arrived; Session.Close stops both. An Entity has three (probe answers,
-// its probes' answers, its life cycle) and one per piece of work started
-// for it (a Serve, a discovery answer), all stopped by Entity.Close.
+// Subscribe, Advertise and Pull requests run in goroutines of their own;
+// they end with the session (whose Close waits) or Switch.Close. The
+// entity's side has a reader that reconnects and a goroutine that
+// confirms what arrived; Session.Close stops both. An Entity has three
+// (probe answers, its probes' answers, its life cycle) and one per piece
+// of work started for it (a Serve, a discovery answer), all stopped by
+// Entity.Close.
 package sion

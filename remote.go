@@ -31,25 +31,24 @@ const (
 // that makes the Hello longer than MaxHandshakeFrameBytes), and transport
 // errors as they are.
 //
-// On a remote session, Publish, Subscribe, Unsubscribe, SetProfile and
-// Pull are requests the switch answers, so they return the switch's
-// errors, which wrap the same sentinels as on a local session; a call
-// whose ctx ends returns an error wrapping ctx's error, and the session
-// stays usable. Publish checks the place's payload limit (PlaceConfig.
-// MaxPayloadBytes, which the switch tells) before the event travels.
-// Each subscription keeps its queue, overflow policy and handler on this
-// side; WithOverflow(Block) is refused (ErrInvalidConfig), since one
-// subscription would hold up the session's others. The switch sends one
-// frame per event for all of the session's subscriptions that matched,
+// On a remote session, Publish, Subscribe, Unsubscribe, SetProfile,
+// Advertise and Pull are requests the switch answers, so they return the
+// switch's errors, which wrap the same sentinels as on a local session; a
+// call whose ctx ends returns an error wrapping ctx's error, and the
+// session stays usable. Publish checks the place's payload limit
+// (PlaceConfig.MaxPayloadBytes, which the switch tells) before the event
+// travels. Each subscription keeps its queue, overflow policy and handler
+// on this side; WithOverflow(Block) is refused (ErrInvalidConfig), since
+// one subscription would hold up the session's others. The switch sends
+// one frame per event for all of the session's subscriptions that matched,
 // in order. The look-in spool stays on the switch (with the session's
 // SpoolSize and SpoolRetention), so events wait there while the entity
 // pulls; events the Spill policy moves out of a full queue wait on this
 // side, and Pull returns them first, so an event both spilled and
-// looked-in can come twice through Pull, once per side. Stats reports
-// this side's spool. Publish returns once the switch has delivered the
-// event to the switch's own queues and links; a subscriber on another
-// remote session receives it when that link's frames arrive (see
-// Session.Sync).
+// looked-in can come twice through Pull, once per side. Stats reports this
+// side's spool. Publish returns once the switch has delivered the event to
+// the switch's own queues and links; a subscriber on another remote
+// session receives it when that link's frames arrive (see Session.Sync).
 //
 // If the connection fails, the session reconnects (cfg.Reconnect): calls
 // made meanwhile wait for the connection or their ctx, and the switch
@@ -146,10 +145,10 @@ type remoteClient struct {
 	// does not drop what a fast entity has received. mu.
 	retentionBytes int
 	pending        map[uint64]*request // mu; requests not yet answered, by Seq
-	// resubscribing counts the subscriptions registered again after a
-	// reconnect, not yet answered; reconnected is the event reported
-	// once they are. mu.
-	resubscribing int
+	// reregistering counts the subscriptions and advertisements
+	// registered again after a reconnect, not yet answered; reconnected
+	// is the event reported once they are. mu.
+	reregistering int
 	reconnected   *ConnectionEvent
 	subs          map[uint64]*Subscription // mu
 	closed        bool                     // mu
@@ -167,6 +166,7 @@ type request struct {
 	kind  wire.Kind
 	ch    chan wire.Message // where the answer goes; nil when nobody waits
 	sub   *Subscription     // for Subscribe: the subscription; ended if the answer is an error and nobody waits
+	again bool              // an Advertise sent again after a reconnect (resumed)
 }
 
 // connect dials addr and runs the handshake with hello.
@@ -305,14 +305,18 @@ func (rc *remoteClient) reply(seq uint64, m wire.Message) {
 	case r == nil:
 	case r.ch != nil:
 		r.ch <- m
-	case r.sub != nil: // a subscription registered again after a reconnect
+	case r.sub != nil || r.again: // a subscription or advertisement registered again after a reconnect
 		if e, ok := m.(*wire.Error); ok {
-			rc.endSub(r.sub, fmt.Errorf("registering it again after a reconnect failed: %w", fromWireError(e)))
+			if r.sub != nil {
+				rc.endSub(r.sub, fmt.Errorf("registering it again after a reconnect failed: %w", fromWireError(e)))
+			} else {
+				rc.log.Warn("sion: advertising again after a reconnect failed", "session", rc.sess.name, "err", fromWireError(e))
+			}
 		}
 		rc.mu.Lock()
-		rc.resubscribing--
+		rc.reregistering--
 		var ev *ConnectionEvent
-		if rc.resubscribing == 0 {
+		if rc.reregistering == 0 {
 			ev, rc.reconnected = rc.reconnected, nil
 		}
 		rc.mu.Unlock()
@@ -576,7 +580,27 @@ func (rc *remoteClient) name() string {
 	return rc.switchName
 }
 
-// advertise is not carried over remote sessions yet.
-func (rc *remoteClient) advertise(context.Context, *Session, []Advertisement) error {
-	return fmt.Errorf("%w: Advertise over a remote session", ErrInvalidConfig)
+// advertise sends each advertisement to the switch as a request of its
+// own, in order, and keeps on the session those the switch recorded: the
+// ones it accepted, and one whose paths were not installed in time
+// (ErrNotGranted), which the switch keeps too. It stops at the first
+// error. A reconnect that opens the session anew sends them again
+// (resumed).
+func (rc *remoteClient) advertise(ctx context.Context, s *Session, ads []Advertisement) error {
+	for _, ad := range ads {
+		m := &wire.Advertise{Type: ad.Type, Attrs: ad.Attrs}
+		r, err := rc.call(ctx, m, func(n uint64) { m.Seq = n })
+		if err == nil {
+			err = ack(r)
+		}
+		if err == nil || errors.Is(err, ErrNotGranted) {
+			s.mu.Lock()
+			s.ads = append(s.ads, Advertisement{Type: ad.Type, Attrs: slices.Clone(ad.Attrs)})
+			s.mu.Unlock()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -37,7 +37,7 @@ const (
 // resumes: it receives every event matched while it was away, once and in
 // order per publisher, and the requests it had sent are answered once.
 // Past the retention the switch ends the session; one that returns later
-// is opened anew with its profile and subscriptions, and
+// is opened anew with its profile, advertisements and subscriptions, and
 // ConnectionEvent.Lost tells how many matched events it lost (events
 // published between the end and the return were not matched for it).
 type ReconnectPolicy struct {
@@ -99,8 +99,9 @@ type ConnectionEvent struct {
 	Attempts int
 	// Resumed reports that the switch still held the session: nothing
 	// matched while it was away is lost but what Lost counts. When false,
-	// the session was opened anew and its subscriptions registered again;
-	// events published in between were not matched for it.
+	// the session was opened anew, its advertisements and subscriptions
+	// registered again; events published in between were not matched for
+	// it.
 	Resumed bool
 	// Expired reports, when Resumed is false, that the switch ended the
 	// session because its retention passed: Lost is then exactly what it
@@ -322,9 +323,10 @@ func (rc *remoteClient) reconnect(ctx context.Context) (transport.Conn, int, err
 
 // resumed carries on over conn, whose handshake welcome answered after
 // attempts attempts: the requests the switch did not receive are sent
-// again; a session the switch no longer held registers its subscriptions
-// again. The session is reported connected (OnChange) once they are
-// registered, when their answers arrive. The callbacks it runs (a
+// again; a session the switch no longer held advertises again what it
+// had advertised and registers its subscriptions again. The session is
+// reported connected (OnChange) once they are registered, when their
+// answers arrive. The callbacks it runs (a
 // subscription's WithSlowConsumer for events lost, OnChange) run after
 // sendMu is released: they may make requests.
 func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr string, attempts int) {
@@ -373,6 +375,22 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 		conn.Send(ctx, r.frame) // a failure shows in the reader, which reconnects again
 	}
 	if !w.Resumed {
+		rc.sess.mu.Lock()
+		ads := slices.Clone(rc.sess.ads)
+		rc.sess.mu.Unlock()
+		for _, ad := range ads {
+			m := &wire.Advertise{Seq: rc.seq.Add(1), Type: ad.Type, Attrs: ad.Attrs}
+			f, err := rc.encode(m)
+			if err != nil { // it fit the connection it was first sent on, not this one
+				rc.log.Warn("sion: cannot advertise again after a reconnect", "session", rc.sess.name, "type", ad.Type, "err", err)
+				continue
+			}
+			rc.mu.Lock()
+			rc.pending[m.Seq] = &request{frame: f, kind: wire.KindAdvertise, again: true}
+			rc.reregistering++
+			rc.mu.Unlock()
+			conn.Send(ctx, f)
+		}
 		slices.SortFunc(subs, func(a, b *Subscription) int { return cmp.Compare(a.id, b.id) })
 		for _, sub := range subs {
 			if pendingSubs[sub] {
@@ -387,14 +405,14 @@ func (rc *remoteClient) resumed(conn transport.Conn, w *wire.Welcome, addr strin
 			}
 			rc.mu.Lock()
 			rc.pending[m.Seq] = &request{frame: f, kind: wire.KindSubscribe, sub: sub}
-			rc.resubscribing++
+			rc.reregistering++
 			rc.mu.Unlock()
 			conn.Send(ctx, f)
 		}
 	}
 	rc.mu.Lock()
 	rc.conn = conn
-	later := rc.resubscribing > 0
+	later := rc.reregistering > 0
 	if later {
 		rc.reconnected = &ev
 	}

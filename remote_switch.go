@@ -50,7 +50,7 @@ type remoteEnd struct {
 	token     string
 	retention time.Duration
 	out       *outbox
-	reqs      sync.WaitGroup // requests served in goroutines (Subscribe, Pull); they end with the session
+	reqs      sync.WaitGroup // requests served in goroutines (Subscribe, Advertise, Pull); they end with the session
 
 	mu        sync.Mutex
 	subs      map[uint64]*remoteSub         // by the entity's subscription ID; mu
@@ -60,6 +60,7 @@ type remoteEnd struct {
 	away      uint64                        // counts the times the entity went away; mu
 	awayStop  chan struct{}                 // closed when the entity returns in time; mu
 	pulls     map[uint64]context.CancelFunc // pulls waiting, by Seq; mu
+	adverts   map[uint64]context.CancelFunc // advertisements being installed, by Seq; mu
 	ended     bool                          // mu
 }
 
@@ -89,7 +90,7 @@ type tombstone struct {
 
 func (sw *Switch) newRemoteEnd(s *Session, token string, retention time.Duration, retentionBytes int) *remoteEnd {
 	return &remoteEnd{sw: sw, sess: s, token: token, retention: retention, out: newOutbox(s, retentionBytes),
-		subs: map[uint64]*remoteSub{}, pulls: map[uint64]context.CancelFunc{}}
+		subs: map[uint64]*remoteSub{}, pulls: map[uint64]context.CancelFunc{}, adverts: map[uint64]context.CancelFunc{}}
 }
 
 // serve carries the session over conn until the connection ends: its
@@ -191,6 +192,8 @@ func (re *remoteEnd) read(ctx context.Context, at *attachment, lim wire.Limits, 
 			re.reply(seq, nil)
 		case *wire.SetProfile:
 			re.reply(seq, s.SetProfile(m.Profile))
+		case *wire.Advertise: // it may wait for acknowledgements along the overlay (S3)
+			re.advertise(m)
 		case *wire.Pull:
 			re.pull(m)
 		case *wire.Ack: // a ping: answered in order, after the deliveries before it
@@ -219,6 +222,8 @@ func requestSeq(m wire.Message) (uint64, bool) {
 	case *wire.Unsubscribe:
 		seq = m.Seq
 	case *wire.SetProfile:
+		seq = m.Seq
+	case *wire.Advertise:
 		seq = m.Seq
 	case *wire.Pull:
 		seq = m.Seq
@@ -303,6 +308,48 @@ func (re *remoteEnd) subscribe(m *wire.Subscribe) {
 		if err != nil {
 			s.forget(sub)
 			sub.cancel()
+		}
+		re.reply(m.Seq, err)
+	}()
+}
+
+// advertise enters a remote session's advertisement (Session.Advertise):
+// it is checked and kept on the session before the request's next frame
+// is read, so that a Publish that follows finds it (as after a reconnect
+// that opened the session anew, which sends both without waiting); its
+// installation along the paths to the rendezvous switches (S3), which may
+// wait for their acknowledgements up to the place's ContractTimeout, runs
+// in a goroutine and answers when it is done. The session's end cancels
+// the wait; the routing withdraws the advertisement once the goroutine
+// has returned (Switch.sessionClosed follows ending).
+func (re *remoteEnd) advertise(m *wire.Advertise) {
+	s := re.sess
+	ads, err := re.sw.keepAdvertisements(s, []Advertisement{{Type: m.Type, Attrs: m.Attrs}})
+	if err != nil {
+		re.reply(m.Seq, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	re.mu.Lock()
+	if re.ended {
+		re.mu.Unlock()
+		cancel()
+		re.reply(m.Seq, fmt.Errorf("%w: session %q", ErrClosed, s.name))
+		return
+	}
+	re.adverts[m.Seq] = cancel
+	re.reqs.Add(1)
+	re.mu.Unlock()
+	go func() {
+		defer re.reqs.Done()
+		defer cancel()
+		err := re.sw.routing.advertise(ctx, s, ads)
+		re.mu.Lock()
+		delete(re.adverts, m.Seq)
+		gone := re.ended
+		re.mu.Unlock()
+		if err == nil && gone {
+			err = fmt.Errorf("%w: session %q ended while its advertisement of %q was being installed", ErrClosed, s.name, m.Type)
 		}
 		re.reply(m.Seq, err)
 	}()
@@ -626,6 +673,9 @@ func (re *remoteEnd) end() {
 		}
 	}
 	for _, cancel := range re.pulls {
+		cancel()
+	}
+	for _, cancel := range re.adverts {
 		cancel()
 	}
 	requests := re.lastReq

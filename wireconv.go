@@ -29,6 +29,7 @@ const (
 	codeLinkRefused
 	codeNotGranted
 	codeSessionExpired
+	codeNotAdvertised
 )
 
 var codeSentinels = map[uint16]error{
@@ -44,11 +45,12 @@ var codeSentinels = map[uint16]error{
 	codeLinkRefused:      ErrLinkRefused,
 	codeNotGranted:       ErrNotGranted,
 	codeSessionExpired:   ErrSessionExpired,
+	codeNotAdvertised:    ErrNotAdvertised,
 }
 
 // errorCode returns the code of the sentinel err wraps.
 func errorCode(err error) uint16 {
-	for _, c := range []uint16{codeUnknownEventType, codeInvalidEvent, codeInvalidFilter, codeNotAdmitted, codeClosed, codeInvalidConfig, codeProtocol, codeNotGranted, codeLinkRefused, codeSessionExpired, codeDeadline, codeCanceled} {
+	for _, c := range []uint16{codeUnknownEventType, codeInvalidEvent, codeInvalidFilter, codeNotAdmitted, codeClosed, codeInvalidConfig, codeProtocol, codeNotGranted, codeNotAdvertised, codeLinkRefused, codeSessionExpired, codeDeadline, codeCanceled} {
 		if errors.Is(err, codeSentinels[c]) {
 			return c
 		}

@@ -424,6 +424,12 @@ func (m *SetProfile) decode(d *decoder) {
 	m.Profile = d.profile()
 }
 
+func (m *Advertise) decode(d *decoder) {
+	m.Seq = d.uvarint("seq")
+	m.Type = d.text("type")
+	m.Attrs = d.attrs()
+}
+
 func (m *Pull) decode(d *decoder) {
 	m.Seq = d.uvarint("seq")
 	m.Max = uint32(d.uint("max", math.MaxUint32))

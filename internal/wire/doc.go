@@ -37,8 +37,8 @@
 // kind in the order below, and nothing after them:
 //
 //	frame       = version kind body .
-//	version     = byte .                    (FrameVersion, 5)
-//	kind        = byte .                    (Kind: 1 Hello … 18 Control)
+//	version     = byte .                    (FrameVersion, 6)
+//	kind        = byte .                    (Kind: 1 Hello … 19 Advertise)
 //
 //	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token)
 //	              bytes(Resume) uvarint(Received) uvarint(RetentionMillis) uvarint(RetentionBytes)
@@ -63,6 +63,7 @@
 //	Received    = uvarint(Frames) .
 //	Lost        = counts(Lost) .
 //	Control     = rest(Body) .                (opaque to this package: internal/linkctl)
+//	Advertise   = uvarint(Seq) text(Type) attrs(Attrs) .
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)

@@ -12,7 +12,7 @@ import (
 // FrameVersion is the version byte that starts every frame this package
 // writes, and the only one Decode accepts. It changes on any incompatible
 // change of the format.
-const FrameVersion = 5
+const FrameVersion = 6
 
 // Wire numbers of value kinds; part of the format, independent of the
 // numbering of ontology.Kind.
@@ -325,6 +325,15 @@ func (m *SetProfile) encode(e *encoder) {
 	}
 	e.uvarint(m.Seq)
 	e.profile(m.Profile)
+}
+
+func (m *Advertise) encode(e *encoder) {
+	if e.nilMessage(m == nil) {
+		return
+	}
+	e.uvarint(m.Seq)
+	e.text("type", m.Type)
+	e.attrs(m.Attrs)
 }
 
 func (m *Pull) encode(e *encoder) {

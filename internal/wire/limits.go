@@ -12,8 +12,8 @@ type Limits struct {
 	// MaxFrameBytes bounds a whole frame, version and kind bytes included.
 	// Default 1 MiB (transport.DefaultMaxFrameBytes).
 	MaxFrameBytes int
-	// MaxAttrs bounds the attributes of one event and of one profile.
-	// Default 256.
+	// MaxAttrs bounds the attributes of one event, of one profile and of
+	// one advertisement. Default 256.
 	MaxAttrs int
 	// MaxStringBytes bounds every string field (names, types, filter and
 	// condition source, string values, error messages) and Hello.Token.

@@ -31,6 +31,7 @@ const (
 	KindReceived    Kind = 16 // client → switch, how much of the session's stream arrived
 	KindLost        Kind = 17 // switch → client, in the stream: deliveries dropped before they could be sent
 	KindControl     Kind = 18 // either way on a shared link or gateway: a link-local control message
+	KindAdvertise   Kind = 19 // client → switch
 )
 
 var kindNames = [...]string{
@@ -52,6 +53,7 @@ var kindNames = [...]string{
 	KindReceived:    "Received",
 	KindLost:        "Lost",
 	KindControl:     "Control",
+	KindAdvertise:   "Advertise",
 }
 
 // String returns the message type's name ("Publish"), or "Kind(n)" for a
@@ -64,7 +66,7 @@ func (k Kind) String() string {
 }
 
 // Message is one frame's content. It is implemented only by the pointer
-// types of this package (*Hello, *Publish, …, *Control); Decode returns
+// types of this package (*Hello, *Publish, …, *Control, *Advertise); Decode returns
 // one of them and Encode accepts any of them.
 type Message interface {
 	// Kind returns the message type; it does not read the receiver, so a
@@ -218,6 +220,22 @@ type SetProfile struct {
 	Seq uint64
 	// Profile is the new profile, as in Hello.Profile.
 	Profile []ontology.Attr
+}
+
+// Advertise declares events the session will publish (S3
+// advertisement): events of Type or of a subtype, carrying the attribute
+// values Attrs. It carries one advertisement; Session.Advertise sends one
+// frame per advertisement. The switch answers Ack or Error with the same
+// Seq.
+type Advertise struct {
+	// Seq is the client's request number, echoed in the answer.
+	Seq uint64
+	// Type names the event type (UTF-8), canonical or a synonym.
+	Type string
+	// Attrs are the attribute values every advertised event carries,
+	// as in Event.Attrs; nil for none. At most Limits.MaxAttrs; the codec
+	// does not check duplicate names or NaN, the switch does.
+	Attrs []ontology.Attr
 }
 
 // Pull asks the switch for spooled look-in deliveries; it answers
@@ -425,6 +443,9 @@ func (*Lost) Kind() Kind { return KindLost }
 // Kind returns KindControl.
 func (*Control) Kind() Kind { return KindControl }
 
+// Kind returns KindAdvertise.
+func (*Advertise) Kind() Kind { return KindAdvertise }
+
 // newMessage returns a zero message of kind k, or nil for an unknown k.
 func newMessage(k Kind) Message {
 	switch k {
@@ -464,6 +485,8 @@ func newMessage(k Kind) Message {
 		return new(Lost)
 	case KindControl:
 		return new(Control)
+	case KindAdvertise:
+		return new(Advertise)
 	}
 	return nil
 }

@@ -167,6 +167,11 @@ func samples() []sample {
 		{"Control/empty", &Control{Body: []byte{}}},
 		{"Control/any bytes", &Control{Body: []byte{0, 0xff, 0x80, FrameVersion, byte(KindControl)}}},
 		{"Control/large", &Control{Body: bytes.Repeat([]byte{0xa5}, 64<<10)}},
+		{"Advertise/realistic", &Advertise{Seq: 47, Type: "music.BGM", Attrs: []ontology.Attr{{Name: "季節", Value: ontology.String("春")}, {Name: "tempo", Value: ontology.Int(120)}}}},
+		{"Advertise/type only", &Advertise{Seq: 1, Type: "Alarm"}},
+		{"Advertise/empty attributes", &Advertise{Seq: 1, Type: "Alarm", Attrs: []ontology.Attr{}}},
+		{"Advertise/zero", &Advertise{}},
+		{"Advertise/extreme", &Advertise{Seq: math.MaxUint64, Type: strings.Repeat("型", 100), Attrs: extremeEvent().Attrs}},
 	}
 }
 
@@ -224,6 +229,8 @@ func normal(m Message) (Message, []uint64) {
 		return m, nil
 	case *SetProfile:
 		return &SetProfile{Seq: m.Seq, Profile: attrs(m.Profile)}, nil
+	case *Advertise:
+		return &Advertise{Seq: m.Seq, Type: m.Type, Attrs: attrs(m.Attrs)}, nil
 	case *Publish:
 		return &Publish{Seq: m.Seq, Event: event(m.Event)}, nil
 	case *Deliver:
@@ -367,7 +374,7 @@ func TestGoldenPublish(t *testing.T) {
 		Origin: "sw1",
 	}}
 	want := []byte{
-		0x05, 0x03, // version 5, KindPublish
+		0x06, 0x03, // version 6, KindPublish
 		0x01,                                                                                           // Seq 1
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, // ID
 		0x04, 'n', 'e', 'w', 's', // Type
@@ -381,6 +388,23 @@ func TestGoldenPublish(t *testing.T) {
 		0x03, 's', 'w', '1', // Origin
 		0x00, // Place ""
 		0x00, // Path: no places
+	}
+	assert.Equal(t, want, encode(t, m))
+	got, err := Decode(want, Limits{})
+	require.NoError(t, err)
+	assertSameMessage(t, m, got)
+}
+
+// TestGoldenAdvertise pins the Advertise frame (kind 19, new in version
+// 6): if this fails, the encoding changed, which needs a new FrameVersion.
+func TestGoldenAdvertise(t *testing.T) {
+	m := &Advertise{Seq: 2, Type: "Alarm", Attrs: []ontology.Attr{{Name: "zone", Value: ontology.String("hall")}}}
+	want := []byte{
+		0x06, 0x13, // version 6, KindAdvertise
+		0x02,                          // Seq 2
+		0x05, 'A', 'l', 'a', 'r', 'm', // Type
+		0x01,                                                     // 1 attribute
+		0x04, 'z', 'o', 'n', 'e', 0x01, 0x04, 'h', 'a', 'l', 'l', // "zone": string "hall"
 	}
 	assert.Equal(t, want, encode(t, m))
 	got, err := Decode(want, Limits{})
@@ -436,14 +460,16 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty frame", nil, ErrMalformed, "wire: malformed frame: version: truncated at offset 0"},
 		{"no kind", []byte{FrameVersion}, ErrMalformed, "kind: truncated at offset 1"},
-		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 5 at offset 0"},
-		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 5"},
-		{"version 4, before Control", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 5"},
-		{"version 4 Control", []byte{4, byte(KindControl), 1}, ErrVersion, "wire: frame of an unsupported version: version: version 4, want 5"},
-		{"version 6", []byte{6, byte(KindBye)}, ErrVersion, "version 6, want 5"},
+		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 6 at offset 0"},
+		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 6"},
+		{"version 4, before Control", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 6"},
+		{"version 4 Control", []byte{4, byte(KindControl), 1}, ErrVersion, "wire: frame of an unsupported version: version: version 4, want 6"},
+		{"version 5, before Advertise", []byte{5, byte(KindBye)}, ErrVersion, "version 5, want 6"},
+		{"version 5 Advertise", []byte{5, byte(KindAdvertise), 1, 1, 'A', 0}, ErrVersion, "wire: frame of an unsupported version: version: version 5, want 6"},
+		{"version 7", []byte{7, byte(KindBye)}, ErrVersion, "version 7, want 6"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
-		{"kind 19", newFrame(19), ErrMalformed, "unknown kind 19"},
+		{"kind 20", newFrame(20), ErrMalformed, "unknown kind 20"},
 		{"kind 255", newFrame(255).u(1), ErrMalformed, "unknown kind 255"},
 		{"trailing byte after Bye", newFrame(KindBye).raw(0), ErrMalformed, "wire: malformed Bye frame: end: 1 trailing bytes at offset 2"},
 		{"trailing byte after Ack", newFrame(KindAck).u(7).raw(0), ErrMalformed, "1 trailing bytes at offset 3"},
@@ -481,6 +507,16 @@ func TestDecodeMalformed(t *testing.T) {
 		{"truncated float", publish.s("t").u(1).s("f").raw(valFloat, 1, 2, 3, 4, 5, 6, 7), ErrMalformed, "event attribute 0 value: float needs 8 bytes, 7 remain"},
 		{"match count beyond the frame", newFrame(KindDeliver).id().s("t").eventAfterType().u(1).u(1).raw(1, 2, 3, 4, 5, 6, 7), ErrMalformed, "match count: count 1 needs at least 9 bytes per element, 8 remain"},
 		{"delivery event error names its place", newFrame(KindPullReply).u(0).u(1).id().s("\xff").eventAfterType().u(0), ErrMalformed, "wire: malformed PullReply frame: delivery 0 event type: invalid UTF-8"},
+		{"Advertise empty body", newFrame(KindAdvertise), ErrMalformed, "wire: malformed Advertise frame: seq: truncated"},
+		{"Advertise without attributes", newFrame(KindAdvertise).u(1).s("Alarm"), ErrMalformed, "attribute count: truncated"},
+		{"invalid UTF-8 in advertised type", newFrame(KindAdvertise).u(1).s("\xff").u(0), ErrMalformed, "wire: malformed Advertise frame: type: invalid UTF-8 at offset 3"},
+		{"invalid UTF-8 in advertised attribute name", newFrame(KindAdvertise).u(1).s("Alarm").u(1).s("\xc0\x80").raw(valBool, 1), ErrMalformed, "Advertise frame: attribute 0 name: invalid UTF-8"},
+		{"advertised attribute count beyond the frame", newFrame(KindAdvertise).u(1).s("Alarm").u(2).s("a").raw(valBool, 1), ErrMalformed, "attribute count: count 2 needs at least 3 bytes per element"},
+		{"advertised value kind 0", newFrame(KindAdvertise).u(1).s("Alarm").u(1).s("a").raw(0), ErrMalformed, "attribute 0 value: invalid value kind 0"},
+		{"advertised bool byte 2", newFrame(KindAdvertise).u(1).s("Alarm").u(1).s("a").raw(valBool, 2), ErrMalformed, "attribute 0 value: bool byte 2"},
+		{"Advertise seq non-minimal", newFrame(KindAdvertise).raw(0x81, 0x00).s("Alarm").u(0), ErrMalformed, "seq: non-minimal varint at offset 2"},
+		{"trailing byte after Advertise", newFrame(KindAdvertise).u(1).s("Alarm").u(0).raw(0), ErrMalformed, "wire: malformed Advertise frame: end: 1 trailing bytes at offset 10"},
+		{"advertised attribute count over the limit", newFrame(KindAdvertise).u(1).s("A").u(257).raw(bytes.Repeat([]byte{0, valBool, 0}, 257)...), ErrTooLarge, "attribute count: count 257 exceeds limit 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -579,6 +615,9 @@ func TestEncodeRefuses(t *testing.T) {
 		{"nil *Control", (*Control)(nil), "cannot encode Control frame: message: nil *Control at offset 0"},
 		{"zero Value in event", &Publish{Event: Event{Attrs: zero}}, "event attribute 0 value: zero Value"},
 		{"zero Value in profile", &SetProfile{Profile: zero}, "profile attribute 0 value: zero Value"},
+		{"zero Value in advertisement", &Advertise{Type: "Alarm", Attrs: zero}, "cannot encode Advertise frame: attribute 0 value: zero Value"},
+		{"invalid UTF-8 in advertised type", &Advertise{Type: "\xff"}, "cannot encode Advertise frame: type: invalid UTF-8 at offset 3"},
+		{"nil *Advertise", (*Advertise)(nil), "cannot encode Advertise frame: message: nil *Advertise at offset 0"},
 		{"zero Value in delivery", &PullReply{Deliveries: []Delivery{{}, {Event: Event{Attrs: zero}}}}, "delivery 1 event attribute 0 value: zero Value"},
 		{"invalid UTF-8 in type", &Publish{Event: Event{Type: "\xff"}}, "event type: invalid UTF-8 at offset 19"},
 		{"invalid UTF-8 in name", &Deliver{Event: Event{Attrs: []ontology.Attr{{Name: "\xff", Value: ontology.Int(1)}}}}, "event attribute 0 name: invalid UTF-8"},
@@ -619,6 +658,8 @@ func TestLimits(t *testing.T) {
 		{"MaxFrameBytes", Limits{MaxFrameBytes: frameLen}, &Publish{Event: Event{Data: make([]byte, 100)}}, &Publish{Event: Event{Data: make([]byte, 101)}}, "frame"},
 		{"MaxAttrs event", Limits{MaxAttrs: 2}, &Publish{Event: Event{Attrs: attrs(2)}}, &Publish{Event: Event{Attrs: attrs(3)}}, "event attribute count"},
 		{"MaxAttrs profile", Limits{MaxAttrs: 2}, &Hello{Profile: attrs(2)}, &Hello{Profile: attrs(3)}, "profile attribute count"},
+		{"MaxAttrs advertisement", Limits{MaxAttrs: 2}, &Advertise{Attrs: attrs(2)}, &Advertise{Attrs: attrs(3)}, "attribute count"},
+		{"MaxStringBytes advertised type", Limits{MaxStringBytes: 8}, &Advertise{Type: str(8)}, &Advertise{Type: str(9)}, "type"},
 		{"MaxStringBytes type", Limits{MaxStringBytes: 8}, &Publish{Event: Event{Type: str(8)}}, &Publish{Event: Event{Type: str(9)}}, "event type"},
 		{"MaxStringBytes value", Limits{MaxStringBytes: 8}, &Publish{Event: Event{Attrs: []ontology.Attr{{Name: "s", Value: ontology.String(str(8))}}}}, &Publish{Event: Event{Attrs: []ontology.Attr{{Name: "s", Value: ontology.String(str(9))}}}}, "event attribute 0 value"},
 		{"MaxStringBytes token", Limits{MaxStringBytes: 8}, &Hello{Token: make([]byte, 8)}, &Hello{Token: make([]byte, 9)}, "token"},
@@ -689,6 +730,8 @@ func TestShortFrameAllocatesLittle(t *testing.T) {
 		{"delivery count", newFrame(KindPullReply).u(0).u(1 << 28)},
 		{"match count", newFrame(KindDeliver).id().s("t").eventAfterType().u(1 << 28)},
 		{"profile count", newFrame(KindSetProfile).u(0).u(1 << 28)},
+		{"advertised type length", newFrame(KindAdvertise).u(0).u(1 << 28)},
+		{"advertised attribute count", newFrame(KindAdvertise).u(0).s("t").u(1 << 28)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -707,7 +750,7 @@ func TestShortFrameAllocatesLittle(t *testing.T) {
 }
 
 func TestKind(t *testing.T) {
-	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response", "Received", "Lost", "Control"}
+	names := []string{"Hello", "Welcome", "Publish", "Subscribe", "Unsubscribe", "SetProfile", "Pull", "Deliver", "PullReply", "Ack", "Error", "Bye", "Forward", "Challenge", "Response", "Received", "Lost", "Control", "Advertise"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -717,7 +760,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 19, 255} {
+	for _, k := range []Kind{0, 20, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))
@@ -754,6 +797,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{FrameVersion, byte(KindPublish)})
 	f.Add([]byte{2, byte(KindBye)})
 	f.Add([]byte(newFrame(KindAck).raw(0x80, 0x00)))
+	f.Add([]byte{FrameVersion, byte(KindAdvertise)})
+	f.Add([]byte(newFrame(KindAdvertise).u(1).s("Alarm").u(1).s("zone").raw(valString).s("hall")))
+	f.Add([]byte(newFrame(KindAdvertise).u(1).s("Alarm").u(4).s("a").raw(valBool, 1)))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		m, err := Decode(frame, Limits{})
 		if err != nil {
