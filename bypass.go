@@ -45,8 +45,10 @@ import (
 // the path between R and B or at R — R or the switch on the path
 // acknowledges that subscription only once M has turned back, so its
 // contract holds —, when the class's rate at M falls below
-// RendezvousConfig.Release, when B stops being a branch point, or when a
-// link of the path ends.
+// RendezvousConfig.Release, when B has no subscriber of the class left, or
+// when a link of the path ends. Beyond S3, a class that no subscriber
+// wants at all is kept at its merge point (a bypass to nowhere) until one
+// does.
 
 // bypassTable is a switch's bypass rules, replaced whole on each change
 // (an event reads one version).
@@ -57,10 +59,12 @@ type bypassTable struct {
 }
 
 // bypassRule is what a switch does with the events of a bypassed class:
-// at a merge point send them only over link only; at a branch point never
-// over link never.
+// at a merge point send them only over link only, or, with drop, over no
+// overlay link (no subscriber wants them); at a branch point never over
+// link never.
 type bypassRule struct {
 	only, never *router
+	drop        bool
 }
 
 // lookup returns the rule for e's class, if any.
@@ -103,6 +107,8 @@ func (s *rvSwitch) allows(r *router, e *Event, hits []hitSub, shared *eventFrame
 	}
 	if rule, ok := t.lookup(e); ok {
 		switch {
+		case rule.drop:
+			return false
 		case rule.only != nil:
 			if r == rule.only {
 				s.meterBypassed(e)
@@ -307,14 +313,20 @@ func (s *rvSwitch) startBypass(c classOf, now time.Time) bool {
 	window := cmp.Or(s.rv.cfg.Window, DefaultTrafficWindow)
 	downs, localDown := s.nextHopsFor(c, nil)
 	ups, localUp := s.sourcesFor(c, nil)
-	if localDown || localUp || len(downs) != 1 || len(ups) != 1 || downs[0] == ups[0] {
+	if localDown || localUp || len(downs) > 1 || len(ups) != 1 || len(downs) == 1 && downs[0] == ups[0] {
 		s.refused[c.ref] = now.Add(window)
 		return false
 	}
 	s.seq++
-	b := &rvRole{class: c, seq: s.seq, down: downs[0], up: ups[0], started: now}
+	b := &rvRole{class: c, seq: s.seq, up: ups[0], started: now}
 	s.rvRoles[c.ref] = b
-	sendOrLog(b.down, &linkctl.PathChange{Class: c.ref, Direction: linkctl.Downstream, Seq: b.seq})
+	if len(downs) == 0 {
+		// Nobody wants the class: the merge point keeps it (beyond S3).
+		sendOrLog(b.up, &linkctl.PathChange{Class: c.ref, Direction: linkctl.Upstream, Seq: b.seq})
+	} else {
+		b.down = downs[0]
+		sendOrLog(b.down, &linkctl.PathChange{Class: c.ref, Direction: linkctl.Downstream, Seq: b.seq})
+	}
 	s.sw.log.Info("sion: rendezvous switch bypasses a class", "switch", s.sw.cfg.Name, "class", classString(c.ref))
 	return true
 }
@@ -336,20 +348,15 @@ func (s *rvSwitch) checkPaths(now time.Time) {
 			s.bypassMeter.Rate(now, traffic.Class{Level: traffic.Level(ref.Level), Type: ref.Type, Attr: ref.Attr, Value: ref.Value}) < s.rv.cfg.Release:
 			s.endMerge(ref, p, true)
 		case p.branch && p.away != nil:
+			// The bypass stays right while B has a subscriber below it;
+			// with none left, the class's events have nowhere to go here.
 			links, local := s.nextHopsFor(classOf{ref, p.val}, p.away)
-			if n := len(links) + b2i(local); n < 2 {
+			if len(links) == 0 && !local {
 				sendOrLog(p.away, &linkctl.BypassEnd{Class: ref, Seq: p.seq})
 				s.dropPath(ref)
 			}
 		}
 	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // handlePathChange handles a path change from link r: downstream, find
@@ -399,6 +406,10 @@ func (s *rvSwitch) handlePathChange(r *router, m *linkctl.PathChange) error {
 	branch := overlay.Node{ID: m.Branch, Addr: m.BranchAddr}
 	p := &pathRole{seq: m.Seq, toward: r, merge: true, val: val, since: now, merged: branch}
 	s.paths[m.Class] = p
+	if branch.ID == (overlay.ID{}) { // no subscriber: keep the class here
+		s.setRule(m.Class, bypassRule{drop: true}, nil)
+		return sendOrLog(r, &linkctl.BranchPoint{Class: m.Class, Seq: m.Seq, Node: nodeOut(me)})
+	}
 	s.wg.Go(func() { s.mergeTo(c, p, r) })
 	return nil
 }
@@ -478,10 +489,10 @@ func (s *rvSwitch) handleBranchPoint(r *router, m *linkctl.BranchPoint) error {
 	if b := s.rvRoles[m.Class]; b != nil && b.seq == m.Seq {
 		none := m.Node.ID == (overlay.ID{})
 		switch {
-		case r == b.down && b.branch.ID == (overlay.ID{}) && !none:
+		case b.down != nil && r == b.down && b.branch.ID == (overlay.ID{}) && !none:
 			b.branch = overlay.Node{ID: m.Node.ID, Addr: m.Node.Addr}
 			sendOrLog(b.up, &linkctl.PathChange{Class: m.Class, Direction: linkctl.Upstream, Branch: m.Node.ID, BranchAddr: m.Node.Addr, Seq: m.Seq})
-		case r == b.up && !none:
+		case r == b.up && !none && (b.down == nil || b.branch.ID != (overlay.ID{})):
 			b.merge, b.active = overlay.Node{ID: m.Node.ID, Addr: m.Node.Addr}, true
 		default: // no branch or merge point: the class cannot be bypassed now
 			delete(s.rvRoles, m.Class)

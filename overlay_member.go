@@ -188,9 +188,14 @@ func (s *rvSwitch) dialLocked(n overlay.Node) *overlayLink {
 	return ol
 }
 
-// dialWait dials n and waits for the link, or ctx.
+// dialWait returns the link to n, dialling it and waiting for it (or
+// ctx) if there is none.
 func (s *rvSwitch) dialWait(ctx context.Context, n overlay.Node) (*router, error) {
 	s.mu.Lock()
+	if r := s.peers[n.ID]; r != nil && n.ID != (overlay.ID{}) {
+		s.mu.Unlock()
+		return r, nil
+	}
 	ol := s.dialLocked(n)
 	s.mu.Unlock()
 	if ol == nil {

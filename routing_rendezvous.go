@@ -411,9 +411,3 @@ func (s *rvSwitch) close() {
 	}
 	s.wg.Wait()
 }
-
-// sortedNodes returns nodes ordered by ID.
-func sortedNodes(nodes []overlay.Node) []overlay.Node {
-	slices.SortFunc(nodes, func(a, b overlay.Node) int { return a.ID.Compare(b.ID) })
-	return nodes
-}
