@@ -271,7 +271,7 @@ func (s *rvSwitch) balance(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checkPaths(now)
-	if cfg.Threshold <= 0 {
+	if cfg.Threshold <= 0 || now.Before(s.calm) {
 		return
 	}
 	load := s.meter.Load(now)
@@ -286,8 +286,17 @@ func (s *rvSwitch) balance(now time.Time) {
 		level = traffic.LevelLowest
 	}
 	rates := s.meter.Rates(now, level)
-	slices.SortStableFunc(rates, func(a, b traffic.Rate) int { return cmp.Compare(b.Rate, a.Rate) })
+	slices.SortStableFunc(rates, func(a, b traffic.Rate) int {
+		return cmp.Or(cmp.Compare(b.Rate, a.Rate), cmp.Compare(a.Class.String(), b.Class.String()))
+	})
+	// The hottest classes, as many as it takes to bring the load under
+	// the threshold, in parallel; then a window's calm, so that the next
+	// look sees their effect.
+	started := false
 	for _, r := range rates {
+		if load <= cfg.Threshold {
+			break
+		}
 		ref := linkctl.ClassRef{Level: byte(r.Class.Level), Type: r.Class.Type, Attr: r.Class.Attr, Value: r.Class.Value}
 		if _, busy := s.rvRoles[ref]; busy {
 			continue
@@ -300,8 +309,12 @@ func (s *rvSwitch) balance(now time.Time) {
 			continue
 		}
 		if s.startBypass(classOf{ref, val}, now) {
-			return
+			load -= r.Rate
+			started = true
 		}
+	}
+	if started {
+		s.calm = now.Add(cmp.Or(cfg.Window, DefaultTrafficWindow))
 	}
 }
 
@@ -346,14 +359,15 @@ func (s *rvSwitch) checkPaths(now time.Time) {
 		switch {
 		case p.merge && s.rv.cfg.Release > 0 && now.Sub(p.since) > window &&
 			s.bypassMeter.Rate(now, traffic.Class{Level: traffic.Level(ref.Level), Type: ref.Type, Attr: ref.Attr, Value: ref.Value}) < s.rv.cfg.Release:
-			s.endMerge(ref, p, true)
+			s.endMerge(ref, p)
+			s.endOver(ref, p.seq, false, nil, p.toward, p.away)
 		case p.branch && p.away != nil:
 			// The bypass stays right while B has a subscriber below it;
 			// with none left, the class's events have nowhere to go here.
 			links, local := s.nextHopsFor(classOf{ref, p.val}, p.away)
 			if len(links) == 0 && !local {
-				sendOrLog(p.away, &linkctl.BypassEnd{Class: ref, Seq: p.seq})
 				s.dropPath(ref)
+				s.endOver(ref, p.seq, false, nil, p.toward, p.away)
 			}
 		}
 	}
@@ -513,9 +527,10 @@ func (s *rvSwitch) handleBranchPoint(r *router, m *linkctl.BranchPoint) error {
 	return sendOrLog(p.toward, m)
 }
 
-// handleBypassEnd passes the end of a bypass on to the other side of this
-// switch's part in it — the merge point turns back — and acknowledges it
-// once the next switch has.
+// handleBypassEnd ends this switch's part in a bypass — the merge point
+// turns back, the others forget it — and passes the end on over its other
+// links of the bypass's path; an acknowledged end is acknowledged once
+// they have acknowledged it (the merge point's turn is then done).
 func (s *rvSwitch) handleBypassEnd(r *router, m *linkctl.BypassEnd) error {
 	s.sw.routeMu.Lock()
 	defer s.sw.routeMu.Unlock()
@@ -524,25 +539,36 @@ func (s *rvSwitch) handleBypassEnd(r *router, m *linkctl.BypassEnd) error {
 	var waits []*linkAck
 	if b := s.rvRoles[m.Class]; b != nil && b.seq == m.Seq {
 		delete(s.rvRoles, m.Class)
-		if r == b.down {
-			waits = append(waits, s.endVia(b.up, m))
-		}
+		waits = s.endOver(m.Class, m.Seq, m.Ack != 0, r, b.up, b.down)
 	} else if p := s.paths[m.Class]; p != nil && p.seq == m.Seq {
-		switch {
-		case p.merge:
-			s.endMerge(m.Class, p, r == p.away)
-		case r == p.toward && p.away != nil:
-			waits = append(waits, s.endVia(p.away, m))
-			s.dropPath(m.Class)
-		case r == p.away:
-			waits = append(waits, s.endVia(p.toward, m))
+		if p.merge {
+			s.endMerge(m.Class, p)
+		} else {
 			s.dropPath(m.Class)
 		}
+		waits = s.endOver(m.Class, m.Seq, m.Ack != 0, r, p.toward, p.away)
 	}
 	if m.Ack != 0 {
 		r.ackAfter(m.Ack, "", waits)
 	}
 	return nil
+}
+
+// endOver sends the end of the bypass of ref numbered seq over the links
+// of its path but from, acknowledged when acked, and returns the
+// acknowledgements. mu must be held.
+func (s *rvSwitch) endOver(ref linkctl.ClassRef, seq uint64, acked bool, from *router, links ...*router) []*linkAck {
+	var waits []*linkAck
+	for _, l := range links {
+		switch {
+		case l == nil || l == from:
+		case acked:
+			waits = append(waits, s.endVia(l, &linkctl.BypassEnd{Class: ref, Seq: seq}))
+		default:
+			sendOrLog(l, &linkctl.BypassEnd{Class: ref, Seq: seq})
+		}
+	}
+	return waits
 }
 
 // endVia sends the end of a bypass over r, acknowledged.
@@ -554,9 +580,9 @@ func (s *rvSwitch) endVia(r *router, m *linkctl.BypassEnd) *linkAck {
 
 // endMerge ends this merge point's bypass of class ref: the class's
 // events go toward the rendezvous switch again before the bypass link's
-// filter goes; tell tells the rendezvous switch. mu and Switch.routeMu
-// must be held.
-func (s *rvSwitch) endMerge(ref linkctl.ClassRef, p *pathRole, tell bool) {
+// filter goes. The caller tells the other switches of the path. mu and
+// Switch.routeMu must be held.
+func (s *rvSwitch) endMerge(ref linkctl.ClassRef, p *pathRole) {
 	delete(s.paths, ref)
 	s.dropRule(ref, nil)
 	if proxy := p.proxy; proxy != nil {
@@ -569,9 +595,6 @@ func (s *rvSwitch) endMerge(ref linkctl.ClassRef, p *pathRole, tell bool) {
 			s.dropRule(ref, proxy)
 			s.mu.Unlock()
 		})
-	}
-	if tell {
-		sendOrLog(p.toward, &linkctl.BypassEnd{Class: ref, Seq: p.seq})
 	}
 	s.sw.log.Info("sion: bypass ended", "switch", s.sw.cfg.Name, "class", classString(ref))
 }
@@ -602,13 +625,15 @@ func (s *rvSwitch) routed(sub *Subscription) []*linkAck {
 			continue
 		}
 		delete(s.rvRoles, ref)
-		waits = append(waits, s.endVia(b.up, &linkctl.BypassEnd{Class: ref, Seq: b.seq}))
+		waits = append(waits, s.endOver(ref, b.seq, true, nil, b.up)...)
+		s.endOver(ref, b.seq, false, nil, b.down)
 	}
 	for ref, p := range s.paths {
 		if !p.downstream || p.branch || from == p.away || !slices.Contains(types, ref.Type) || !mayMatch(sub.f, classOf{ref, p.val}) {
 			continue
 		}
-		waits = append(waits, s.endVia(p.toward, &linkctl.BypassEnd{Class: ref, Seq: p.seq}))
+		waits = append(waits, s.endOver(ref, p.seq, true, nil, p.toward)...)
+		s.endOver(ref, p.seq, false, nil, p.away)
 		s.dropPath(ref)
 	}
 	return waits
@@ -620,18 +645,19 @@ func (s *rvSwitch) bypassLinkDown(r *router) {
 	for ref, b := range s.rvRoles {
 		if b.up == r || b.down == r {
 			delete(s.rvRoles, ref)
-			if b.up != r {
-				sendOrLog(b.up, &linkctl.BypassEnd{Class: ref, Seq: b.seq})
-			}
+			s.endOver(ref, b.seq, false, r, b.up, b.down)
 		}
 	}
 	for ref, p := range s.paths {
-		switch {
-		case p.merge && (p.away == r || p.toward == r):
-			s.endMerge(ref, p, p.toward != r)
-		case p.toward == r || p.away == r:
+		if p.away != r && p.toward != r {
+			continue
+		}
+		if p.merge {
+			s.endMerge(ref, p)
+		} else {
 			s.dropPath(ref)
 		}
+		s.endOver(ref, p.seq, false, r, p.toward, p.away)
 	}
 }
 

@@ -103,10 +103,40 @@
 //     MaxHandshakeFrameBytes, and the transport's own bounds (see
 //     Switch.Serve); refusals are logged at most once per source, and 64
 //     times in all, every 10 s.
+//   - Rendezvous routing (S3, RouteByRendezvous): the switches of a place
+//     form a structured overlay instead of a tree (Switch.Join): each has
+//     a 128-bit ID (the SHA-256 of its name, cut to 16 bytes) and a
+//     Pastry routing table and leaf set (internal/overlay), and keeps a
+//     shared link — an overlay link — to each node of them. The
+//     rendezvous switch of an event type is the live switch whose ID is
+//     closest to the hash of the type's name; a key's route takes at most
+//     ⌈log₁₆ N⌉ + 2 hops and never loops, since each hop is strictly
+//     closer to the key, so the place needs no tree rule.
+//   - Advertisement (S3, Session.Advertise): the event types (and
+//     attribute values) a session will publish. It travels hop by hop
+//     toward the rendezvous switch of its type and of each subtype; every
+//     switch on the way keeps it in its advertisement table (type,
+//     attribute detail, sources, next hop) and registers the type at the
+//     link it came from, so that events of the type flow toward the
+//     rendezvous switch. A subscription travels the same way, narrowed to
+//     each type it covers, and the proxy filters it leaves on the way are
+//     the request table; events follow advertisement paths in and request
+//     paths out, each type's paths a tree rooted at its rendezvous switch.
+//   - Traffic per class and bypass (S3): the rendezvous switch measures
+//     the rate of each event class — the type; the type and a first-level
+//     attribute's value; the type and a lowest-level one's
+//     (RendezvousConfig.Classes) — and, above RendezvousConfig.Threshold,
+//     takes its hottest class off itself: the branch point (the first
+//     switch downstream where the class's requests fork) and the merge
+//     point (the first upstream where its advertisements merge) are found
+//     by path changes along the tables, and the merge point sends the
+//     class straight to the branch point (bypass.go).
 //   - Control: what travels between two neighbouring switches to run
 //     their link — link and federation requests and accepts, registers and
 //     releases of proxy filters, markers and acknowledgements, probes,
-//     Leave — is link-local: typed messages (internal/linkctl) in the same
+//     Leave, and in a rendezvous place the overlay's join, leave and
+//     repair, advertisements and the bypass's path changes — is
+//     link-local: typed messages (internal/linkctl) in the same
 //     ordered stream as the link's data events, so that a marker proves
 //     the order (S2). Control that must find its way by meaning —
 //     discovery and its answers — travels as events of reserved "sion."
@@ -121,8 +151,10 @@
 //
 //   - the link end (linkEnd, router.go): what one end of a link does with
 //     interest, proxy filters, events and the control only its kind
-//     carries. The shared link's end (link.go) and the gateway's
-//     (gateway_end.go) implement it; one
+//     carries. The shared link's end (link.go), the gateway's
+//     (gateway_end.go) and the overlay link's (overlay_end.go: a shared
+//     link outside any tree, carrying an event only along its type's tree
+//     and the bypass rules) implement it; one
 //     requester (requester.go) dials, requests and supervises both kinds,
 //     and one accepting side (accept.go) dispatches a request by its type.
 //   - the sink (sink.go): where a session's matches go — its own queues
@@ -131,9 +163,13 @@
 //     newSubscription, and both outbound streams queue their frames in one
 //     queue type with one drop accounting (queue.go).
 //   - the routing (Routing, routing.go): which keys a subscription
-//     registers at which peers; by filter, by event type and flood are its
+//     registers at which peers, through the part of it each switch keeps
+//     (switchRouting: told of links coming and going, of advertisements
+//     and publishes); by filter, by event type and flood are its stateless
 //     implementations (routing_filter.go, routing_type.go,
-//     routing_flood.go).
+//     routing_flood.go), rendezvous its stateful one
+//     (routing_rendezvous.go, with overlay_member.go, overlay_end.go,
+//     advert.go, bypass.go and rendezvous_info.go).
 //
 // # How an event travels
 //
@@ -161,6 +197,17 @@
 // router.go and queue.go → the transport → the other place's router.go →
 // gateway_end.go (receive: converted at the requesting end, admitted by
 // the other place, eventplace.go) → switch.go (deliver, in that place).
+//
+// In a place routed by rendezvous (S3): session.go (Publish) → switch.go
+// (publish: the place admits it, the routing checks that the session
+// advertised it and counts it at its rendezvous switch) → switch.go
+// (deliver) → sink.go (the router of the overlay link toward the
+// rendezvous switch, whose peer registered the type when the advertisement
+// passed) → overlay_end.go (forward: only under a proxy filter of the
+// event's own type, and as the bypass rules say) → … → on each switch,
+// overlay_end.go (receive: counted if this is the rendezvous switch) →
+// switch.go (deliver: up the advertisement path, and down the request
+// paths that meet it, never back).
 //
 // To and from a remote session: remote.go (the entity's Publish, a
 // Publish frame of the wire codec) → the transport → remote_switch.go
@@ -208,16 +255,22 @@
 //  4. gatewayEnd.proxyMu (the other place's interest installed here),
 //     before filter.Index's writer lock, Switch.routeMu and everything a
 //     subscription's install and cancel take; never taken under routeMu.
-//  5. Switch.routeMu (orders filter propagation), before gatewayEnd.routeMu,
-//     Switch.mu and a router's mu; never held while a frame is sent.
-//  6. gatewayEnd.routeMu (this place's interest registered at the other
+//  5. Switch.routeMu (orders filter propagation), before rvSwitch.mu,
+//     gatewayEnd.routeMu, Switch.mu and a router's mu; never held while a
+//     frame is sent.
+//  6. rvSwitch.mu (a rendezvous place's overlay table, links,
+//     advertisement table, bypass roles), before Switch.mu (a bypass
+//     counts the request table's next hops), a router's mu (registers,
+//     acknowledged messages) and the traffic meters' leaf locks;
+//     rendezvous.mu (the names of hashed IDs) is a leaf.
+//  7. gatewayEnd.routeMu (this place's interest registered at the other
 //     place), before the router's mu.
-//  7. Switch.mu, before SharedLink.mu (Link's refusal), a requester's mu
+//  8. Switch.mu, before SharedLink.mu (Link's refusal), a requester's mu
 //     (acceptLink's tree check) and remoteEnd.mu (Switch.Close's goodbye);
 //     otherwise it is released before another lock is taken.
-//  8. router.mu (routes, acknowledgements), before router.qmu (its queue)
+//  9. router.mu (routes, acknowledgements), before router.qmu (its queue)
 //     and Session.mu (Links counts its proxies).
-//  9. Leaves — no other lock is taken while one is held: Subscription.mu
+//  10. Leaves — no other lock is taken while one is held: Subscription.mu
 //     (a publisher holds it for reading while it offers an event to the
 //     queue, cancel for writing), router.qmu, SharedLink.mu, Gateway.mu, a
 //     requester's (its link's router and failures), Session.mu, the
@@ -241,7 +294,14 @@
 // Subscribe, Advertise and Pull requests run in goroutines of their own;
 // they end with the session (whose Close waits) or Switch.Close. The
 // entity's side has a reader that reconnects and a goroutine that
-// confirms what arrived; Session.Close stops both. An Entity has three
+// confirms what arrived; Session.Close stops both. A switch of a place
+// routed by rendezvous has a rerouter (it moves subscriptions and
+// advertisements when the overlay changes, and looks at the traffic a
+// tenth of a window at a time), one goroutine per overlay link it dials
+// (the dial, then the link's supervisor), and short-lived ones that
+// answer a newcomer once its link is up, set a bypass up at a merge point
+// or remove a bypass's filter; Switch.Close (rvSwitch.close) stops and
+// waits for them all. An Entity has three
 // (probe answers, its probes' answers, its life cycle) and one per piece
 // of work started for it (a Serve, a discovery answer), all stopped by
 // Entity.Close.

@@ -99,7 +99,7 @@ func idNear(key [16]byte, d int64) [16]byte {
 	return key
 }
 
-func newFig2(t *testing.T, level int) *fig2 {
+func newFig2(t *testing.T, level int, release float64) *fig2 {
 	key := sion.OverlayKey(fig2Type)
 	ids := map[string][16]byte{
 		"R31": key, // the rendezvous switch: closest to the type's key
@@ -116,6 +116,7 @@ func newFig2(t *testing.T, level int) *fig2 {
 		Window:      time.Second,
 		Threshold:   300,
 		BypassLevel: level,
+		Release:     release,
 		IDs:         ids,
 		Neighbours:  neighbours,
 	})
@@ -198,6 +199,22 @@ type delivered struct {
 	id  sion.EventID
 }
 
+// overThreshold sends a second of Fig. 13's traffic every 200 ms (within
+// R31's one-second window) until R31 starts a bypass, then waits until
+// the bypass is set up.
+func (f *fig2) overThreshold(t *testing.T, seen map[delivered]int) {
+	t.Helper()
+	bypasses := func() []sion.BypassInfo { info, _ := f.sw["R31"].Rendezvous(); return info.Bypasses }
+	require.Eventually(t, func() bool {
+		f.round(t, seen)
+		return len(bypasses()) > 0
+	}, 20*time.Second, 200*time.Millisecond)
+	require.Eventually(t, func() bool {
+		b := bypasses()
+		return len(b) == 1 && b[0].Active
+	}, 10*time.Second, time.Millisecond)
+}
+
 func (f *fig2) load(t *testing.T, name string) float64 {
 	info, ok := f.sw[name].Rendezvous()
 	require.True(t, ok)
@@ -221,7 +238,7 @@ func TestFig2Bypass(t *testing.T) {
 		{3, fig2Type + "/GlobalPositionID=0001", 145},
 	} {
 		t.Run(fmt.Sprintf("level %d", tc.level), func(t *testing.T) {
-			f := newFig2(t, tc.level)
+			f := newFig2(t, tc.level, 0)
 			info, _ := f.sw["R31"].Rendezvous()
 			require.Equal(t, []string{fig2Type}, info.Types, "R31 is the rendezvous switch")
 			seen := map[delivered]int{}
@@ -232,11 +249,7 @@ func TestFig2Bypass(t *testing.T) {
 
 			// More traffic within the window takes R31 over its threshold
 			// (300): it bypasses its hottest class.
-			require.Eventually(t, func() bool {
-				f.round(t, seen)
-				info, _ := f.sw["R31"].Rendezvous()
-				return len(info.Bypasses) == 1 && info.Bypasses[0].Active
-			}, 20*time.Second, time.Millisecond)
+			f.overThreshold(t, seen)
 			for name, role := range map[string]string{"R31": "rendezvous", "B24": "branch point", "B23": "merge point"} {
 				info, _ := f.sw[name].Rendezvous()
 				require.Len(t, info.Bypasses, 1, name)
@@ -269,4 +282,54 @@ func linkTo(sw *sion.Switch, peer string) sion.LinkInfo {
 		}
 	}
 	return sion.LinkInfo{}
+}
+
+// TestBypassEndsForANewSubscriber: once R31 bypasses Yokohama's class, a
+// subscription to it made off the bypass's path — at R31 itself, or
+// upstream at B21 — ends the bypass before Subscribe returns (S2
+// contract): an event published right after reaches it, and R31 carries
+// the class again.
+func TestBypassEndsForANewSubscriber(t *testing.T) {
+	for _, at := range []string{"R31", "B21", "B23"} {
+		t.Run(at, func(t *testing.T) {
+			f := newFig2(t, 2, 0)
+			seen := map[delivered]int{}
+			f.overThreshold(t, seen)
+			ctx := context.Background()
+			s, err := f.sw[at].Open(ctx, sion.SessionConfig{Name: "late"})
+			require.NoError(t, err)
+			defer s.Close()
+			sub, err := s.Subscribe(ctx, `{type ⊑ TemperatureMoreThan20; Place == "YokohamaStation"}`)
+			require.NoError(t, err)
+			for _, name := range []string{"R31", "B23", "B24"} {
+				info, _ := f.sw[name].Rendezvous()
+				assert.Empty(t, info.Bypasses, "%s: the bypass has ended", name)
+			}
+			ev := fig13Event{place: "YokohamaStation", id: "0001"}
+			require.NoError(t, f.pub[0].Publish(ctx, ev.event()))
+			d := next(t, sub)
+			place, _ := d.Event.Value("Place")
+			assert.Equal(t, "YokohamaStation", place.Str())
+		})
+	}
+}
+
+// TestBypassEndsWhenTrafficFalls: with RendezvousConfig.Release set, a
+// bypass whose class's traffic at the merge point has stayed below it for
+// a window ends (hysteresis), and the class's events cross R31 again.
+func TestBypassEndsWhenTrafficFalls(t *testing.T) {
+	f := newFig2(t, 2, 50)
+	seen := map[delivered]int{}
+	f.overThreshold(t, seen)
+	require.Eventually(t, func() bool {
+		for _, name := range []string{"R31", "B23", "B24"} {
+			if info, _ := f.sw[name].Rendezvous(); len(info.Bypasses) > 0 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return f.load(t, "R31") == 0 }, 5*time.Second, 10*time.Millisecond)
+	f.round(t, seen)
+	assert.Equal(t, 245.0, f.load(t, "R31"), "every class crosses R31 again")
 }

@@ -3,6 +3,7 @@ package sion_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -209,5 +210,83 @@ func assertNoDuplicates(t testing.TB, p *overlayPlace) {
 		for _, l := range sw.Links() {
 			assert.Zero(t, l.Duplicates, "%s: duplicates from %s", sw.Name(), l.Peer)
 		}
+	}
+}
+
+// rendezvousOf follows eventType's route from every switch of sws and
+// returns the switch all routes end at, or nil while they do not agree
+// (or a route passes a switch not in sws).
+func rendezvousOf(sws []*sion.Switch, eventType string) *sion.Switch {
+	byName := map[string]*sion.Switch{}
+	for _, sw := range sws {
+		byName[sw.Name()] = sw
+	}
+	var end *sion.Switch
+	for _, sw := range sws {
+		at := sw
+		for hops := 0; ; hops++ {
+			peer, ok := at.RendezvousNextHop(eventType)
+			if !ok || hops > 64 {
+				return nil
+			}
+			if peer == "" {
+				break
+			}
+			if at = byName[peer]; at == nil {
+				return nil
+			}
+		}
+		if end != nil && end != at {
+			return nil
+		}
+		end = at
+	}
+	return end
+}
+
+// TestRendezvousSwitchLeavesOrDies: when the rendezvous switch of a type
+// leaves the overlay (Leave) or dies (Close, without a word), the others
+// repair their tables, the advertisement and the subscription move to the
+// switch now closest to the type's key, and events flow again.
+func TestRendezvousSwitchLeavesOrDies(t *testing.T) {
+	for _, how := range []string{"leaves", "dies"} {
+		t.Run(how, func(t *testing.T) {
+			p := newOverlayPlace(t, 16, sion.PlaceConfig{Routing: sion.RouteByRendezvous(sion.RendezvousConfig{Leaves: 4})})
+			ctx := context.Background()
+			rv := rendezvousOf(p.sws, "Alarm")
+			require.NotNil(t, rv)
+			var hosts []int
+			for i, sw := range p.sws {
+				if sw != rv && len(hosts) < 2 {
+					hosts = append(hosts, i)
+				}
+			}
+			pub := p.open(hosts[0], "pub")
+			require.NoError(t, pub.Advertise(ctx, sion.Advertisement{Type: "Alarm"}))
+			sub, err := p.open(hosts[1], "sub").Subscribe(ctx, "{type ⊑ Alarm}")
+			require.NoError(t, err)
+			require.NoError(t, pub.Publish(ctx, &sion.Event{Type: "Alarm"}))
+			next(t, sub)
+
+			i := slices.Index(p.sws, rv)
+			if how == "leaves" {
+				require.NoError(t, rv.Leave(ctx))
+			}
+			p.stops[i]()
+			live := slices.Delete(slices.Clone(p.sws), i, i+1)
+			var now *sion.Switch
+			require.Eventually(t, func() bool {
+				now = rendezvousOf(live, "Alarm")
+				if now == nil {
+					return false
+				}
+				info, _ := now.Rendezvous()
+				up, ok := p.sws[hosts[0]].RendezvousNextHop("Alarm")
+				return ok && info.Advertisements > 0 && info.Requests > 0 && (up == "" || linkTo(p.sws[hosts[0]], up).Proxies > 0)
+			}, 20*time.Second, 10*time.Millisecond)
+			assert.NotEqual(t, rv.Name(), now.Name())
+			require.NoError(t, pub.Publish(ctx, &sion.Event{Type: "Alarm"}))
+			next(t, sub)
+		})
 	}
 }

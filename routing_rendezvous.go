@@ -32,10 +32,12 @@ type RendezvousConfig struct {
 	// ten buckets); 0 means DefaultTrafficWindow.
 	Window time.Duration
 	// Threshold is the load, in events per second over the window, above
-	// which a rendezvous switch takes its hottest class off itself with a
-	// bypass from the class's merge point to its branch point (S3 load
-	// distribution), one class per tick (a tenth of the window) until
-	// the load minus the bypassed classes' is below it; 0 means never.
+	// which a rendezvous switch takes its hottest classes off itself with
+	// bypasses from each class's merge point to its branch point (S3 load
+	// distribution): it looks a tenth of a window at a time and, above
+	// the threshold, starts as many bypasses at once as it takes to bring
+	// the load minus the bypassed classes' under it, then waits a window
+	// before it looks again; 0 means never.
 	Threshold float64
 	// BypassLevel is the level whose hottest class is bypassed: 2 (the
 	// type and its first-level attribute, S3's first embodiment; 0 means
@@ -302,6 +304,7 @@ type rvSwitch struct {
 	refused   map[linkctl.ClassRef]time.Time      // mu; classes that could not be bypassed, not tried until then
 	classVals map[linkctl.ClassRef]ontology.Value // mu; the typed values of the classes metered
 	seq       uint64                              // mu; the last path change's number
+	calm      time.Time                           // mu; no bypass starts before then
 }
 
 // keys registers sub, once per event type it covers, over r when r's peer
