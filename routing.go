@@ -358,7 +358,9 @@ func (sw *Switch) sendMarkers(except *router, ttl, gateways int) []*linkAck {
 // hearing back (S2 markers); it crosses one gateway at most, since places
 // and gateways may form cycles. Links that end meanwhile count as done.
 // It returns ctx's error if ctx ends first. Cost: two control messages per
-// link in the place. Safe for concurrent use.
+// link in the place. In a place routed by rendezvous (S3) a marker crosses
+// one overlay link only, since the overlay has cycles: Flush then covers
+// the switch's overlay neighbours. Safe for concurrent use.
 func (sw *Switch) Flush(ctx context.Context) error {
 	if sw.isClosed() {
 		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)

@@ -72,6 +72,13 @@ var layers = []string{
 	"membership.go",
 	"accept.go",
 	"serve.go",
+	// rendezvous routing (S3): the overlay, its link end, advertisements, the bypass
+	"routing_rendezvous.go",
+	"advert.go",
+	"bypass.go",
+	"overlay_member.go",
+	"overlay_end.go",
+	"rendezvous_info.go",
 	// remote sessions: the stream, the switch's side, the entity's
 	"remote_stream.go",
 	"remote_switch.go",
