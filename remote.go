@@ -164,9 +164,9 @@ type remoteClient struct {
 type request struct {
 	frame []byte
 	kind  wire.Kind
+	again bool              // an Advertise sent again after a reconnect (resumed); beside kind, in its padding
 	ch    chan wire.Message // where the answer goes; nil when nobody waits
 	sub   *Subscription     // for Subscribe: the subscription; ended if the answer is an error and nobody waits
-	again bool              // an Advertise sent again after a reconnect (resumed)
 }
 
 // connect dials addr and runs the handshake with hello.
