@@ -320,9 +320,7 @@ func (c *evalCtx) xpathTrue(f *Filter, i int) bool {
 	if c.xml == nil {
 		return false
 	}
-	r, _ := evalXPath(f.xexprs[i], c.xml)
-	b, _ := r.(bool)
-	return b
+	return f.xexprs[i].holds(c.xml)
 }
 
 // Eval evaluates f against ev one predicate at a time, ignoring the event

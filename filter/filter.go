@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/antchfx/xpath"
-
 	"github.com/sion-go/sion/ontology"
 )
 
@@ -235,8 +233,7 @@ type Filter struct {
 	threshold float64
 	ns        []nsBinding // sorted by prefix
 	preds     []Predicate
-	xexprs    []*xpath.Expr // per predicate, nil when no predicate reads XPath
-	xsrc      []string      // per predicate: the boolean XPath source evaluated
+	xexprs    []*xpathExpr // per predicate: the boolean XPath evaluated; nil when no predicate reads XPath
 	src       atomic.Pointer[string]
 }
 
@@ -372,14 +369,14 @@ func Build(spec Spec) (*Filter, error) {
 			if err != nil {
 				return nil, &BuildError{Index: i, Pred: formatPredicate(&p), Msg: err.Error()}
 			}
-			x, err := xpath.CompileWithNS(src, f.Namespaces())
+			x, err := compileXPath(src, f.Namespaces())
 			if err != nil {
 				return nil, &BuildError{Index: i, Pred: formatPredicate(&p), Msg: "xpath: " + err.Error()}
 			}
 			if f.xexprs == nil {
-				f.xexprs, f.xsrc = make([]*xpath.Expr, n), make([]string, n)
+				f.xexprs = make([]*xpathExpr, n)
 			}
-			f.xexprs[i], f.xsrc[i] = x, src
+			f.xexprs[i] = x
 		}
 		f.preds[i] = p
 	}
@@ -387,7 +384,7 @@ func Build(spec Spec) (*Filter, error) {
 }
 
 // xexpr returns the compiled XPath of predicate i, or nil.
-func (f *Filter) xexpr(i int) *xpath.Expr {
+func (f *Filter) xexpr(i int) *xpathExpr {
 	if f.xexprs == nil {
 		return nil
 	}

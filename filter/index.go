@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/antchfx/xpath"
-
 	"github.com/sion-go/sion/ontology"
 )
 
@@ -82,7 +80,7 @@ type keyRef struct {
 // keyInfo is what a copy knows about an operand key.
 type keyInfo struct {
 	name keyName
-	x    *xpath.Expr // for XPath keys: the boolean expression
+	x    *xpathExpr // for XPath keys: the boolean expression
 	used bool
 }
 
@@ -451,7 +449,7 @@ func keyNameOf(f *Filter, i int) keyName {
 	p := &f.preds[i]
 	switch p.Operand.Source {
 	case SourceXPath:
-		name := f.xsrc[i] // SourceXPath: set by Build
+		name := f.xexprs[i].String() // SourceXPath: set by Build
 		for _, b := range f.ns {
 			name += "\x00" + b.prefix + "=" + b.uri
 		}

@@ -51,7 +51,8 @@ type hit struct {
 // (Match panics with a message saying so). Match is safe for concurrent
 // use and never waits for writers. It allocates nothing in steady state,
 // except to parse an XML payload (once per event, when some filter reached
-// needs it) and what gjson allocates for JSON strings with escapes.
+// needs it) and evaluate XPath over it, and what gjson allocates for JSON
+// strings with escapes.
 func (x *Index) Match(ev Event, fn func(id uint64, score float64)) {
 	if ev == nil || fn == nil {
 		panic("filter: Index.Match with a nil event or callback")
@@ -147,9 +148,7 @@ func (s *scratch) xpathTrue(ki *keyInfo) bool {
 	if s.xml == nil {
 		return false
 	}
-	r, _ := evalXPath(ki.x, s.xml)
-	b, _ := r.(bool)
-	return b
+	return ki.x.holds(s.xml)
 }
 
 func (s *scratch) visit(d *data, g *group) {

@@ -14,8 +14,7 @@ import (
 // prefix is a compile error. An XMLPath is immutable and safe for
 // concurrent use.
 type XMLPath struct {
-	src  string
-	expr *xpath.Expr
+	expr *xpathExpr
 }
 
 // CompileXMLPath compiles expr with the prefix → namespace URI bindings ns.
@@ -24,15 +23,15 @@ func CompileXMLPath(expr string, ns map[string]string) (*XMLPath, error) {
 	if ns == nil {
 		ns = map[string]string{} // a nil map would let prefixes match as text
 	}
-	x, err := xpath.CompileWithNS(expr, ns)
+	x, err := compileXPath(expr, ns)
 	if err != nil {
 		return nil, fmt.Errorf("%w: xpath %q: %v", ErrInvalid, expr, err)
 	}
-	return &XMLPath{src: expr, expr: x}, nil
+	return &XMLPath{expr: x}, nil
 }
 
 // String returns the expression's source.
-func (x *XMLPath) String() string { return x.src }
+func (x *XMLPath) String() string { return x.expr.String() }
 
 // XMLElement is one element of a parsed XML document (see XMLElements).
 // It is not safe for concurrent use: evaluate on one goroutine at a time.
@@ -50,15 +49,17 @@ func XMLElements(doc []byte, sel *XMLPath) ([]XMLElement, error) {
 	}
 	var out []XMLElement
 	left := int64(XPathStepBudget)
-	it := sel.expr.Select(&budgetNav{nav: xmlquery.CreateXPathNavigator(root), left: &left})
+	x := sel.expr.get()
+	it := x.Select(&budgetNav{nav: xmlquery.CreateXPathNavigator(root), left: &left})
 	for it.MoveNext() {
 		if n := it.Current().(*budgetNav).nav.Current(); n.Type == xmlquery.ElementNode {
 			out = append(out, XMLElement{node: n})
 		}
 	}
+	sel.expr.put(x) // the iterator is done with
 	if left <= 0 {
 		xpathOverBudget.Add(1)
-		return nil, fmt.Errorf("%w: selecting %q took more than XPathStepBudget steps", ErrPayload, sel.src)
+		return nil, fmt.Errorf("%w: selecting %q took more than XPathStepBudget steps", ErrPayload, sel.String())
 	}
 	return out, nil
 }
@@ -69,7 +70,8 @@ func XMLElements(doc []byte, sel *XMLPath) ([]XMLElement, error) {
 // wrapping ErrPayload (and is counted by XPathOverBudget).
 func (e XMLElement) Value(x *XMLPath) (s string, ok bool, err error) {
 	left := int64(XPathStepBudget)
-	r := x.expr.Evaluate(&budgetNav{nav: xmlquery.CreateXPathNavigator(e.node), left: &left})
+	xe := x.expr.get()
+	r := xe.Evaluate(&budgetNav{nav: xmlquery.CreateXPathNavigator(e.node), left: &left})
 	switch v := r.(type) {
 	case *xpath.NodeIterator:
 		if v.MoveNext() {
@@ -85,9 +87,10 @@ func (e XMLElement) Value(x *XMLPath) (s string, ok bool, err error) {
 			s = "true"
 		}
 	}
+	x.expr.put(xe) // the node iterator is done with
 	if left <= 0 {
 		xpathOverBudget.Add(1)
-		return "", false, fmt.Errorf("%w: evaluating %q took more than XPathStepBudget steps", ErrPayload, x.src)
+		return "", false, fmt.Errorf("%w: evaluating %q took more than XPathStepBudget steps", ErrPayload, x.String())
 	}
 	return s, ok, nil
 }
