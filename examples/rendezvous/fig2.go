@@ -79,9 +79,10 @@ type figResult struct {
 }
 
 // runFig2 builds Fig. 2's network in one process (transport/mem), sends
-// one second of Fig. 13's traffic, then more until R31, over its threshold
-// of 300 events per second, has bypassed its hottest class at level, and,
-// once its traffic window has slid past that, one second more.
+// one second of Fig. 13's traffic, then a second more every 200 ms until
+// R31, over its threshold of 300 events per second, has bypassed its
+// hottest class at level, and, once its traffic window has slid past
+// that, one second more.
 func runFig2(ctx context.Context, level int) (figResult, error) {
 	o, err := ontology.New([]ontology.TypeDef{{Name: figType, Attributes: []ontology.Attribute{
 		{Name: "Place", Kind: ontology.KindString},
@@ -187,16 +188,27 @@ func runFig2(ctx context.Context, level int) (figResult, error) {
 		return res, err
 	}
 	res.before = rv().Load
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	// A second of the figure's traffic every 200 ms, within R31's
+	// one-second window, until R31 starts a bypass; then wait for it.
+	for deadline := time.Now().Add(20 * time.Second); len(rv().Bypasses) == 0; time.Sleep(200 * time.Millisecond) {
 		if err := round(); err != nil {
 			return res, err
 		}
-		if b := rv().Bypasses; len(b) == 1 && b[0].Active {
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("R31 did not start a bypass within 20 s")
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b := rv().Bypasses
+		if len(b) != 1 {
+			return res, fmt.Errorf("R31 bypasses %d classes, not one: %v", len(b), b)
+		}
+		if b[0].Active {
 			res.class = b[0].Class
 			break
 		}
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("R31 did not bypass a class within 20 s")
+			return res, fmt.Errorf("R31's bypass was not set up within 10 s")
 		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); rv().Load != 0; time.Sleep(10 * time.Millisecond) {
