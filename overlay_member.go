@@ -30,6 +30,16 @@ const overlayTomb = 10 * time.Second
 // (⌈log₁₆ N⌉ + 2), it ends a route only if tables are corrupt.
 const maxJoinHops = 64
 
+// Bounds of what a switch spends on the overlay whatever its neighbours
+// tell it: maxOverlayDials links being dialled at once (a table holds
+// about 50 nodes at 10,000 switches; a newcomer's answer is dialled once
+// its link is up), and maxTombs dead nodes remembered (expired ones are
+// forgotten first, then the oldest).
+const (
+	maxOverlayDials = 128
+	maxTombs        = 4096
+)
+
 // Join makes the switch a member of its place's overlay (S3, rendezvous
 // routing; see RouteByRendezvous), through the member serving at addr over
 // tr, or, with addr "", as the first member. The switch must be serving
@@ -180,6 +190,10 @@ func (s *rvSwitch) dialLocked(n overlay.Node) *overlayLink {
 	if ol := s.dialing[n.ID]; ol != nil {
 		return ol
 	}
+	if len(s.dialing) >= maxOverlayDials {
+		s.sw.refusal("overlay", "sion: overlay dials at their bound; node not dialled", "node", n.ID.String(), "addr", n.Addr)
+		return nil
+	}
 	ol := &overlayLink{s: s, key: n.ID, node: n, done: make(chan struct{})}
 	s.dialing[n.ID] = ol
 	q, life := s.sw.newRequester(s.tr, ol, s.sw.cfg.Name, s.sw.place.cfg.SharedKey, requestTimes{handshake: s.sw.cfg.HandshakeTimeout})
@@ -197,9 +211,13 @@ func (s *rvSwitch) dialWait(ctx context.Context, n overlay.Node) (*router, error
 		return r, nil
 	}
 	ol := s.dialLocked(n)
+	leaving := s.left || s.tr == nil
 	s.mu.Unlock()
-	if ol == nil {
-		return nil, fmt.Errorf("%w: switch %q is leaving", ErrClosed, s.sw.cfg.Name)
+	switch {
+	case ol == nil && leaving:
+		return nil, fmt.Errorf("%w: switch %q is leaving the overlay", ErrClosed, s.sw.cfg.Name)
+	case ol == nil:
+		return nil, fmt.Errorf("sion: switch %q is dialling %d overlay links, its bound; retry", s.sw.cfg.Name, maxOverlayDials)
 	}
 	select {
 	case <-ol.done:
@@ -385,11 +403,31 @@ func (s *rvSwitch) dead(id overlay.ID) {
 		s.mu.Unlock()
 		return
 	}
-	s.tombs[id] = time.Now().Add(overlayTomb)
+	s.tomb(id)
 	s.table.Remove(id)
 	s.askLeafSets()
 	s.mu.Unlock()
 	s.kick()
+}
+
+// tomb keeps node id out of the table for overlayTomb, within maxTombs.
+// mu must be held.
+func (s *rvSwitch) tomb(id overlay.ID) {
+	now := time.Now()
+	if len(s.tombs) >= maxTombs {
+		oldest, first := overlay.ID{}, true
+		for t, until := range s.tombs {
+			if now.After(until) {
+				delete(s.tombs, t)
+			} else if first || until.Before(s.tombs[oldest]) {
+				oldest, first = t, false
+			}
+		}
+		if len(s.tombs) >= maxTombs {
+			delete(s.tombs, oldest)
+		}
+	}
+	s.tombs[id] = now.Add(overlayTomb)
 }
 
 // askLeafSets sends a LeafSetRequest to the nodes RepairContacts names.
@@ -513,7 +551,7 @@ func (s *rvSwitch) handleAnnounce(r *router, m *linkctl.Announce) error {
 	}
 	if m.Leaving {
 		s.mu.Lock()
-		s.tombs[from.ID] = time.Now().Add(overlayTomb)
+		s.tomb(from.ID)
 		s.table.Remove(from.ID)
 		s.mu.Unlock()
 		s.learn(nodesIn(m.Leaves))
