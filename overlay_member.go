@@ -158,11 +158,13 @@ func (s *rvSwitch) learn(nodes []overlay.Node) []*overlayLink {
 			}
 			delete(s.tombs, n.ID)
 		}
-		if n.Addr == "" || !s.tableAdd(n) {
-			continue
+		if n.Addr == "" || !s.tableAdd(n) || s.peers[n.ID] != nil {
+			continue // not taken in, or linked already
 		}
 		if ol := s.dialLocked(n); ol != nil {
 			out = append(out, ol)
+		} else {
+			s.table.Remove(n.ID) // not dialled (at the bound): a node without a link routes nothing
 		}
 	}
 	return out
