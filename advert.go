@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -233,8 +234,8 @@ func (s *rvSwitch) publishing(sess *Session, e *Event) error {
 // acknowledges it once the path on to the rendezvous switch has it and
 // the neighbour has this switch's register of the type.
 func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
-	if _, ok := s.sw.place.Ontology().Lookup(m.Type); !ok || ontology.IsReserved(m.Type) {
-		r.sendAck(m.Ack, fmt.Sprintf("switch %q: %v %q in an advertisement", s.sw.cfg.Name, ErrUnknownEventType, m.Type))
+	if err := s.checkDetail(m.Type, m.Attrs); err != nil {
+		r.sendAck(m.Ack, fmt.Sprintf("switch %q: %v", s.sw.cfg.Name, err))
 		return nil
 	}
 	d, text := canonDetail(slices.Clone(m.Attrs))
@@ -247,6 +248,12 @@ func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
 		s.inKeys[r] = keys
 	}
 	old, again := keys[m.Key]
+	if !again && len(keys) >= maxAdvertsPerLink {
+		s.mu.Unlock()
+		s.sw.routeMu.Unlock()
+		r.sendAck(m.Ack, fmt.Sprintf("switch %q: %d advertisements over one link, its bound", s.sw.cfg.Name, maxAdvertsPerLink))
+		return nil
+	}
 	keys[m.Key] = k
 	waits := s.addSource(k, d, r, nil)
 	if again {
@@ -256,6 +263,43 @@ func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
 	s.sw.routeMu.Unlock()
 	r.ackAfter(m.Ack, "", waits)
 	return nil
+}
+
+// maxAdvertsPerLink bounds the advertisement-table entries one link's
+// peer keeps at this switch (each a type and attribute detail; a
+// publisher of every type of a large ontology with a few details stays
+// far below it).
+const maxAdvertsPerLink = 4096
+
+// checkDetail checks an advertisement that came over a link as Advertise
+// checks a session's: a known type, not reserved, whose attributes are in
+// its vocabulary with values of their kinds (as classValue's text).
+func (s *rvSwitch) checkDetail(typ string, attrs []linkctl.AttrDetail) error {
+	o := s.sw.place.Ontology()
+	et, ok := o.Lookup(typ)
+	if !ok || ontology.IsReserved(typ) || et.Name != typ {
+		return fmt.Errorf("%w %q in an advertisement", ErrUnknownEventType, typ)
+	}
+	for _, a := range attrs {
+		at, ok := o.Attribute(et.ID, a.Name)
+		if !ok || at.Name != a.Name {
+			return fmt.Errorf("%w: attribute %q of an advertisement is not in %s's vocabulary", ErrInvalidEvent, a.Name, typ)
+		}
+		if _, ok := detailValue(at.Kind, a.Value); !ok {
+			return fmt.Errorf("%w: attribute %q of an advertisement: %q is not a %v", ErrInvalidEvent, a.Name, a.Value, at.Kind)
+		}
+	}
+	return nil
+}
+
+// detailValue reads an attribute detail's value text (ontology.Value's
+// String) as a value of kind k.
+func detailValue(k ontology.Kind, text string) (ontology.Value, bool) {
+	if k == ontology.KindString {
+		u, err := strconv.Unquote(text)
+		return ontology.String(u), err == nil
+	}
+	return parseValue(k, text)
 }
 
 // handleUnadvertise removes a neighbour's advertisement from the table.

@@ -388,10 +388,19 @@ func (s *rvSwitch) handlePathChange(r *router, m *linkctl.PathChange) error {
 	}
 	c := classOf{m.Class, val}
 	now := time.Now()
+	notice := m.Direction == linkctl.Downstream && m.Branch == me.ID
+	if !notice && s.nextHop(m.Class.Type) != r {
+		// A path change comes from the rendezvous switch's side: the
+		// next hop toward it. Any other is forged, or stale after the
+		// overlay changed; taking it would let a neighbour divert or drop
+		// a class.
+		s.sw.refusal("link:"+r.peer, "sion: path change not from the next hop toward the rendezvous switch; ignored", "class", classString(m.Class))
+		return nil
+	}
 	if m.Direction == linkctl.Downstream {
-		if m.Branch == me.ID { // the merge point's bypass link arrives: keep the class from going up
+		if notice { // the merge point's bypass link arrives: keep the class from going up
 			p := s.paths[m.Class]
-			if p == nil || !p.branch || p.seq != m.Seq {
+			if p == nil || !p.branch || p.seq != m.Seq || p.away != nil {
 				return nil
 			}
 			p.away = r
@@ -537,10 +546,10 @@ func (s *rvSwitch) handleBypassEnd(r *router, m *linkctl.BypassEnd) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var waits []*linkAck
-	if b := s.rvRoles[m.Class]; b != nil && b.seq == m.Seq {
+	if b := s.rvRoles[m.Class]; b != nil && b.seq == m.Seq && (r == b.up || r == b.down) {
 		delete(s.rvRoles, m.Class)
 		waits = s.endOver(m.Class, m.Seq, m.Ack != 0, r, b.up, b.down)
-	} else if p := s.paths[m.Class]; p != nil && p.seq == m.Seq {
+	} else if p := s.paths[m.Class]; p != nil && p.seq == m.Seq && (r == p.toward || r == p.away) {
 		if p.merge {
 			s.endMerge(m.Class, p)
 		} else {

@@ -81,9 +81,8 @@ func overlayRequest(t *testing.T, p *overlayPlace, addr string, req *linkctl.Ove
 	return recv(t, conn)
 }
 
-// TestOverlayLinkRefused: a peer cannot claim another switch's overlay ID
-// (and so a rendezvous switch's keys), link from another place, or take a
-// member's name; a place routed by S1 has no overlay to link into.
+// TestOverlayLinkRefused: a peer cannot claim an overlay ID that is not
+// its name's, link from another place, or take a member's name.
 func TestOverlayLinkRefused(t *testing.T) {
 	p := newOverlayPlace(t, 2, sion.PlaceConfig{})
 	key := sion.OverlayKey("Alarm")

@@ -71,7 +71,7 @@ func (oe *overlayEnd) control(r *router, m linkctl.Message) (bool, error) {
 	case *linkctl.LeafSetRequest:
 		return true, s.handleLeafSetRequest(r)
 	case *linkctl.LeafSetReply:
-		s.handleLeafSetReply(m)
+		s.handleLeafSetReply(r, m)
 	case *linkctl.Advertise:
 		return true, s.handleAdvertise(r, m)
 	case *linkctl.Unadvertise:

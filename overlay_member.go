@@ -36,14 +36,16 @@ const maxJoinHops = 64
 // its link is up), and maxTombs dead nodes remembered (expired ones are
 // forgotten first, then the oldest).
 const (
-	maxOverlayDials = 128
+	maxOverlayDials = 64
 	maxTombs        = 4096
+	maxAsked        = 4 // leaf-set requests outstanding per neighbour
 )
 
 // Join makes the switch a member of its place's overlay (S3, rendezvous
 // routing; see RouteByRendezvous), through the member serving at addr over
 // tr, or, with addr "", as the first member. The switch must be serving
-// (Serve) so that its overlay neighbours can link to it. Join routes a
+// (Serve) so that its overlay neighbours can link to it; Join waits up to a
+// second for a Serve started just before it to listen. Join routes a
 // join message toward the switch's own ID; the switches on the route hand
 // it their routing-table rows and the switch closest to the ID its leaf
 // set; the switch then links to every node of its new table, and the
@@ -66,6 +68,9 @@ func (sw *Switch) Join(ctx context.Context, tr transport.Transport, addr string)
 func (s *rvSwitch) join(ctx context.Context, tr transport.Transport, seed string) error {
 	sw := s.sw
 	self := sw.addr()
+	for deadline := time.Now().Add(time.Second); self == "" && time.Now().Before(deadline) && ctx.Err() == nil; self = sw.addr() {
+		time.Sleep(5 * time.Millisecond) // a Serve started just before has not listened yet
+	}
 	s.mu.Lock()
 	switch {
 	case s.left || sw.isClosed():
@@ -141,8 +146,11 @@ func (s *rvSwitch) learnWait(ctx context.Context, nodes []overlay.Node) {
 	}
 }
 
-// learn adds nodes to the table — but self, and those found dead lately —
-// dials those that entered it and have no link, and returns the dials.
+// learn dials the nodes the table would take in — not self, not those
+// found dead lately — and returns the dials. A node enters the table only
+// once its link is up and it has proved its ID (linkUp): until then keys
+// keep their old routes, so a node someone names that does not answer, or
+// answers as another switch, takes nothing away.
 func (s *rvSwitch) learn(nodes []overlay.Node) []*overlayLink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,13 +166,11 @@ func (s *rvSwitch) learn(nodes []overlay.Node) []*overlayLink {
 			}
 			delete(s.tombs, n.ID)
 		}
-		if n.Addr == "" || !s.tableAdd(n) || s.peers[n.ID] != nil {
-			continue // not taken in, or linked already
+		if n.Addr == "" || s.peers[n.ID] != nil || !s.wants(n) {
+			continue // linked already, or not wanted
 		}
 		if ol := s.dialLocked(n); ol != nil {
 			out = append(out, ol)
-		} else {
-			s.table.Remove(n.ID) // not dialled (at the bound): a node without a link routes nothing
 		}
 	}
 	return out
@@ -379,6 +385,7 @@ func (s *rvSwitch) linkDown(r *router) {
 		return
 	}
 	delete(s.links, r)
+	delete(s.asked, r)
 	if s.peers[node.ID] == r {
 		delete(s.peers, node.ID)
 		for o, n := range s.links {
@@ -406,10 +413,20 @@ func (s *rvSwitch) dead(id overlay.ID) {
 		return
 	}
 	s.tomb(id)
-	s.table.Remove(id)
-	s.askLeafSets()
+	if s.table.Remove(id) {
+		s.askLeafSets()
+	}
 	s.mu.Unlock()
 	s.kick()
+}
+
+// wants reports whether the table would take n in (overlay.Table.Wants)
+// and a test's RendezvousConfig.Neighbours allows it. mu must be held.
+func (s *rvSwitch) wants(n overlay.Node) bool {
+	if s.rv.allow != nil && !s.rv.allow(s.table.Self().ID, n.ID) {
+		return false
+	}
+	return s.table.Wants(n)
 }
 
 // tomb keeps node id out of the table for overlayTomb, within maxTombs.
@@ -436,7 +453,8 @@ func (s *rvSwitch) tomb(id overlay.ID) {
 // mu must be held.
 func (s *rvSwitch) askLeafSets() {
 	for _, n := range s.table.RepairContacts() {
-		if r := s.peers[n.ID]; r != nil {
+		if r := s.peers[n.ID]; r != nil && s.asked[r] < maxAsked {
+			s.asked[r]++
 			r.sendControl(&linkctl.LeafSetRequest{})
 		}
 	}
@@ -572,16 +590,38 @@ func (s *rvSwitch) handleLeafSetRequest(r *router) error {
 	return sendOrLog(r, &linkctl.LeafSetReply{Leaves: appendNodes(nil, leaves)})
 }
 
-// handleLeafSetReply learns a neighbour's leaf set, and asks again while
-// that changes the table (internal/overlay: repair).
-func (s *rvSwitch) handleLeafSetReply(m *linkctl.LeafSetReply) {
-	if len(s.learn(nodesIn(m.Leaves))) == 0 {
+// handleLeafSetReply learns the leaf set of a neighbour this switch asked
+// (an answer nobody asked for is dropped), and asks again once the links
+// to the nodes it named are up, while that changes the table
+// (internal/overlay: repair).
+func (s *rvSwitch) handleLeafSetReply(r *router, m *linkctl.LeafSetReply) {
+	s.mu.Lock()
+	if s.asked[r] == 0 {
+		s.mu.Unlock()
 		return
 	}
-	s.mu.Lock()
-	s.askLeafSets()
+	if s.asked[r]--; s.asked[r] == 0 {
+		delete(s.asked, r)
+	}
 	s.mu.Unlock()
-	s.kick()
+	dials := s.learn(nodesIn(m.Leaves))
+	if len(dials) == 0 {
+		return
+	}
+	s.wg.Go(func() {
+		up := 0
+		for _, ol := range dials {
+			<-ol.done
+			if ol.r != nil {
+				up++
+			}
+		}
+		if up > 0 {
+			s.mu.Lock()
+			s.askLeafSets()
+			s.mu.Unlock()
+		}
+	})
 }
 
 // sendTo sends m to node n over the link to it, dialling it first if

@@ -50,8 +50,8 @@ type RendezvousConfig struct {
 	Release float64
 	// IDs, when set, gives the switches it names these overlay IDs instead
 	// of the hashes of their names: to put the rendezvous switch of a type
-	// on a chosen switch (give it overlay.HashID of the type's name — see
-	// OverlayKey), or to reproduce a given overlay. Every ID must be
+	// on a chosen switch (give it OverlayKey of the type's name), or to
+	// reproduce a given overlay. Every ID must be
 	// distinct, and every switch of the place must use the same IDs.
 	IDs map[string][16]byte
 	// Neighbours, when set, limits the switches each switch takes into
@@ -111,6 +111,22 @@ const DefaultTrafficWindow = 10 * time.Second
 // subscription's TTL (WithTTL) bounds its hops toward the rendezvous
 // switch, as the place's TTL bounds an event's: keep them above twice the
 // overlay's route length (16, the default, serves thousands of switches).
+//
+// Trust: overlay links are admitted like shared links (PlaceConfig.Admit
+// sees AdmissionRequest.Link, SharedKey applies), and an admitted switch
+// is trusted with the place's routing. A switch can choose a name whose
+// hash lies close to an event type's key and so become that type's
+// rendezvous switch (it takes about as many tries as there are
+// switches), and a switch on a path can drop what crosses it. Admit
+// switches separately from sessions: the Admit hook sees an overlay link
+// with AdmissionRequest.Link set and the switch's name as Session, so it
+// can admit only the switches you run (with their IDs pinned in
+// RendezvousConfig.IDs if names must not choose keys).
+// What a neighbour can no longer do: claim an ID that is not its name's,
+// put a node that does not answer as its ID says into another switch's
+// table (a node enters a table only once its link is up), answer leaf-set
+// requests it was not asked, start or end a bypass from off its path, or
+// advertise outside the ontology.
 //
 // Choose it over the S1 modes when a place grows to hundreds of switches:
 // S1 propagation spreads every subscription to every switch within its
@@ -252,6 +268,7 @@ func (rv *rendezvous) attach(sw *Switch) switchRouting {
 		dialing: map[overlay.ID]*overlayLink{},
 		reqs:    map[*requester]struct{}{},
 		tombs:   map[overlay.ID]time.Time{},
+		asked:   map[*router]int{},
 		adverts: map[advKey]*advEntry{},
 		inKeys:  map[*router]map[uint64]advKey{},
 		sessAds: map[*Session][]advKey{},
@@ -285,6 +302,7 @@ type rvSwitch struct {
 	dialing map[overlay.ID]*overlayLink   // mu; links being dialled
 	reqs    map[*requester]struct{}       // mu; the requesters of links this switch dialled, until they end
 	tombs   map[overlay.ID]time.Time      // mu; nodes found dead, not re-learned until then
+	asked   map[*router]int               // mu; leaf-set requests sent and not answered, per link
 	replies chan []overlay.Node           // mu; a Join waiting for its JoinReply (rows and leaves)
 	adverts map[advKey]*advEntry          // routeMu, then mu; the advertisement table
 	inKeys  map[*router]map[uint64]advKey // mu; the peers' advertisement keys, by link

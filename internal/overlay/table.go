@@ -100,6 +100,47 @@ func (t *Table) Add(n Node) bool {
 	return changed
 }
 
+// Wants reports whether Add(n) would take n in — fill an empty cell of the
+// routing table or enter the leaf set — without changing the table, so
+// that a caller can make sure of n (link to it) before it routes to it.
+// A node the table holds already is not wanted. Cost: O(L).
+func (t *Table) Wants(n Node) bool {
+	if n.ID == t.self.ID || t.holds(n.ID) {
+		return false
+	}
+	l := SharedPrefix(t.self.ID, n.ID)
+	if t.filled[l]&(1<<n.ID.Digit(l)) == 0 {
+		return true
+	}
+	nu := n.ID.u()
+	return t.wantsLeaf(t.cw, cwDist(t.selfU, nu), true) || t.wantsLeaf(t.ccw, cwDist(nu, t.selfU), false)
+}
+
+// holds reports whether id is in the routing table or the leaf set.
+func (t *Table) holds(id ID) bool {
+	l := SharedPrefix(t.self.ID, id)
+	if c := t.rows[l][id.Digit(l)]; t.filled[l]&(1<<id.Digit(l)) != 0 && c.ID == id {
+		return true
+	}
+	for _, side := range [2][]Node{t.cw, t.ccw} {
+		for _, n := range side {
+			if n.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wantsLeaf reports whether a node at distance d from self would enter
+// side (addLeaf).
+func (t *Table) wantsLeaf(side []Node, d u128, clockwise bool) bool {
+	if len(side) < t.half {
+		return true
+	}
+	return d.cmp(t.sideDist(side[len(side)-1].ID.u(), clockwise)) < 0
+}
+
 // addLeaf puts n, at distance d from self, in side if it is among the
 // half nearest. clockwise tells which side it is, for the distances of
 // the nodes already there.
