@@ -553,7 +553,7 @@ func (s *rvSwitch) handleJoinReply(m *linkctl.JoinReply) {
 	if m.Joiner != s.table.Self().ID || s.replies == nil {
 		return
 	}
-	nodes := append(nodesIn(m.Rows), nodesIn(m.Leaves)...)
+	nodes := append(nodesIn(m.Leaves), nodesIn(m.Rows)...) // the leaf set first: routing's correctness rests on it
 	select {
 	case s.replies <- nodes:
 	default: // a second answer
