@@ -115,18 +115,29 @@ func (*sharedEnd) forward(r *router, e *Event, _ []hitSub, shared *eventFrames) 
 // subscriptions and to the other links whose proxy filters match, never
 // back to the peer. An event seen before is dropped.
 func (*sharedEnd) receive(ctx context.Context, r *router, w *wire.Event) {
+	r.receiveEvent(ctx, w, "shared link", nil)
+}
+
+// receiveEvent readmits a data event that came over a link of this
+// place (a shared or an overlay link, what names it in logs), drops it if
+// seen before, tells admitted (if set), and delivers it on this switch,
+// never back to the peer.
+func (r *router) receiveEvent(ctx context.Context, w *wire.Event, what string, admitted func(*Event)) {
 	e, err := r.sw.readmit(w)
 	if err != nil {
 		r.refused.Add(1)
-		r.sw.log.Warn("sion: event from shared link refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
+		r.sw.log.Warn("sion: event from "+what+" refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
 		return
 	}
 	if r.sw.seen.add(e.ID) {
 		r.duplicates.Add(1)
 		return
 	}
+	if admitted != nil {
+		admitted(e)
+	}
 	if err := r.sw.deliver(ctx, ctx.Done(), r.sess, e); err != nil && ctx.Err() == nil {
-		r.sw.log.Warn("sion: event from shared link not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
+		r.sw.log.Warn("sion: event from "+what+" not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
 	}
 }
 

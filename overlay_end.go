@@ -42,20 +42,7 @@ func (oe *overlayEnd) forward(r *router, e *Event, hits []hitSub, shared *eventF
 // link's end does, and counts it in the traffic of its class when this
 // switch is its type's rendezvous switch.
 func (oe *overlayEnd) receive(ctx context.Context, r *router, w *wire.Event) {
-	e, err := r.sw.readmit(w)
-	if err != nil {
-		r.refused.Add(1)
-		r.sw.log.Warn("sion: event from overlay link refused", "switch", r.sw.cfg.Name, "peer", r.peer, "err", err)
-		return
-	}
-	if r.sw.seen.add(e.ID) {
-		r.duplicates.Add(1)
-		return
-	}
-	oe.s.meterEvent(e)
-	if err := r.sw.deliver(ctx, ctx.Done(), r.sess, e); err != nil && ctx.Err() == nil {
-		r.sw.log.Warn("sion: event from overlay link not delivered everywhere", "switch", r.sw.cfg.Name, "peer", r.peer, "event", e.ID, "err", err)
-	}
+	r.receiveEvent(ctx, w, "overlay link", oe.s.meterEvent)
 }
 
 // control handles the overlay's messages and the advertisements'.
