@@ -158,6 +158,12 @@ func (s *rvSwitch) learn(nodes []overlay.Node) []*overlayLink {
 		return nil
 	}
 	now := time.Now()
+	// What the table will be once the links being dialled are up: a node
+	// is wanted only if it would still take a place then.
+	will := s.table.Clone()
+	for _, ol := range s.dialing {
+		will.Add(ol.node)
+	}
 	var out []*overlayLink
 	for _, n := range nodes {
 		if t, ok := s.tombs[n.ID]; ok {
@@ -166,11 +172,12 @@ func (s *rvSwitch) learn(nodes []overlay.Node) []*overlayLink {
 			}
 			delete(s.tombs, n.ID)
 		}
-		if n.Addr == "" || s.peers[n.ID] != nil || !s.wants(n) {
+		if n.Addr == "" || s.peers[n.ID] != nil || !s.wants(will, n) {
 			continue // linked already, or not wanted
 		}
 		if ol := s.dialLocked(n); ol != nil {
 			out = append(out, ol)
+			will.Add(n)
 		}
 	}
 	return out
@@ -420,13 +427,13 @@ func (s *rvSwitch) dead(id overlay.ID) {
 	s.kick()
 }
 
-// wants reports whether the table would take n in (overlay.Table.Wants)
-// and a test's RendezvousConfig.Neighbours allows it. mu must be held.
-func (s *rvSwitch) wants(n overlay.Node) bool {
+// wants reports whether table t would take n in (overlay.Table.Wants)
+// and RendezvousConfig.Neighbours allows it. mu must be held.
+func (s *rvSwitch) wants(t *overlay.Table, n overlay.Node) bool {
 	if s.rv.allow != nil && !s.rv.allow(s.table.Self().ID, n.ID) {
 		return false
 	}
-	return s.table.Wants(n)
+	return t.Wants(n)
 }
 
 // tomb keeps node id out of the table for overlayTomb, within maxTombs.

@@ -100,6 +100,14 @@ func (t *Table) Add(n Node) bool {
 	return changed
 }
 
+// Clone returns a copy of t that changes independently of it.
+func (t *Table) Clone() *Table {
+	c := *t
+	c.cw = append(make([]Node, 0, t.half+1), t.cw...)
+	c.ccw = append(make([]Node, 0, t.half+1), t.ccw...)
+	return &c
+}
+
 // Wants reports whether Add(n) would take n in — fill an empty cell of the
 // routing table or enter the leaf set — without changing the table, so
 // that a caller can make sure of n (link to it) before it routes to it.

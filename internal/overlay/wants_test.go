@@ -33,3 +33,15 @@ func TestWants(t *testing.T) {
 		}
 	}
 }
+
+// TestClone: a clone changes independently of its table.
+func TestClone(t *testing.T) {
+	self := Node{ID: ID{0x80}, Addr: "self"}
+	a := NewTable(self, 4)
+	a.Add(Node{ID: ID{0x81}, Addr: "x"})
+	c := a.Clone()
+	c.Add(Node{ID: ID{0x82}, Addr: "y"})
+	c.Add(Node{ID: ID{0x7f}, Addr: "z"})
+	assert.Len(t, a.Nodes(), 1)
+	assert.Len(t, c.Nodes(), 3)
+}
