@@ -292,9 +292,12 @@ func (ol *overlayLink) accepted(a linkAccept) (*Session, bool, linkEnd, error) {
 	if ol.node.ID != (overlay.ID{}) && id != ol.node.ID {
 		return nil, false, nil, fmt.Errorf("%w: the switch at %s is %q, whose overlay ID %s is not the %s dialled", ErrLinkRefused, ol.node.Addr, a.peer, id, ol.node.ID)
 	}
+	s.mu.Lock() // learn reads the nodes being dialled under mu
 	ol.node.ID = id
+	node := ol.node
+	s.mu.Unlock()
 	sess, err := s.sw.openRouterSession(a.peer)
-	return sess, true, &overlayEnd{sharedEnd: newSharedEnd(), s: s, node: ol.node}, err
+	return sess, true, &overlayEnd{sharedEnd: newSharedEnd(), s: s, node: node}, err
 }
 
 func (ol *overlayLink) up(r *router, addr string) {
