@@ -20,6 +20,10 @@ func (sw *Switch) accept(ctx context.Context, conn transport.Conn, sess *Session
 		return false
 	}
 	m, err := linkctl.Decode(c)
+	if why := sw.front.linking(); why != nil && err == nil {
+		sw.refuseRequest(ctx, conn, "sion: link request refused", codeLinkRefused, fmt.Errorf("%w: %w", ErrLinkRefused, why))
+		return true
+	}
 	switch m := m.(type) {
 	case *linkctl.LinkRequest:
 		sw.acceptLink(ctx, conn, sess, m)

@@ -75,7 +75,14 @@ type Control struct {
 // delivered *Event is shared by every subscription that receives it: read
 // it, never modify it. It implements filter.Event.
 type Event struct {
-	// ID is set by Publish.
+	// ID identifies the event everywhere it goes. Publish gives an
+	// event with a zero ID a new one; a non-zero ID set by the publisher
+	// is kept — an event carried from elsewhere (a relay, a bridge) keeps
+	// its identity — and a switch that has seen it (among the last
+	// 65,536–131,072 IDs it recorded) drops the event as a duplicate
+	// (Stats.Duplicates): Publish returns nil, as for the first copy.
+	// Choose such IDs at random (128 bits), never from a counter shared
+	// with other publishers.
 	ID EventID
 	// Type is the event type's name, canonical or a synonym; Publish
 	// stores the canonical name.

@@ -205,6 +205,9 @@ type admitRule struct {
 	routed bool
 	// routedOnly admits those types alone.
 	routedOnly bool
+	// keepID keeps the ID the event carries (zero: the switch gives it
+	// one): a publisher's own ID, for an event carried from elsewhere.
+	keepID bool
 }
 
 // The rules, by where the event comes from.
@@ -212,7 +215,7 @@ var (
 	// admitPublished: a session's Publish. The payload is parsed here;
 	// every reserved type is refused, so that no entity forges control
 	// traffic.
-	admitPublished = admitRule{parsePayload: true}
+	admitPublished = admitRule{parsePayload: true, keepID: true}
 	// admitForwarded: an event that arrived over a shared link of the
 	// place. Its payload was parsed at its origin; the routed reserved
 	// types (discovery) travel like user events.
@@ -243,6 +246,9 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 		ContentType: ev.ContentType,
 		Condition:   ev.Condition,
 		Control:     Control{TTL: p.cfg.TTL, Place: p.cfg.Name, Path: []string{p.cfg.Name}},
+	}
+	if r.keepID {
+		out.ID = ev.ID
 	}
 	if ev.Control.TTL > 0 && ev.Control.TTL < out.Control.TTL {
 		out.Control.TTL = ev.Control.TTL

@@ -166,6 +166,9 @@ type Gateway struct {
 // meanwhile do not cross. Close ends it (unfederate), as does the other
 // switch's Unfederate. Safe for concurrent use.
 func (sw *Switch) Federate(ctx context.Context, tr transport.Transport, addr string, cfg GatewayConfig) (*Gateway, error) {
+	if why := sw.front.linking(); why != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, why)
+	}
 	switch {
 	case tr == nil:
 		return nil, fmt.Errorf("%w: Federate with a nil transport", ErrInvalidConfig)

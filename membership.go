@@ -398,6 +398,9 @@ func (sw *Switch) parentLeaves(addr string) {
 // must serve an address. Errors wrap ErrLinkRefused (the other switch
 // has a parent, cannot dial, or another place) or ErrNotAdmitted.
 func (sw *Switch) Absorb(ctx context.Context, tr transport.Transport, addr string) error {
+	if why := sw.front.linking(); why != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, why)
+	}
 	if tr == nil {
 		return fmt.Errorf("%w: Absorb with a nil transport", ErrInvalidConfig)
 	}

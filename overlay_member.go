@@ -58,6 +58,9 @@ const (
 // ErrNotAdmitted as for Link; ErrClosed. Tr is kept: the switch dials its
 // later neighbours (repairs, newcomers) with it.
 func (sw *Switch) Join(ctx context.Context, tr transport.Transport, addr string) error {
+	if why := sw.front.linking(); why != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, why)
+	}
 	if tr == nil {
 		return fmt.Errorf("%w: Join with a nil transport", ErrInvalidConfig)
 	}

@@ -120,8 +120,9 @@ type backend interface {
 }
 
 // Publish validates ev against the place (see EventPlace), gives it an ID
-// and control information, and delivers it to every matching subscription
-// of the switch, before it returns. It copies ev; the caller may reuse it.
+// (unless it has one, see Event.ID) and control information, and delivers
+// it to every matching subscription of the switch, before it returns (on
+// a relay's front, SwitchConfig.Relay: hands it to the relay). It copies ev; the caller may reuse it.
 // Errors wrap ErrUnknownEventType or ErrInvalidEvent (naming the
 // attribute), or ErrClosed; nothing is delivered then. With a Block
 // subscription full until ctx ends, the event still reaches every other

@@ -79,6 +79,9 @@ type SharedLink struct {
 // or cancelled meanwhile is lost or left stale. Events published while it
 // is down do not cross it. Close ends it; Switch.Close does too.
 func (sw *Switch) Link(ctx context.Context, tr transport.Transport, addr string, cfg LinkConfig) (*SharedLink, error) {
+	if why := sw.front.linking(); why != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, why)
+	}
 	switch {
 	case tr == nil:
 		return nil, fmt.Errorf("%w: Link with a nil transport", ErrInvalidConfig)

@@ -66,6 +66,11 @@ type SwitchConfig struct {
 	// MaxSpoolSize caps the look-in spool a remote session may ask for
 	// (SessionConfig.SpoolSize, in events); 0 means DefaultMaxSpoolSize.
 	MaxSpoolSize int
+	// Relay, when set, makes the switch a relay's front: what its sessions
+	// publish is carried elsewhere by the relay, which brings back the
+	// events their subscriptions match (S4 proxy; see Relay). nil: the
+	// switch matches what is published on it, as usual.
+	Relay Relay
 }
 
 // Switch is a semantic information switch (S1 SI-SW): sessions attach to
@@ -101,16 +106,17 @@ type Switch struct {
 	// registers. Lock order: routeMu, then mu, then a router's mu.
 	routeMu sync.Mutex
 	routing switchRouting         // this switch's part of the place's routing (Routing.attach)
+	front   front                 // what the switch does with its entities' publishes and subscriptions
 	routed  map[uint64]*routedSub // routeMu; subscriptions propagated, and what they registered
 	routers []*router             // routeMu; shared links connected
 	ended   LinkTotals            // routeMu; counters of the links that have ended
 	ending  []*router             // routeMu; out of routers, still shutting down
-	seen    seenIDs               // events that crossed a link
+	seen    seenIDs               // events that crossed a link, came back from a relay, or were published with a caller-set ID
 
 	probeMu sync.Mutex
 	probes  map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
 
-	eventsIn, fires, deliveries, refused atomic.Uint64
+	eventsIn, fires, deliveries, refused, duplicates atomic.Uint64
 
 	handshakes  *guard.Handshakes     // connections in their handshake
 	refusals    *guard.Every          // refusals logged, per source
@@ -172,6 +178,10 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 	}
 	sw.pool.New = func() any { return new(publishScratch) }
 	sw.routing = cfg.Place.cfg.Routing.attach(sw)
+	sw.front = localFront{sw}
+	if cfg.Relay != nil {
+		sw.front = newRelayFront(sw, cfg.Relay)
+	}
 	return sw, nil
 }
 
@@ -276,10 +286,13 @@ func (sw *Switch) register(ctx context.Context, sub *Subscription) error {
 	if err != nil {
 		return err
 	}
-	if len(routes) == 0 {
-		return nil
+	if len(routes) > 0 {
+		if err := sw.awaitContract(ctx, sub, routes); err != nil {
+			sw.unregister(sub)
+			return err
+		}
 	}
-	if err := sw.awaitContract(ctx, sub, routes); err != nil {
+	if err := sw.front.subscribed(ctx, sub); err != nil {
 		sw.unregister(sub)
 		return err
 	}
@@ -295,6 +308,7 @@ func (sw *Switch) unregister(sub *Subscription) {
 	sw.mu.Unlock()
 	sw.index.Remove(sub.id)
 	sw.routeRemove(sub)
+	sw.front.unsubscribed(sub)
 }
 
 // The rest of the backend of local sessions.
@@ -307,7 +321,7 @@ func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
 	if err := sw.routing.publishing(s, e); err != nil {
 		return err
 	}
-	return sw.enter(ctx, s.done, e)
+	return sw.front.publish(ctx, s.done, s, e)
 }
 
 // inject is how an event enters the network at this switch — a session's
@@ -507,6 +521,12 @@ type Stats struct {
 	// connection ended and the session was kept (it never decreases).
 	Away        int
 	Disconnects uint64
+	// Duplicates counts the events the switch dropped because it had
+	// seen their ID already (over its life): published again with a
+	// caller-set Event.ID, or brought back twice by its relay
+	// (RelayPort.Deliver). Duplicates that arrive over a link are counted
+	// in that link's LinkInfo.Duplicates and in Links.
+	Duplicates uint64
 	// Links sums the counters of the switch's shared links over their
 	// lifetimes, the links that have ended included (Switch.Links shows
 	// the links up now).
@@ -551,6 +571,7 @@ func (sw *Switch) Stats() Stats {
 	sw.routeMu.Unlock()
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
 	st.Dropped, st.RetainedBytes, st.Disconnects = sw.dropped.Load(), sw.held.Load(), sw.disconnects.Load()
+	st.Duplicates = sw.duplicates.Load()
 	return st
 }
 
