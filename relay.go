@@ -3,6 +3,7 @@ package sion
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -66,17 +67,17 @@ type RelayPort struct {
 
 // Deliver hands ev — an event the relay brought back from elsewhere,
 // typically a Delivery's Event — to the front's subscriptions whose
-// filters match, as an event arriving over a link is delivered: with its
-// ID and control information, once per session (S1 fire) and once per
-// subscription. An event whose ID the front has seen (in its last
-// 65,536–131,072) is dropped and counted in Stats.Duplicates, so a relay
-// that brings one event back on two paths delivers it once. The front
-// keeps ev and never modifies it: the caller must not modify it
-// afterwards either.
+// filters match, as an event arriving over a link is delivered: the front
+// admits a copy (its ontology's names and kinds), which keeps ev's ID and
+// control information, and fires each matching session once (S1) and each
+// matching subscription once. An event whose ID the front has seen (among
+// the last 65,536–131,072) is dropped and counted in Stats.Duplicates, so
+// a relay that brings one event back on two paths delivers it once. ev is
+// not modified or kept.
 //
 // It returns an error wrapping ErrInvalidEvent for an event without an ID
-// or with a type the front's ontology does not know (unless its place
-// accepts unknown types), ErrClosed once the front is closed, or the
+// or one the front's place refuses (wrapping ErrUnknownEventType too for
+// a type its ontology does not know, unless it accepts unknown types), ErrClosed once the front is closed, or the
 // error of a Block subscription's wait, which ctx bounds.
 func (p *RelayPort) Deliver(ctx context.Context, ev *Event) error {
 	sw := p.sw
@@ -86,20 +87,30 @@ func (p *RelayPort) Deliver(ctx context.Context, ev *Event) error {
 	case ev.ID == (EventID{}):
 		return fmt.Errorf("%w: relay delivered an event of type %q without an ID", ErrInvalidEvent, ev.Type)
 	}
-	if _, ok := sw.place.Ontology().Lookup(ev.Type); !ok && !sw.place.cfg.AcceptUnknownTypes {
-		return fmt.Errorf("%w: relay delivered an event of type %q, which place %q does not know (%w)", ErrInvalidEvent, ev.Type, sw.place.Name(), ErrUnknownEventType)
-	}
 	select {
 	case <-sw.stopping:
 		return fmt.Errorf("%w: switch %q", ErrClosed, sw.cfg.Name)
 	default:
 	}
-	if sw.seen.add(ev.ID) {
+	e, err := sw.place.admit(ev, admitRelayed)
+	if err != nil {
+		return fmt.Errorf("%w: relay delivered event %s: %w", ErrInvalidEvent, ev.ID, err)
+	}
+	e.ID = ev.ID
+	e.Control = ev.Control
+	e.Control.Path = slices.Clone(ev.Control.Path)
+	if sw.seen.add(e.ID) {
 		sw.duplicates.Add(1)
 		return nil
 	}
-	return sw.deliver(ctx, nil, nil, ev)
+	return sw.deliver(ctx, nil, nil, e)
 }
+
+// admitRelayed: an event a relay brought back (RelayPort.Deliver), which
+// a switch elsewhere admitted. Its payload was parsed there; its
+// attributes are checked and made canonical here, as this place's
+// ontology says; reserved types are refused.
+var admitRelayed = admitRule{}
 
 // front is what a switch does with the events its entities publish and
 // the subscriptions they make: match them here (localFront), or carry
