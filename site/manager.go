@@ -1,0 +1,632 @@
+package site
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+)
+
+// Defaults of ManagerConfig and ProxyConfig.
+const (
+	// DefaultRefresh is how often a proxy registers again with the site
+	// manager (ProxyConfig.Refresh).
+	DefaultRefresh = time.Second
+	// DefaultTimeout is how long the site manager waits to hear from a
+	// proxy before it marks it unreachable and, if it was its site's
+	// representative proxy, lets another proxy of the site take its place
+	// (ManagerConfig.Timeout).
+	DefaultTimeout = 3 * time.Second
+	// DefaultSettleTimeout bounds how long the answer to a publish of an
+	// event type new at its site waits for the proxies whose
+	// subscriptions need that type to place them there
+	// (ManagerConfig.SettleTimeout).
+	DefaultSettleTimeout = 2 * time.Second
+	// DefaultManagerPlace names the site manager's event place.
+	DefaultManagerPlace = "sites"
+)
+
+// Bounds of the site manager's state: beyond them it refuses new
+// entries (the request's Publish returns the error).
+const (
+	// MaxSites bounds the sites the manager keeps.
+	MaxSites = 4096
+	// MaxProxies bounds the proxies it keeps, reachable or not.
+	MaxProxies = 65536
+	// MaxTypesPerSite bounds the event types it keeps per site.
+	MaxTypesPerSite = 65536
+)
+
+// ErrNoSwitch is returned for a publish when neither the publishing site
+// nor the fallback site (ManagerConfig.Fallback) has a switch.
+var ErrNoSwitch = errors.New("site: no switch to publish at")
+
+// SiteConfig is what an operator tells the site manager about one site
+// (S4 site management information, set by the administrator).
+type SiteConfig struct {
+	// ID identifies the site; required.
+	ID string
+	// Switches are the addresses of the site's switches (S4's brokers).
+	// When empty, the switches the site's proxies were configured with
+	// are used (ProxyConfig.Switches).
+	Switches []string
+	// Representative is the address of the site's representative proxy;
+	// "" lets the first proxy of the site that asks become it (S4's
+	// self-registration). Either way, a representative proxy the manager
+	// stops hearing from is replaced by the next proxy of the site that
+	// asks.
+	Representative string
+}
+
+// ManagerConfig configures a Manager. The zero value of every field but
+// those marked required means its default.
+type ManagerConfig struct {
+	// Name is the name of the manager's switch; "site-manager" by default.
+	Name string
+	// Place names the manager's event place; DefaultManagerPlace by
+	// default.
+	Place string
+	// SharedKey, when set, admits only proxies that know it (see
+	// sion.PlaceConfig.SharedKey; ProxyConfig.ManagerKey); Admit is asked
+	// too, with each proxy's name as AdmissionRequest.Session.
+	SharedKey []byte
+	Admit     func(ctx context.Context, req sion.AdmissionRequest) error
+	// Sites are the sites the operator knows of; proxies add others as
+	// they register.
+	Sites []SiteConfig
+	// Fallback is the site whose switches take the publishes of a site
+	// that has none (S4: a site without a broker publishes at the
+	// cloud's); "" means such a publish is refused with ErrNoSwitch.
+	Fallback string
+	// Timeout: a proxy not heard from for this long is unreachable (its
+	// site's directory entry says so), and if it was its site's
+	// representative proxy the next proxy of the site that asks takes
+	// its place. DefaultTimeout by default; it should be several times
+	// the proxies' ProxyConfig.Refresh.
+	Timeout time.Duration
+	// SettleTimeout bounds how long a publish of an event type new at its
+	// site waits for the proxies whose subscriptions need that type to
+	// place them there, so that the first event of the type reaches them
+	// too. DefaultSettleTimeout by default.
+	SettleTimeout time.Duration
+	// Logger receives the manager's log records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Manager is S4's site management unit: a directory of sites that
+// answers the delivery-destination requests of proxies (S4 Fig. 5, 14).
+// It holds, per site, its ID, the address of its representative proxy,
+// the addresses of its switches, its proxies and what their
+// subscriptions need, and the event types published at its switches
+// (S4 site management information, Fig. 12).
+//
+// It serves over sion's own session transport: it is a switch (its
+// front, see sion.Relay) in an event place of its own, whose proxies hold
+// remote sessions there (Serve; admission by SharedKey and Admit). Its
+// state lives in memory and is rebuilt from the proxies after a restart:
+// every request carries the proxy's whole registration (site, address,
+// switches, representative or not, types published and subscribed), and
+// proxies register again every ProxyConfig.Refresh and at once when their
+// session to the manager is opened anew; operator settings come from
+// ManagerConfig.Sites again. A Manager is safe for concurrent use.
+type Manager struct {
+	cfg   ManagerConfig
+	log   *slog.Logger
+	epoch uint64
+	place *sion.EventPlace
+	sw    *sion.Switch
+	port  *sion.RelayPort
+
+	mu       sync.Mutex
+	started  time.Time
+	sites    map[string]*siteState
+	proxies  map[string]*proxyState // by name (its session's)
+	change   int64                  // the last change announced
+	settling map[int64]*settle      // changes whose acknowledgements answers wait for
+	closed   bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type siteState struct {
+	id             string
+	switches       []string // the operator's, or else the proxies'
+	operator       bool     // switches set by the operator
+	representative string   // address
+	selfRegistered bool     // the representative became it by asking first
+	types          map[string]struct{}
+}
+
+type proxyState struct {
+	name, site, addr string
+	lastSeen         time.Time
+	reachable        bool
+	published        []string
+	subscribed       map[string]struct{}
+}
+
+// settle is a change whose announcement some answers wait on: until the
+// proxies in waiting have acknowledged it, or SettleTimeout.
+type settle struct {
+	change  int64
+	waiting map[string]bool // mu
+	done    chan struct{}   // closed when waiting empties
+}
+
+// NewManager returns a site manager for cfg; it serves once Serve is
+// called. A bad config returns an error wrapping sion.ErrInvalidConfig.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	cfg.Name = cmp.Or(cfg.Name, "site-manager")
+	cfg.Place = cmp.Or(cfg.Place, DefaultManagerPlace)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.SettleTimeout = cmp.Or(cfg.SettleTimeout, DefaultSettleTimeout)
+	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 {
+		return nil, fmt.Errorf("%w: site: ManagerConfig.Timeout %v and SettleTimeout %v must not be negative", sion.ErrInvalidConfig, cfg.Timeout, cfg.SettleTimeout)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var e [8]byte
+	rand.Read(e[:])
+	m := &Manager{
+		cfg: cfg, log: log, epoch: binary.BigEndian.Uint64(e[:]) | 1,
+		started: time.Now(), sites: map[string]*siteState{}, proxies: map[string]*proxyState{}, settling: map[int64]*settle{},
+		stop: make(chan struct{}),
+	}
+	for _, sc := range cfg.Sites {
+		if err := m.setSite(sc); err != nil {
+			return nil, err
+		}
+	}
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: cfg.Place, Ontology: controlOntology(), SharedKey: cfg.SharedKey, Admit: cfg.Admit})
+	if err != nil {
+		return nil, err
+	}
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: cfg.Name, Place: place, Logger: log, Relay: m})
+	if err != nil {
+		return nil, err
+	}
+	m.place, m.sw = place, sw
+	m.wg.Go(m.reap)
+	return m, nil
+}
+
+// Serve accepts proxies' sessions on l until ctx ends or the manager
+// closes; see sion.Switch.Serve.
+func (m *Manager) Serve(ctx context.Context, l transport.Listener) error { return m.sw.Serve(ctx, l) }
+
+// Close ends the manager's sessions and goroutines and waits for them;
+// idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if !m.closed {
+		m.closed = true
+		close(m.stop)
+	}
+	m.mu.Unlock()
+	err := m.sw.Close()
+	m.wg.Wait()
+	return err
+}
+
+// SetSite sets what the operator says of a site (its switches, its
+// representative proxy), adding the site if it is new, and announces the
+// change to the proxies.
+func (m *Manager) SetSite(sc SiteConfig) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.setSite(sc); err != nil {
+		return err
+	}
+	m.announceLocked(m.sites[sc.ID], nil, true)
+	return nil
+}
+
+// setSite applies sc; mu must be held (or m not yet shared).
+func (m *Manager) setSite(sc SiteConfig) error {
+	if err := checkName("site ID", sc.ID); err != nil {
+		return fmt.Errorf("%w: %w", sion.ErrInvalidConfig, err)
+	}
+	for _, a := range sc.Switches {
+		if err := checkName("switch address", a); err != nil {
+			return fmt.Errorf("%w: site %q: %w", sion.ErrInvalidConfig, sc.ID, err)
+		}
+	}
+	st, err := m.siteLocked(sc.ID)
+	if err != nil {
+		return fmt.Errorf("%w: %w", sion.ErrInvalidConfig, err)
+	}
+	if len(sc.Switches) > 0 {
+		st.switches, st.operator = slices.Clone(sc.Switches), true
+	}
+	if sc.Representative != "" {
+		st.representative = sc.Representative
+	}
+	return nil
+}
+
+// siteLocked returns site id's state, adding it; mu must be held.
+func (m *Manager) siteLocked(id string) (*siteState, error) {
+	if st := m.sites[id]; st != nil {
+		return st, nil
+	}
+	if len(m.sites) >= MaxSites {
+		return nil, fmt.Errorf("site: %d sites, at most %d: site %q not added", len(m.sites), MaxSites, id)
+	}
+	st := &siteState{id: id, types: map[string]struct{}{}}
+	m.sites[id] = st
+	return st, nil
+}
+
+// SiteInfo is one site as the site manager holds it (S4 site management
+// information, Fig. 12).
+type SiteInfo struct {
+	ID string
+	// Representative is the address of its representative proxy, "" when
+	// none: none has asked yet, or the last one became unreachable.
+	Representative string
+	// Switches are the addresses of its switches (S4's brokers).
+	Switches []string
+	// Types are the event types published at its switches, sorted.
+	Types []string
+	// Proxies are its proxies, sorted by name.
+	Proxies []ProxyInfo
+}
+
+// ProxyInfo is one proxy as the site manager knows it.
+type ProxyInfo struct {
+	Name, Addr string
+	// Reachable is false once the manager has not heard from the proxy
+	// for ManagerConfig.Timeout; LastSeen is when it last did.
+	Reachable bool
+	LastSeen  time.Time
+	// Subscribed are the event types its subscriptions need (its site's
+	// subscribers, S4), sorted; "*" stands for every type.
+	Subscribed []string
+}
+
+// Sites returns the site management information, sorted by site ID.
+func (m *Manager) Sites() []SiteInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SiteInfo
+	for _, st := range m.sites {
+		si := SiteInfo{ID: st.id, Representative: st.representative, Switches: slices.Clone(st.switches), Types: slices.Sorted(maps.Keys(st.types))}
+		for _, p := range m.proxies {
+			if p.site == st.id {
+				si.Proxies = append(si.Proxies, ProxyInfo{Name: p.name, Addr: p.addr, Reachable: p.reachable, LastSeen: p.lastSeen, Subscribed: slices.Sorted(maps.Keys(p.subscribed))})
+			}
+		}
+		slices.SortFunc(si.Proxies, func(a, b ProxyInfo) int { return cmpString(a.Name, b.Name) })
+		out = append(out, si)
+	}
+	slices.SortFunc(out, func(a, b SiteInfo) int { return cmpString(a.ID, b.ID) })
+	return out
+}
+
+// The relay side: the manager is its switch's relay. Publish serves
+// proxies' requests; subscriptions need nothing fetched.
+
+// Attach keeps the port the manager answers through (sion.Relay).
+func (m *Manager) Attach(p *sion.RelayPort) { m.port = p }
+
+// Subscribe accepts a proxy's subscription to answers and changes
+// (sion.Relay); they are delivered through the port.
+func (m *Manager) Subscribe(context.Context, *sion.Session, *sion.Subscription) error { return nil }
+
+// Unsubscribe is told of a subscription's end (sion.Relay); nothing to do.
+func (m *Manager) Unsubscribe(*sion.Session, *sion.Subscription) {}
+
+// Publish serves one request of the proxy whose session is s
+// (sion.Relay). A malformed request is refused with an error, which is
+// the proxy's Publish error. It never waits: an answer that waits for a
+// change to settle is delivered by a goroutine of the manager.
+func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) error {
+	if ev.Type != RequestType {
+		return fmt.Errorf("%w: site: the site manager takes %s events, not %q", sion.ErrInvalidEvent, RequestType, ev.Type)
+	}
+	name, kind, n := s.Name(), attrString(ev, "kind"), attrInt(ev, "req")
+	var r request
+	if err := json.Unmarshal(ev.Data, &r); err != nil {
+		return fmt.Errorf("%w: site: request %d of proxy %q: %v", sion.ErrInvalidEvent, n, name, err)
+	}
+	if err := r.check(); err != nil {
+		return fmt.Errorf("%w: request %d of proxy %q: %w", sion.ErrInvalidEvent, n, name, err)
+	}
+	switch kind {
+	case kindRegister, kindPublish, kindSubscribe, kindAck:
+	default:
+		return fmt.Errorf("%w: site: request %d of proxy %q is of kind %q", sion.ErrInvalidEvent, n, name, kind)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
+	}
+	a, wait, err := m.serveLocked(name, kind, &r)
+	m.mu.Unlock()
+	if err != nil {
+		a = answer{Epoch: m.epoch, Error: err.Error()}
+	}
+	if kind == kindAck {
+		return nil // acknowledgements are not answered
+	}
+	if wait == nil {
+		return m.answer(ctx, name, n, a)
+	}
+	m.wg.Go(func() {
+		t := time.NewTimer(m.cfg.SettleTimeout)
+		defer t.Stop()
+		select {
+		case <-wait.done:
+		case <-t.C:
+			m.log.Warn("site: change not acknowledged by every proxy that needs it in time; answering", "proxy", name, "waiting", slices.Sorted(maps.Keys(wait.waiting)))
+		case <-m.stop:
+			return
+		}
+		m.mu.Lock()
+		if m.settling[wait.change] == wait {
+			delete(m.settling, wait.change)
+		}
+		m.mu.Unlock()
+		actx, cancel := context.WithTimeout(context.Background(), m.cfg.SettleTimeout)
+		defer cancel()
+		if err := m.answer(actx, name, n, a); err != nil {
+			m.log.Warn("site: answer not delivered", "proxy", name, "err", err)
+		}
+	})
+	return nil
+}
+
+// answer delivers answer a to request n of proxy name.
+func (m *Manager) answer(ctx context.Context, name string, n int64, a answer) error {
+	ev, err := event(AnswerType, a, ontology.Attr{Name: "proxy", Value: ontology.String(name)}, ontology.Attr{Name: "req", Value: ontology.Int(n)})
+	if err != nil {
+		return err
+	}
+	return m.port.Deliver(ctx, ev)
+}
+
+// serveLocked updates the directory with request r of proxy name and
+// returns the answer, and the change the answer must wait for (nil for
+// none); mu must be held.
+func (m *Manager) serveLocked(name, kind string, r *request) (answer, *settle, error) {
+	p := m.proxies[name]
+	if p == nil {
+		if len(m.proxies) >= MaxProxies {
+			return answer{}, nil, fmt.Errorf("site: %d proxies, at most %d: proxy %q not registered", len(m.proxies), MaxProxies, name)
+		}
+		p = &proxyState{name: name}
+		m.proxies[name] = p
+	}
+	own, err := m.siteLocked(r.Site)
+	if err != nil {
+		return answer{}, nil, err
+	}
+	if p.site != "" && p.site != r.Site {
+		if old := m.sites[p.site]; old != nil && old.representative == p.addr {
+			old.representative = "" // it moved
+			m.announceLocked(old, nil, true)
+		}
+	}
+	p.site, p.addr, p.lastSeen, p.reachable = r.Site, r.Addr, time.Now(), true
+	p.published = r.Published
+	p.subscribed = map[string]struct{}{}
+	for _, t := range r.Subscribed {
+		p.subscribed[t] = struct{}{}
+	}
+	if kind == kindAck {
+		if st := m.settling[r.Change]; st != nil && st.waiting[name] {
+			delete(st.waiting, name)
+			if len(st.waiting) == 0 {
+				close(st.done)
+				delete(m.settling, r.Change)
+			}
+		}
+	}
+	moved := false
+	if !own.operator && len(r.Switches) > 0 && !slices.Equal(own.switches, r.Switches) {
+		own.switches, moved = slices.Clone(r.Switches), true
+	}
+	if r.Unreachable != "" && r.Unreachable == own.representative {
+		if rp := m.proxyAt(own.id, own.representative); rp == nil || time.Since(rp.lastSeen) > m.cfg.Timeout/3 {
+			m.log.Info("site: representative proxy reported unreachable and not heard from; replacing it", "site", own.id, "representative", own.representative, "by", name)
+			own.representative = ""
+		}
+	}
+	switch {
+	case own.representative == r.Addr:
+	case own.representative == "":
+		// The first proxy of the site to ask becomes its representative
+		// (S4 self-registration).
+		own.representative, own.selfRegistered, moved = r.Addr, !r.Representative, true
+	case r.Representative && own.selfRegistered && time.Since(m.started) < m.cfg.Timeout:
+		// A manager that restarted gave the role to the first proxy that
+		// asked; the one that held it before says so within Timeout and
+		// takes it back.
+		own.representative, own.selfRegistered, moved = r.Addr, false, true
+	}
+	a := answer{Epoch: m.epoch, Own: m.entry(own, nil), Representative: own.representative == r.Addr}
+	// The types published at the site whose switches take this proxy's
+	// publishes.
+	at := own
+	if len(own.switches) == 0 && m.cfg.Fallback != "" {
+		if fb := m.sites[m.cfg.Fallback]; fb != nil {
+			at = fb
+		}
+	}
+	published := r.Published
+	if kind == kindPublish {
+		published = append(slices.Clone(published), r.Types...)
+	}
+	var fresh []string
+	for _, t := range published {
+		if _, ok := at.types[t]; !ok {
+			if len(at.types) >= MaxTypesPerSite {
+				return answer{}, nil, fmt.Errorf("site: site %q has %d event types, at most %d: %q not registered", at.id, len(at.types), MaxTypesPerSite, t)
+			}
+			at.types[t] = struct{}{}
+			fresh = append(fresh, t)
+		}
+	}
+	slices.Sort(fresh)
+	fresh = slices.Compact(fresh)
+	var wait *settle
+	if moved && at != own {
+		m.announceLocked(own, nil, true)
+	}
+	if len(fresh) > 0 || (moved && at == own) {
+		wait = m.announceLocked(at, fresh, moved && at == own)
+	}
+	switch kind {
+	case kindPublish:
+		if len(at.switches) == 0 {
+			return answer{}, nil, fmt.Errorf("%w: site %q has no switch, and the fallback site %q none either", ErrNoSwitch, own.id, m.cfg.Fallback)
+		}
+		e := m.entry(at, nil)
+		a.Publish = &e
+	case kindSubscribe:
+		a.Sites = m.sitesFor(r.Types)
+	}
+	if kind != kindPublish {
+		wait = nil // only a publish of a fresh type waits for it to settle
+	}
+	return a, wait, nil
+}
+
+// proxyAt returns the proxy of site that serves at addr, or nil; mu must
+// be held.
+func (m *Manager) proxyAt(site, addr string) *proxyState {
+	for _, p := range m.proxies {
+		if p.site == site && p.addr == addr && p.reachable {
+			return p
+		}
+	}
+	return nil
+}
+
+// entry returns st as the manager tells it, with those of types
+// published there (all of them when types is nil).
+func (m *Manager) entry(st *siteState, types []string) siteEntry {
+	e := siteEntry{ID: st.id, Representative: st.representative, Switches: slices.Clone(st.switches)}
+	for _, t := range types {
+		if _, ok := st.types[t]; ok || t == "*" {
+			e.Types = append(e.Types, t)
+		}
+	}
+	return e
+}
+
+// sitesFor returns the sites at which one of types is published ("*":
+// any), sorted by ID; mu must be held.
+func (m *Manager) sitesFor(types []string) []siteEntry {
+	var out []siteEntry
+	for _, st := range m.sites {
+		var hit []string
+		for _, t := range types {
+			if _, ok := st.types[t]; ok || (t == "*" && len(st.types) > 0) {
+				hit = append(hit, t)
+			}
+		}
+		if len(hit) > 0 && len(st.switches) > 0 {
+			e := m.entry(st, nil)
+			e.Types = hit
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b siteEntry) int { return cmpString(a.ID, b.ID) })
+	return out
+}
+
+// announceLocked tells every proxy that site st changed — fresh event
+// types published there, or (moved) its representative proxy or
+// switches — and returns what an answer waiting for the proxies that
+// need one of the fresh types waits on (nil when none does); mu must be
+// held.
+func (m *Manager) announceLocked(st *siteState, fresh []string, moved bool) *settle {
+	m.change++
+	c := change{Epoch: m.epoch, Change: m.change, Site: st.id, Types: fresh, Moved: moved, Entry: m.entry(st, nil)}
+	var wait *settle
+	if len(fresh) > 0 {
+		wait = &settle{change: m.change, waiting: map[string]bool{}, done: make(chan struct{})}
+		for _, p := range m.proxies {
+			if !p.reachable {
+				continue
+			}
+			_, all := p.subscribed["*"]
+			for _, t := range fresh {
+				if _, ok := p.subscribed[t]; ok || all {
+					wait.waiting[p.name] = true
+					break
+				}
+			}
+		}
+		if len(wait.waiting) == 0 {
+			wait = nil
+		} else {
+			m.settling[m.change] = wait
+		}
+	}
+	ev, err := event(ChangeType, c, ontology.Attr{Name: "site", Value: ontology.String(st.id)}, ontology.Attr{Name: "change", Value: ontology.Int(m.change)})
+	if err == nil && m.port != nil {
+		// Deliver to remote sessions never waits (they have no Block
+		// subscriptions); the manager holds mu so that changes go out in
+		// order.
+		err = m.port.Deliver(context.Background(), ev)
+	}
+	if err != nil && !errors.Is(err, sion.ErrClosed) {
+		m.log.Warn("site: change not announced", "site", st.id, "err", err)
+	}
+	return wait
+}
+
+// reap marks the proxies not heard from for Timeout unreachable, and
+// frees the representative role of those that held it.
+func (m *Manager) reap() {
+	t := time.NewTicker(m.cfg.Timeout / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		for _, p := range m.proxies {
+			if !p.reachable || time.Since(p.lastSeen) <= m.cfg.Timeout {
+				continue
+			}
+			p.reachable = false
+			m.log.Info("site: proxy unreachable", "proxy", p.name, "site", p.site, "addr", p.addr)
+			for _, st := range m.settling {
+				if st.waiting[p.name] {
+					delete(st.waiting, p.name)
+					if len(st.waiting) == 0 {
+						close(st.done)
+					}
+				}
+			}
+			if st := m.sites[p.site]; st != nil && st.representative == p.addr {
+				st.representative = ""
+				m.announceLocked(st, nil, true)
+			}
+		}
+		maps.DeleteFunc(m.settling, func(_ int64, s *settle) bool { return len(s.waiting) == 0 })
+		m.mu.Unlock()
+	}
+}

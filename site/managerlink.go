@@ -1,0 +1,348 @@
+package site
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/ontology"
+)
+
+// errManagerAway: the proxy has no session with the site manager now.
+var errManagerAway = errors.New("site: the site manager is not reachable")
+
+// managerLink is a proxy's session with the site manager: requests and
+// their answers, the changes it announces, and the registration it
+// repeats every Refresh.
+type managerLink struct {
+	p *Proxy
+
+	mu       sync.Mutex
+	sess     *sion.Session         // mu; nil until the first dial succeeds
+	next     int64                 // mu; the last request's number
+	pending  map[int64]chan answer // mu; requests waiting for their answers
+	acks     []int64               // mu; changes to acknowledge once the subscriptions are placed again
+	reported map[string]time.Time  // mu; representative proxies reported unreachable, when
+	epoch    uint64                // mu; the manager's, as last answered
+	closed   bool                  // mu
+
+	kick chan struct{} // register now (1-buffered)
+}
+
+func newManagerLink(p *Proxy) *managerLink {
+	return &managerLink{p: p, pending: map[int64]chan answer{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+}
+
+// run dials the site manager until it answers, subscribes to the answers
+// and changes meant for the proxy, and registers every Refresh (and at
+// once when the session was opened anew: the manager restarted).
+func (m *managerLink) run() {
+	p := m.p
+	backoff := 50 * time.Millisecond
+	for {
+		sess, err := m.dial()
+		if err == nil {
+			m.mu.Lock()
+			m.sess = sess
+			m.mu.Unlock()
+			break
+		}
+		p.log.Warn("site: site manager not reachable; retrying", "proxy", p.cfg.Name, "manager", p.cfg.Manager, "err", err)
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	t := time.NewTicker(p.cfg.Refresh)
+	defer t.Stop()
+	for {
+		ctx, cancel := p.context(p.cfg.RequestTimeout)
+		if _, err := m.request(ctx, kindRegister, nil); err == nil {
+			p.kick() // the manager may know more than the cache: place again
+		}
+		cancel()
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		case <-m.kick:
+		}
+	}
+}
+
+// dial opens the session and its two subscriptions.
+func (m *managerLink) dial() (*sion.Session, error) {
+	p := m.p
+	ctx, cancel := p.context(p.cfg.RequestTimeout)
+	defer cancel()
+	sess, err := sion.Dial(ctx, p.cfg.Transport, p.cfg.Manager, sion.SessionConfig{
+		Name: p.cfg.Name, SharedKey: p.cfg.ManagerKey, Logger: p.log,
+		Reconnect: sion.ReconnectPolicy{OnChange: func(ev sion.ConnectionEvent) {
+			if ev.Connected {
+				select {
+				case m.kick <- struct{}{}:
+				default:
+				}
+			}
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	answers := fmt.Sprintf("{type ⊑ %s; proxy == %s}", AnswerType, strconv.Quote(p.cfg.Name))
+	if _, err := sess.Subscribe(ctx, answers, sion.WithQueue(1024), sion.WithHandler(m.onAnswer)); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	if _, err := sess.Subscribe(ctx, "{type ⊑ "+ChangeType+"}", sion.WithQueue(DefaultQueue), sion.WithHandler(m.onChange),
+		sion.WithSlowConsumer(func(sion.SubscriptionStats) { m.lostChanges() })); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	return sess, nil
+}
+
+// close ends the session.
+func (m *managerLink) close() {
+	m.mu.Lock()
+	m.closed = true
+	sess := m.sess
+	m.mu.Unlock()
+	if sess != nil {
+		sess.Close()
+	}
+}
+
+// registration returns the proxy's registration, for a request; p.mu
+// must be held.
+func (p *Proxy) registrationLocked() request {
+	return request{
+		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep,
+		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)),
+	}
+}
+
+// request sends a request of kind about types and waits for the answer,
+// which it applies to the directory; errManagerAway or ctx's error when
+// none comes within RequestTimeout.
+func (m *managerLink) request(ctx context.Context, kind string, types []string) (answer, error) {
+	return m.send(ctx, kind, types, func(*request) {})
+}
+
+// send is request with a last word on the request (fill).
+func (m *managerLink) send(ctx context.Context, kind string, types []string, fill func(*request)) (answer, error) {
+	p := m.p
+	p.counts.managerRequests.Add(1)
+	p.mu.Lock()
+	r := p.registrationLocked()
+	p.mu.Unlock()
+	r.Types = types
+	fill(&r)
+	m.mu.Lock()
+	sess := m.sess
+	m.next++
+	n := m.next
+	var ch chan answer
+	if kind != kindAck {
+		ch = make(chan answer, 1)
+		m.pending[n] = ch
+	}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.pending, n)
+		m.mu.Unlock()
+	}()
+	fail := func(err error) (answer, error) {
+		p.counts.managerFailures.Add(1)
+		return answer{}, err
+	}
+	if sess == nil {
+		return fail(errManagerAway)
+	}
+	ev, err := event(RequestType, r, ontology.Attr{Name: "proxy", Value: ontology.String(p.cfg.Name)},
+		ontology.Attr{Name: "kind", Value: ontology.String(kind)}, ontology.Attr{Name: "req", Value: ontology.Int(n)})
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	if err := sess.Publish(ctx, ev); err != nil {
+		return fail(fmt.Errorf("%w: %w", errManagerAway, err))
+	}
+	if ch == nil {
+		return answer{}, nil
+	}
+	select {
+	case a := <-ch:
+		m.apply(a)
+		return a, nil
+	case <-ctx.Done():
+		return fail(fmt.Errorf("%w: no answer to request %d: %w", errManagerAway, n, ctx.Err()))
+	}
+}
+
+// onAnswer hands an answer to the request waiting for it.
+func (m *managerLink) onAnswer(d sion.Delivery) {
+	var a answer
+	if err := json.Unmarshal(d.Event.Data, &a); err != nil {
+		m.p.log.Warn("site: malformed answer from the site manager", "proxy", m.p.cfg.Name, "err", err)
+		return
+	}
+	n := attrInt(d.Event, "req")
+	m.mu.Lock()
+	ch := m.pending[n]
+	m.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- a:
+		default:
+		}
+	}
+}
+
+// apply takes what an answer says of the proxy's own site.
+func (m *managerLink) apply(a answer) {
+	p := m.p
+	m.mu.Lock()
+	if m.epoch != 0 && m.epoch != a.Epoch {
+		p.log.Info("site: the site manager restarted", "proxy", p.cfg.Name)
+	}
+	m.epoch = a.Epoch
+	m.mu.Unlock()
+	if a.Error != "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setOwnLocked(a.Own)
+	if p.dir.isRep != a.Representative {
+		p.log.Info("site: representative proxy role", "proxy", p.cfg.Name, "site", p.cfg.Site, "representative", a.Representative)
+	}
+	p.dir.isRep = a.Representative
+	if a.Publish != nil {
+		e := *a.Publish
+		p.dir.publish = &e
+	}
+}
+
+// setOwnLocked takes the site manager's entry for the proxy's own site;
+// p.mu must be held.
+func (p *Proxy) setOwnLocked(e siteEntry) {
+	if len(e.Switches) == 0 {
+		e.Switches = p.cfg.Switches
+	}
+	e.Types = nil
+	if !slices.Equal(e.Switches, p.dir.own.Switches) {
+		p.kick()
+	}
+	p.dir.own = e
+	if p.dir.publish != nil && p.dir.publish.ID == e.ID {
+		p.dir.publish = &e
+	}
+}
+
+// onChange applies a change the site manager announced to the cached
+// directory, and has the subscriptions placed again; a change that
+// brings an event type some subscription needs is acknowledged once they
+// are (the manager holds the first publish of the type until then).
+func (m *managerLink) onChange(d sion.Delivery) {
+	p := m.p
+	var c change
+	if err := json.Unmarshal(d.Event.Data, &c); err != nil {
+		p.log.Warn("site: malformed change from the site manager", "proxy", p.cfg.Name, "err", err)
+		return
+	}
+	e := withoutTypes(c.Entry)
+	p.mu.Lock()
+	if c.Site == p.cfg.Site {
+		p.setOwnLocked(e)
+		p.dir.isRep = e.Representative == p.cfg.Addr
+	} else if p.dir.publish != nil && p.dir.publish.ID == c.Site {
+		p.dir.publish = &e
+	}
+	for t, es := range p.dir.sites {
+		i := slices.IndexFunc(es, func(x siteEntry) bool { return x.ID == c.Site })
+		switch {
+		case i >= 0:
+			es[i] = e
+		case slices.Contains(c.Types, t) || (t == "*" && len(c.Types) > 0):
+			p.dir.sites[t] = append(es, e)
+		}
+	}
+	need := false
+	for _, t := range c.Types {
+		if p.subscribed[t] > 0 {
+			need = true
+		}
+	}
+	need = need || (p.subscribed["*"] > 0 && len(c.Types) > 0)
+	p.mu.Unlock()
+	if need {
+		m.mu.Lock()
+		m.acks = append(m.acks, c.Change)
+		m.mu.Unlock()
+	}
+	p.kick()
+}
+
+// lostChanges: changes were dropped (the proxy fell behind): forget the
+// cache, so that every subscription asks the manager again.
+func (m *managerLink) lostChanges() {
+	p := m.p
+	p.mu.Lock()
+	clear(p.dir.sites)
+	for _, fs := range p.subs {
+		fs.fresh = true
+	}
+	p.mu.Unlock()
+	p.kick()
+}
+
+// acknowledge sends the acknowledgements of the changes recorded before
+// the subscriptions were placed again.
+func (m *managerLink) acknowledge(ctx context.Context, changes []int64) {
+	for _, c := range changes {
+		if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Change = c }); err != nil {
+			m.p.log.Warn("site: change not acknowledged", "proxy", m.p.cfg.Name, "change", c, "err", err)
+		}
+	}
+}
+
+// takeAcks returns the changes to acknowledge and forgets them.
+func (m *managerLink) takeAcks() []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.acks
+	m.acks = nil
+	return a
+}
+
+// unreachable reports a representative proxy the proxy could not reach,
+// at most once a second each.
+func (m *managerLink) unreachable(addr string) {
+	m.mu.Lock()
+	if time.Since(m.reported[addr]) < time.Second || m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.reported[addr] = time.Now()
+	if len(m.reported) > 1024 {
+		clear(m.reported)
+	}
+	m.p.wg.Go(func() { // under mu, before close: Close waits for it
+		ctx, cancel := m.p.context(m.p.cfg.RequestTimeout)
+		defer cancel()
+		m.send(ctx, kindRegister, nil, func(r *request) { r.Unreachable = addr })
+	})
+	m.mu.Unlock()
+}

@@ -1,0 +1,227 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/filter"
+)
+
+// pool holds the proxy's remote sessions — one per address: a switch of
+// a site, or another proxy's front — and, on each, the subscriptions the
+// proxy placed there, one per distinct filter, reference-counted: the
+// first front subscription with a filter subscribes, the last one to go
+// cancels.
+type pool struct {
+	p *Proxy
+
+	mu     sync.Mutex
+	conns  map[string]*conn // mu; by address
+	closed bool             // mu
+}
+
+// conn is the proxy's session at one address.
+type conn struct {
+	addr  string
+	proxy bool          // another proxy's front (else a switch)
+	ready chan struct{} // closed when the dial has ended
+	sess  *sion.Session // set before ready closes when the dial succeeded
+	err   error         // set before ready closes when it failed
+	down  atomic.Bool   // its connection failed and has not come back
+
+	subs map[string]*placed // pool.mu; by the filter's canonical text
+}
+
+// placed is one subscription the proxy holds on a conn.
+type placed struct {
+	refs  int
+	ready chan struct{}      // closed when Subscribe has returned
+	sub   *sion.Subscription // set before ready closes when it succeeded
+	err   error              // set before ready closes when it failed
+}
+
+func newPool(p *Proxy) *pool { return &pool{p: p, conns: map[string]*conn{}} }
+
+// get returns the session at addr, dialling it once for all callers.
+func (pl *pool) get(ctx context.Context, addr string, proxy bool) (*conn, error) {
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		return nil, fmt.Errorf("%w: proxy %q", sion.ErrClosed, pl.p.cfg.Name)
+	}
+	c := pl.conns[addr]
+	if c == nil {
+		c = &conn{addr: addr, proxy: proxy, ready: make(chan struct{}), subs: map[string]*placed{}}
+		pl.conns[addr] = c
+		pl.p.wg.Go(func() { pl.dial(c) })
+	}
+	pl.mu.Unlock()
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c, nil
+}
+
+// dial opens c's session; a failed dial forgets c, so that the next get
+// dials again.
+func (pl *pool) dial(c *conn) {
+	p := pl.p
+	ctx, cancel := p.context(p.cfg.RequestTimeout)
+	defer cancel()
+	name, key := p.cfg.Name, p.cfg.SwitchKey
+	if c.proxy {
+		name, key = proxySessionPrefix+p.cfg.Site+"/"+p.cfg.Name, p.cfg.Place.SharedKey
+	}
+	sess, err := sion.Dial(ctx, p.cfg.Transport, c.addr, sion.SessionConfig{
+		Name: name, SharedKey: key, Logger: p.log,
+		Reconnect: sion.ReconnectPolicy{OnChange: func(ev sion.ConnectionEvent) {
+			c.down.Store(!ev.Connected)
+			if ev.Connected && !ev.Resumed {
+				p.log.Info("site: session opened anew", "proxy", p.cfg.Name, "addr", c.addr)
+			}
+		}},
+	})
+	pl.mu.Lock()
+	if err == nil && pl.closed {
+		sess.Close()
+		err = fmt.Errorf("%w: proxy %q", sion.ErrClosed, p.cfg.Name)
+	}
+	if err != nil {
+		if pl.conns[c.addr] == c {
+			delete(pl.conns, c.addr)
+		}
+		c.err = fmt.Errorf("site: proxy %q cannot reach %s: %w", p.cfg.Name, c.addr, err)
+	} else {
+		c.sess = sess
+	}
+	pl.mu.Unlock()
+	close(c.ready)
+}
+
+// place subscribes f at addr once for every front subscription that
+// places it there; it returns when the subscription is granted there
+// (the switch's or the representative proxy's contract).
+func (pl *pool) place(ctx context.Context, addr string, proxy bool, f *filter.Filter) error {
+	c, err := pl.get(ctx, addr, proxy)
+	if err != nil {
+		return err
+	}
+	key := f.String()
+	pl.mu.Lock()
+	ps := c.subs[key]
+	first := ps == nil
+	if first {
+		ps = &placed{ready: make(chan struct{})}
+		c.subs[key] = ps
+	}
+	ps.refs++
+	pl.mu.Unlock()
+	if first {
+		pl.p.counts.subscribe(pl.p, addr)
+		ps.sub, ps.err = c.sess.SubscribeFilter(ctx, f, sion.WithQueue(pl.p.cfg.Queue), sion.WithHandler(pl.p.bringBack(addr)))
+		if ps.err != nil {
+			pl.mu.Lock()
+			if c.subs[key] == ps {
+				delete(c.subs, key)
+			}
+			pl.mu.Unlock()
+		}
+		close(ps.ready)
+	} else {
+		select {
+		case <-ps.ready:
+		case <-ctx.Done():
+			pl.release(addr, f)
+			return ctx.Err()
+		}
+	}
+	if ps.err != nil {
+		return fmt.Errorf("site: subscribe at %s: %w", addr, ps.err)
+	}
+	return nil
+}
+
+// release drops one reference to f at addr, cancelling the subscription
+// with the last.
+func (pl *pool) release(addr string, f *filter.Filter) {
+	key := f.String()
+	pl.mu.Lock()
+	c := pl.conns[addr]
+	var ps *placed
+	if c != nil {
+		ps = c.subs[key]
+	}
+	if ps == nil {
+		pl.mu.Unlock()
+		return
+	}
+	ps.refs--
+	last := ps.refs == 0
+	if last {
+		delete(c.subs, key)
+	}
+	pl.mu.Unlock()
+	if !last {
+		return
+	}
+	pl.p.wg.Go(func() {
+		<-ps.ready
+		if ps.sub != nil {
+			ps.sub.Cancel() // does not wait for the switch
+		}
+	})
+}
+
+// publish publishes ev at addr, keeping its ID.
+func (pl *pool) publish(ctx context.Context, addr string, proxy bool, ev *sion.Event) error {
+	c, err := pl.get(ctx, addr, proxy)
+	if err != nil {
+		return err
+	}
+	if c.down.Load() {
+		return fmt.Errorf("%w: site: the connection to %s is down", errDown, addr)
+	}
+	if err := c.sess.Publish(ctx, ev); err != nil {
+		if errors.Is(err, sion.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+			c.down.Store(true)
+		}
+		return fmt.Errorf("site: publish at %s: %w", addr, err)
+	}
+	return nil
+}
+
+// isDown reports whether the session at addr is known to be down.
+func (pl *pool) isDown(addr string) bool {
+	pl.mu.Lock()
+	c := pl.conns[addr]
+	pl.mu.Unlock()
+	return c != nil && c.down.Load()
+}
+
+// errDown marks a publish refused because the session's connection is
+// down (the caller tries elsewhere).
+var errDown = errors.New("site: connection down")
+
+// close ends every session and waits for them.
+func (pl *pool) close() {
+	pl.mu.Lock()
+	pl.closed = true
+	conns := pl.conns
+	pl.conns = map[string]*conn{}
+	pl.mu.Unlock()
+	for _, c := range conns {
+		<-c.ready
+		if c.sess != nil {
+			c.sess.Close()
+		}
+	}
+}

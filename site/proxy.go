@@ -1,0 +1,730 @@
+package site
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/transport"
+)
+
+// DefaultRequestTimeout bounds a proxy's wait for the site manager's
+// answer, and for a dial (ProxyConfig.RequestTimeout).
+const DefaultRequestTimeout = 5 * time.Second
+
+// DefaultQueue is the queue of each subscription a proxy holds at a
+// switch or another proxy (ProxyConfig.Queue).
+const DefaultQueue = 4096
+
+// proxySessionPrefix starts the name of a session that a proxy opens on
+// another proxy's front: "site-proxy/SITE/NAME". A representative proxy
+// tells by it the subscriptions of other sites' proxies, which it fans
+// out to its own site's switches only.
+const proxySessionPrefix = "site-proxy/"
+
+// ProxyConfig configures a Proxy. The zero value of every field not
+// marked required means its default.
+type ProxyConfig struct {
+	// Name identifies the proxy: its session's name at the site manager
+	// and at switches; required, unique among the proxies.
+	Name string
+	// Site is the ID of the proxy's site; required.
+	Site string
+	// Addr is the address at which the proxy serves (Serve): where
+	// applications dial it, and where the other proxies reach it when it
+	// is its site's representative proxy; required.
+	Addr string
+	// Transport is what the proxy dials the site manager, switches and
+	// other proxies with; required.
+	Transport transport.Transport
+	// Manager is the site manager's address; required. ManagerKey is the
+	// shared key of its place (ManagerConfig.SharedKey), if it has one.
+	Manager    string
+	ManagerKey []byte
+	// Switches are the addresses of the site's switches, if the proxy
+	// knows them; the site manager's list (SiteConfig.Switches) wins.
+	Switches []string
+	// SwitchKey is the shared key of the switches' place, if it has one.
+	SwitchKey []byte
+	// Place configures the proxy's front, the place its applications'
+	// sessions are in: Ontology is required and must be the switches'
+	// (the proxy expands a filter's type to its subtypes with it); Name
+	// defaults to "site-proxy"; SharedKey and Admit admit applications —
+	// and other proxies, which dial with SharedKey. Routing is ignored.
+	Place sion.PlaceConfig
+	// Refresh is how often the proxy registers again with the site
+	// manager; DefaultRefresh by default.
+	Refresh time.Duration
+	// RequestTimeout bounds each request to the site manager and each
+	// dial; DefaultRequestTimeout by default.
+	RequestTimeout time.Duration
+	// Queue is the queue of each subscription the proxy holds at a
+	// switch or another proxy; DefaultQueue by default. Events that
+	// overflow it are counted in ProxyStats.Dropped.
+	Queue int
+	// Direct sends a subscription to every switch of every remote site
+	// that publishes its type, not once to the site's representative
+	// proxy — S4's Fig. 9, the traffic representative proxies remove; for
+	// comparison only.
+	Direct bool
+	// Logger receives the proxy's log records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Proxy is S4's proxy: applications dial it (sion.Dial to Addr, or Open
+// in the same process) exactly as they would a switch, and it finds for
+// them which switches of which sites serve their event types by asking
+// the site manager. Its front is a sion switch whose relay (sion.Relay)
+// is the proxy:
+//
+//   - Publish: the proxy asks the site manager where its site publishes
+//     (cached; the first publish of an event type registers it there).
+//     A site with one switch: the proxy publishes at it. Several: it hands
+//     the event to the site's representative proxy, which spreads the
+//     publishes over the switches (S4 Fig. 15, 17, 20). A site with none
+//     publishes at the fallback site (ManagerConfig.Fallback).
+//   - Subscribe: the proxy asks the site manager which sites publish the
+//     filter's event type or one of its subtypes; it subscribes at its
+//     own site's switches directly, and once per remote site at that
+//     site's representative proxy (S4 Fig. 18, 21), which fans the
+//     subscription out to the switches of its site that carry the type
+//     and sends their events back. Identical filters are placed once,
+//     reference-counted.
+//
+// One proxy of each site is its representative proxy, as the site
+// manager says: the first to ask, or the operator's choice. It keeps the
+// broker management information (switch → event types it has spread
+// there, S4 Fig. 13), and spreads publishes so that the counts per
+// switch differ by at most one.
+//
+// Events keep their ID from the front where they were published to every
+// front that delivers them, and a front drops an ID it has seen, so an
+// event reaches each subscription once even while subscriptions move
+// between representative proxies.
+//
+// While the site manager is away the proxy works on its cached answers
+// (a type it has never asked about is placed at its own site's switches
+// only, until the manager answers); it registers again when the manager
+// is back. A Proxy is safe for concurrent use.
+type Proxy struct {
+	cfg  ProxyConfig
+	log  *slog.Logger
+	sw   *sion.Switch
+	port *sion.RelayPort
+	pool *pool
+	mgr  *managerLink
+
+	mu         sync.Mutex
+	subs       map[uint64]*frontSub // mu; the front's subscriptions the proxy took, by ID
+	dir        directory            // mu
+	published  map[string]struct{}  // mu; event types published here
+	subscribed map[string]int       // mu; event types the subscriptions need, with how many do
+	rep        representative       // mu; this proxy's part as its site's representative
+	closed     bool                 // mu
+
+	counts counters
+
+	stop    chan struct{}
+	changed chan struct{} // the directory changed: replace subscriptions (1-buffered)
+	wg      sync.WaitGroup
+}
+
+// frontSub is one subscription of the front, as the proxy placed it.
+type frontSub struct {
+	id     uint64
+	f      *filter.Filter
+	types  []string // the filter's type and its subtypes; "*" for any
+	remote string   // the site of the proxy whose subscription this is, "" for an application's
+	at     map[string]bool
+	fresh  bool // its destinations are not known yet (the manager did not answer)
+}
+
+// directory is what the proxy knows from the site manager.
+type directory struct {
+	own        siteEntry
+	publish    *siteEntry             // where publishes go; nil until asked
+	sites      map[string][]siteEntry // sites publishing each type asked about
+	isRep      bool
+	epoch      uint64
+	repPending bool // the role was just given: take over
+}
+
+// NewProxy returns a proxy for cfg; it serves once Serve is called, and
+// reaches the site manager in the background. Close it when done. A bad
+// config returns an error wrapping sion.ErrInvalidConfig.
+func NewProxy(cfg ProxyConfig) (*Proxy, error) {
+	switch {
+	case cfg.Name == "" || cfg.Site == "" || cfg.Addr == "" || cfg.Manager == "":
+		return nil, fmt.Errorf("%w: site: ProxyConfig needs Name, Site, Addr and Manager (got %q, %q, %q, %q)", sion.ErrInvalidConfig, cfg.Name, cfg.Site, cfg.Addr, cfg.Manager)
+	case cfg.Transport == nil:
+		return nil, fmt.Errorf("%w: site: ProxyConfig.Transport is nil", sion.ErrInvalidConfig)
+	case cfg.Place.Ontology == nil:
+		return nil, fmt.Errorf("%w: site: ProxyConfig.Place.Ontology is nil (the switches' ontology)", sion.ErrInvalidConfig)
+	case cfg.Refresh < 0 || cfg.RequestTimeout < 0 || cfg.Queue < 0:
+		return nil, fmt.Errorf("%w: site: ProxyConfig.Refresh %v, RequestTimeout %v and Queue %d must not be negative", sion.ErrInvalidConfig, cfg.Refresh, cfg.RequestTimeout, cfg.Queue)
+	case strings.Contains(cfg.Site, "/"):
+		return nil, fmt.Errorf("%w: site: site ID %q contains '/'", sion.ErrInvalidConfig, cfg.Site)
+	}
+	for _, what := range []struct{ name, v string }{{"Name", cfg.Name}, {"Site", cfg.Site}, {"Addr", cfg.Addr}, {"Manager", cfg.Manager}} {
+		if err := checkName(what.name, what.v); err != nil {
+			return nil, fmt.Errorf("%w: %w", sion.ErrInvalidConfig, err)
+		}
+	}
+	cfg.Refresh = cmp.Or(cfg.Refresh, DefaultRefresh)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout)
+	cfg.Queue = cmp.Or(cfg.Queue, DefaultQueue)
+	cfg.Place.Name = cmp.Or(cfg.Place.Name, "site-proxy")
+	cfg.Place.Routing = nil
+	cfg.Switches = slices.Clone(cfg.Switches)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p := &Proxy{
+		cfg: cfg, log: log,
+		subs: map[uint64]*frontSub{}, published: map[string]struct{}{}, subscribed: map[string]int{},
+		dir:     directory{own: siteEntry{ID: cfg.Site, Switches: cfg.Switches}, sites: map[string][]siteEntry{}},
+		rep:     newRepresentative(),
+		stop:    make(chan struct{}),
+		changed: make(chan struct{}, 1),
+	}
+	p.pool = newPool(p)
+	place, err := sion.NewEventPlace(cfg.Place)
+	if err != nil {
+		return nil, err
+	}
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: cfg.Name, Place: place, Logger: log, Relay: p})
+	if err != nil {
+		return nil, err
+	}
+	p.sw = sw
+	p.mgr = newManagerLink(p)
+	p.wg.Go(p.mgr.run)
+	p.wg.Go(p.replaceLoop)
+	return p, nil
+}
+
+// Serve accepts sessions on l — applications', and other proxies' — until
+// ctx ends or the proxy closes; see sion.Switch.Serve.
+func (p *Proxy) Serve(ctx context.Context, l transport.Listener) error { return p.sw.Serve(ctx, l) }
+
+// Open opens a session on the proxy's front in this process (as
+// sion.Switch.Open).
+func (p *Proxy) Open(ctx context.Context, cfg sion.SessionConfig) (*sion.Session, error) {
+	return p.sw.Open(ctx, cfg)
+}
+
+// Name returns the proxy's name.
+func (p *Proxy) Name() string { return p.cfg.Name }
+
+// Close ends the proxy's front and its sessions everywhere, and waits
+// for its goroutines; idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+	}
+	p.mu.Unlock()
+	err := p.sw.Close()
+	p.mgr.close()
+	p.pool.close()
+	p.wg.Wait()
+	return err
+}
+
+// context returns a context that ends after d or when the proxy closes.
+func (p *Proxy) context(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// Attach keeps the front's port (sion.Relay).
+func (p *Proxy) Attach(port *sion.RelayPort) { p.port = port }
+
+// bringBack returns the handler of a subscription placed at addr: it
+// delivers the events on the front.
+func (p *Proxy) bringBack(addr string) func(sion.Delivery) {
+	remote := !p.isLocal(addr)
+	return func(d sion.Delivery) {
+		if remote {
+			p.counts.interSiteEvents.Add(1)
+		}
+		// Background: only a Block subscription on the front waits, and
+		// the front's Close ends that wait.
+		err := p.port.Deliver(context.Background(), d.Event)
+		if err != nil && !errors.Is(err, sion.ErrClosed) {
+			p.log.Warn("site: event not delivered on the front", "proxy", p.cfg.Name, "from", addr, "event", d.Event.ID, "err", err)
+		}
+	}
+}
+
+// isLocal reports whether addr is a switch of the proxy's own site.
+func (p *Proxy) isLocal(addr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.dir.own.Switches, addr)
+}
+
+// Publish carries ev, published on the front, to its site's switch, its
+// site's representative proxy, or — as the representative — spreads it
+// over the site's switches (sion.Relay).
+func (p *Proxy) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) error {
+	p.counts.published.Add(1)
+	from := sessionSite(s.Name())
+	at, err := p.publishSite(ctx, ev.Type)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(at.Switches) == 1:
+		p.counts.direct.Add(1)
+		return p.pool.publish(ctx, at.Switches[0], false, ev)
+	case at.ID == p.cfg.Site && (p.isRepresentative() || from == p.cfg.Site):
+		// The representative spreads; so does a proxy that a proxy of its
+		// site took for the representative (the role has just moved).
+		return p.spread(ctx, at, ev)
+	case at.Representative != "" && at.Representative != p.cfg.Addr:
+		err := p.pool.publish(ctx, at.Representative, true, ev)
+		if err == nil {
+			p.counts.toRepresentative.Add(1)
+			return nil
+		}
+		p.log.Warn("site: representative proxy unreachable; spreading the publish here", "proxy", p.cfg.Name, "representative", at.Representative, "err", err)
+		p.mgr.unreachable(at.Representative)
+		return p.spread(ctx, at, ev)
+	default:
+		return p.spread(ctx, at, ev)
+	}
+}
+
+// publishSite returns where publishes of event type t go, asking the
+// site manager when t is new here (which registers it at the site).
+func (p *Proxy) publishSite(ctx context.Context, t string) (siteEntry, error) {
+	p.mu.Lock()
+	_, known := p.published[t]
+	at := p.dir.publish
+	p.mu.Unlock()
+	if !known || at == nil {
+		a, err := p.mgr.request(ctx, kindPublish, []string{t})
+		switch {
+		case err == nil && a.Error != "":
+			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %s", t, a.Error)
+		case err == nil:
+			p.mu.Lock()
+			p.published[t] = struct{}{}
+			p.dir.publish = a.Publish
+			at = a.Publish
+			p.mu.Unlock()
+		default:
+			// The manager is away: the cached answer, or the site's
+			// switches as configured. t is registered with the next
+			// request that reaches it.
+			p.mu.Lock()
+			p.published[t] = struct{}{}
+			if at == nil && len(p.dir.own.Switches) > 0 {
+				e := p.dir.own
+				at = &e
+			}
+			p.mu.Unlock()
+			if at == nil {
+				return siteEntry{}, fmt.Errorf("%w: proxy %q has no answer from the site manager and knows no switch of site %q: %w", ErrNoSwitch, p.cfg.Name, p.cfg.Site, err)
+			}
+		}
+	}
+	if at == nil {
+		return siteEntry{}, fmt.Errorf("%w: site %q", ErrNoSwitch, p.cfg.Site)
+	}
+	return *at, nil
+}
+
+// sessionSite returns the site of the proxy whose session on the front
+// is named name, "" for an application's session.
+func sessionSite(name string) string {
+	rest, ok := strings.CutPrefix(name, proxySessionPrefix)
+	if !ok {
+		return ""
+	}
+	site, _, ok := strings.Cut(rest, "/")
+	if !ok {
+		return ""
+	}
+	return site
+}
+
+// Subscribe places sub at the switches and representative proxies that
+// serve its event types (sion.Relay).
+func (p *Proxy) Subscribe(ctx context.Context, s *sion.Session, sub *sion.Subscription) error {
+	fs := &frontSub{id: sub.ID(), f: sub.Filter(), types: p.expand(sub.Filter().Type()), at: map[string]bool{}}
+	if site := sessionSite(s.Name()); site != "" && site != p.cfg.Site {
+		fs.remote = site
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: proxy %q", sion.ErrClosed, p.cfg.Name)
+	}
+	p.subs[fs.id] = fs
+	var newly []string // types no subscription needed before: the manager must hear of them
+	if fs.remote == "" {
+		for _, t := range fs.types {
+			if p.subscribed[t]++; p.subscribed[t] == 1 {
+				newly = append(newly, t)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if fs.remote != "" {
+		p.counts.fannedOut.Add(1)
+		return p.placeRemote(ctx, fs)
+	}
+	dests, known := p.destinations(ctx, fs, newly)
+	p.mu.Lock()
+	fs.fresh = !known
+	p.mu.Unlock()
+	return p.moveTo(ctx, fs, dests)
+}
+
+// Unsubscribe releases everything sub placed (sion.Relay).
+func (p *Proxy) Unsubscribe(_ *sion.Session, sub *sion.Subscription) {
+	p.mu.Lock()
+	fs := p.subs[sub.ID()]
+	delete(p.subs, sub.ID())
+	if fs != nil && fs.remote == "" {
+		for _, t := range fs.types {
+			if p.subscribed[t]--; p.subscribed[t] <= 0 {
+				delete(p.subscribed, t)
+			}
+		}
+	}
+	var at []string
+	if fs != nil {
+		at = slices.Collect(maps.Keys(fs.at))
+		clear(fs.at)
+	}
+	p.mu.Unlock()
+	for _, addr := range at {
+		p.pool.release(addr, sub.Filter())
+	}
+}
+
+// expand returns event type t and its subtypes, by name; "*" stays.
+func (p *Proxy) expand(t string) []string {
+	if t == filter.AnyType {
+		return []string{t}
+	}
+	o := p.cfg.Place.Ontology
+	et, ok := o.Lookup(t)
+	if !ok {
+		return []string{t}
+	}
+	var out []string
+	for _, id := range o.Descendants(et.ID) {
+		out = append(out, o.Type(id).Name)
+	}
+	return out
+}
+
+// destination is where a subscription is placed: an address, and whether
+// it is a proxy's front.
+type destination struct {
+	addr  string
+	proxy bool
+}
+
+// destinations returns where fs goes — its own site's switches directly,
+// each remote site's representative proxy (or, Direct, its switches) —
+// asking the site manager about the types it has not asked about and
+// those newly needed (newly: so that the manager knows before Subscribe
+// returns, and holds a first publish of them for it); known is
+// false when the manager did not answer and the proxy had no cached
+// answer.
+func (p *Proxy) destinations(ctx context.Context, fs *frontSub, newly []string) ([]destination, bool) {
+	p.mu.Lock()
+	ask := slices.Clone(newly)
+	for _, t := range fs.types {
+		if _, ok := p.dir.sites[t]; !ok && !slices.Contains(ask, t) {
+			ask = append(ask, t)
+		}
+	}
+	p.mu.Unlock()
+	known := true
+	if len(ask) > 0 {
+		a, err := p.mgr.request(ctx, kindSubscribe, ask)
+		if err != nil || a.Error != "" {
+			known = false
+		} else {
+			p.mu.Lock()
+			for _, t := range ask {
+				p.dir.sites[t] = nil
+			}
+			for _, e := range a.Sites {
+				for _, t := range e.Types {
+					p.dir.sites[t] = append(p.dir.sites[t], withoutTypes(e))
+				}
+			}
+			p.mu.Unlock()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.destinationsLocked(fs), known
+}
+
+// destinationsLocked computes fs's destinations from the directory; mu
+// must be held.
+func (p *Proxy) destinationsLocked(fs *frontSub) []destination {
+	sites := map[string]siteEntry{}
+	for _, t := range fs.types {
+		for _, e := range p.dir.sites[t] {
+			sites[e.ID] = e
+		}
+	}
+	if t := fs.types; len(t) == 1 && t[0] == filter.AnyType {
+		for _, es := range p.dir.sites {
+			for _, e := range es {
+				sites[e.ID] = e
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var out []destination
+	add := func(addr string, proxy bool) {
+		if !seen[addr] {
+			seen[addr] = true
+			out = append(out, destination{addr, proxy})
+		}
+	}
+	// The own site's switches always: its publishes of a type new there
+	// reach them first (S4 S1803 delivers to the site's brokers).
+	for _, a := range p.dir.own.Switches {
+		add(a, false)
+	}
+	for _, id := range slices.Sorted(maps.Keys(sites)) {
+		e := sites[id]
+		switch {
+		case id == p.cfg.Site:
+		case p.cfg.Direct || e.Representative == "" || len(e.Switches) <= 1:
+			for _, a := range e.Switches {
+				add(a, false)
+			}
+		default:
+			add(e.Representative, true)
+		}
+	}
+	return out
+}
+
+func withoutTypes(e siteEntry) siteEntry { e.Types = nil; return e }
+
+// moveTo places fs at dests and then releases it where it is no longer
+// wanted; it returns the first placement's error, if any, with what it
+// did placed (a later replace tries again).
+func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) error {
+	var errs []error
+	want := map[string]bool{}
+	for _, d := range dests {
+		want[d.addr] = true
+		if err := p.placeAt(ctx, fs, d); err != nil {
+			if d.proxy {
+				p.mgr.unreachable(d.addr)
+			}
+			errs = append(errs, err)
+		}
+	}
+	p.mu.Lock()
+	var drop []string
+	for a := range fs.at {
+		if !want[a] {
+			drop = append(drop, a)
+			delete(fs.at, a)
+		}
+	}
+	p.mu.Unlock()
+	for _, a := range drop {
+		p.pool.release(a, fs.f)
+	}
+	if len(errs) > 0 && len(dests) > 0 && len(errs) == len(dests) {
+		return errors.Join(errs...)
+	}
+	if len(errs) > 0 {
+		p.log.Warn("site: subscription placed in part", "proxy", p.cfg.Name, "filter", fs.f, "err", errors.Join(errs...))
+		p.kick()
+	}
+	return nil
+}
+
+// placeAt places fs at d unless it is there already or has ended.
+func (p *Proxy) placeAt(ctx context.Context, fs *frontSub, d destination) error {
+	p.mu.Lock()
+	done, live := fs.at[d.addr], p.subs[fs.id] == fs
+	p.mu.Unlock()
+	if done || !live {
+		return nil
+	}
+	if err := p.pool.place(ctx, d.addr, d.proxy, fs.f); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	extra := p.subs[fs.id] != fs || fs.at[d.addr] // ended, or placed there meanwhile
+	if !extra {
+		fs.at[d.addr] = true
+	}
+	p.mu.Unlock()
+	if extra {
+		p.pool.release(d.addr, fs.f)
+	}
+	return nil
+}
+
+// kick asks replaceLoop to place every subscription again.
+func (p *Proxy) kick() {
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// replaceLoop places the subscriptions again when the directory changes
+// (a site's representative proxy or switches, a type newly published
+// somewhere) or a placement failed.
+func (p *Proxy) replaceLoop() {
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.changed:
+		}
+		acks := p.mgr.takeAcks()
+		p.replaceAll()
+		if len(acks) > 0 {
+			ctx, cancel := p.context(p.cfg.RequestTimeout)
+			p.mgr.acknowledge(ctx, acks)
+			cancel()
+		}
+	}
+}
+
+// replaceAll moves every subscription to where the directory says it
+// goes now.
+func (p *Proxy) replaceAll() {
+	ctx, cancel := p.context(p.cfg.RequestTimeout)
+	defer cancel()
+	p.mu.Lock()
+	subs := slices.Collect(maps.Values(p.subs))
+	p.mu.Unlock()
+	slices.SortFunc(subs, func(a, b *frontSub) int { return cmp.Compare(a.id, b.id) })
+	for _, fs := range subs {
+		if fs.remote != "" {
+			if err := p.placeRemote(ctx, fs); err != nil {
+				p.log.Warn("site: remote subscription not placed", "proxy", p.cfg.Name, "filter", fs.f, "err", err)
+			}
+			continue
+		}
+		p.mu.Lock()
+		fresh := fs.fresh
+		p.mu.Unlock()
+		var dests []destination
+		if fresh {
+			d, known := p.destinations(ctx, fs, nil)
+			p.mu.Lock()
+			fs.fresh = !known
+			p.mu.Unlock()
+			dests = d
+		} else {
+			p.mu.Lock()
+			dests = p.destinationsLocked(fs)
+			p.mu.Unlock()
+		}
+		if err := p.moveTo(ctx, fs, dests); err != nil {
+			p.log.Warn("site: subscription not placed", "proxy", p.cfg.Name, "filter", fs.f, "err", err)
+		}
+	}
+}
+
+// isRepresentative reports whether the proxy is its site's
+// representative proxy, as the site manager last said.
+func (p *Proxy) isRepresentative() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dir.isRep
+}
+
+// ProxyStats are a proxy's counters over its life (they never decrease)
+// and its role now.
+type ProxyStats struct {
+	// Representative reports whether the proxy is its site's
+	// representative proxy now.
+	Representative bool
+	// Published counts the events its sessions published; Direct those
+	// it published at a site's only switch; ToRepresentative those it
+	// handed to its site's representative proxy; Spread those it spread
+	// over its site's switches itself (as representative, or while the
+	// representative was unreachable), per switch address.
+	Published, Direct, ToRepresentative uint64
+	Spread                              map[string]uint64
+	// LocalSubscribes counts the subscriptions it placed at its own
+	// site's switches; InterSiteSubscribes those it sent to other sites
+	// (their representative proxies, or their switches with Direct) — S4's
+	// inter-site subscribe messages. FannedOut counts the subscriptions of
+	// other sites' proxies it took as representative.
+	LocalSubscribes, InterSiteSubscribes, FannedOut uint64
+	// InterSiteEvents counts the events that reached it from other sites.
+	InterSiteEvents uint64
+	// ManagerRequests counts its requests to the site manager;
+	// ManagerFailures those not answered (the proxy used its cache).
+	ManagerRequests, ManagerFailures uint64
+}
+
+// counters are a proxy's counters.
+type counters struct {
+	published, direct, toRepresentative  atomic.Uint64
+	localSubscribes, interSiteSubscribes atomic.Uint64
+	fannedOut, interSiteEvents           atomic.Uint64
+	managerRequests, managerFailures     atomic.Uint64
+	spreadMu                             sync.Mutex
+	spread                               map[string]uint64 // spreadMu
+}
+
+// subscribe counts a subscription sent to addr.
+func (c *counters) subscribe(p *Proxy, addr string) {
+	if p.isLocal(addr) {
+		c.localSubscribes.Add(1)
+	} else {
+		c.interSiteSubscribes.Add(1)
+	}
+}
+
+// Stats returns the proxy's counters and role.
+func (p *Proxy) Stats() ProxyStats {
+	c := &p.counts
+	st := ProxyStats{
+		Representative: p.isRepresentative(),
+		Published:      c.published.Load(), Direct: c.direct.Load(), ToRepresentative: c.toRepresentative.Load(),
+		LocalSubscribes: c.localSubscribes.Load(), InterSiteSubscribes: c.interSiteSubscribes.Load(), FannedOut: c.fannedOut.Load(),
+		InterSiteEvents: c.interSiteEvents.Load(),
+		ManagerRequests: c.managerRequests.Load(), ManagerFailures: c.managerFailures.Load(),
+	}
+	c.spreadMu.Lock()
+	st.Spread = maps.Clone(c.spread)
+	c.spreadMu.Unlock()
+	return st
+}
