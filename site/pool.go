@@ -115,6 +115,9 @@ func (pl *pool) place(ctx context.Context, addr string, proxy bool, f *filter.Fi
 	if err != nil {
 		return err
 	}
+	if c.down.Load() {
+		return fmt.Errorf("%w: site: cannot subscribe at %s", errDown, addr)
+	}
 	key := f.String()
 	pl.mu.Lock()
 	ps := c.subs[key]
@@ -210,6 +213,28 @@ func (pl *pool) isDown(addr string) bool {
 // errDown marks a publish refused because the session's connection is
 // down (the caller tries elsewhere).
 var errDown = errors.New("site: connection down")
+
+// sweep closes the sessions that are down and hold no subscription: a
+// representative proxy or a switch that died is not dialled for ever.
+func (pl *pool) sweep() {
+	pl.mu.Lock()
+	var idle []*conn
+	for addr, c := range pl.conns {
+		select {
+		case <-c.ready:
+		default:
+			continue
+		}
+		if c.sess != nil && c.down.Load() && len(c.subs) == 0 {
+			idle = append(idle, c)
+			delete(pl.conns, addr)
+		}
+	}
+	pl.mu.Unlock()
+	for _, c := range idle {
+		c.sess.Close()
+	}
+}
 
 // close ends every session and waits for them.
 func (pl *pool) close() {

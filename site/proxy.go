@@ -615,6 +615,7 @@ func (p *Proxy) replaceLoop() {
 		}
 		acks := p.mgr.takeAcks()
 		p.replaceAll()
+		p.pool.sweep()
 		if len(acks) > 0 {
 			ctx, cancel := p.context(p.cfg.RequestTimeout)
 			p.mgr.acknowledge(ctx, acks)

@@ -53,6 +53,7 @@ var layers = []string{
 	"subscription.go",
 	"session.go",
 	"sink.go",
+	"relay.go",
 	"wireconv.go",
 	"switch.go",
 	"handshake.go",

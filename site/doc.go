@@ -1,0 +1,88 @@
+// Package site builds S4's edge sites on sion (DESIGN.md, "Beyond one
+// tree"; the source is JP7207145B2): a site manager, proxies and
+// representative proxies, for switches run at many locations — factories,
+// stations, vehicles — and in a cloud. Applications dial a proxy of their
+// site as they would dial a switch and never learn which switch serves
+// which event type where; a subscription from one site crosses to another
+// once, to that site's representative proxy, however many switches serve
+// there; and publishes spread evenly over a site's switches.
+//
+// # Terms
+//
+// In this package S4's own terms are used. A site is a group of switches
+// at one location (S4's "base"). A broker is a sion switch. The site
+// manager (Manager; S4's site management unit) is the directory: per site
+// its ID, the address of its representative proxy, the addresses of its
+// switches, its proxies and what their subscriptions need, and the event
+// types published at its switches. A proxy (Proxy) is what applications
+// dial; the representative proxy of a site is the one proxy of the site
+// that the other sites' proxies send subscriptions to and its own proxies
+// hand publishes to. The broker management information is the
+// representative's table of switch → event types it has spread there.
+//
+// # How it is built
+//
+// Only the public API of package sion is used, and one seam of it made for
+// this: sion.Relay. A proxy's front is a sion.Switch whose relay is the
+// proxy, so that applications' sessions — local (Proxy.Open) or remote
+// (sion.Dial to the proxy's address), with the place's admission — are
+// ordinary sion sessions, while the events they publish and subscribe to
+// are matched on the site's switches. Events keep their IDs from one end
+// to the other (sion.Event.ID), and every front drops an ID it has seen:
+// an event reaches each subscription once, even while a subscription moves
+// from one representative proxy to another. The site manager is a
+// sion.Switch whose relay is the manager, in an event place of its own:
+// proxies hold remote sessions there, publish their requests as events of
+// type RequestType and receive the answers (AnswerType) and the
+// directory's changes (ChangeType) through subscriptions.
+//
+// # Publishing
+//
+// A proxy asks the site manager where its site publishes (S4 Fig. 14, 15);
+// the answer is cached, and the first publish of an event type registers
+// the type at the site. One switch: the proxy publishes there. Several:
+// it hands the event to the site's representative proxy, which spreads
+// the publishes over the switches so that the counts per switch differ by
+// at most one (Fig. 17, 20). A site without switches publishes at the
+// fallback site's (ManagerConfig.Fallback; S4: the cloud's broker). The
+// answer to a publish of a type new at its site waits until the proxies
+// whose subscriptions need the type have placed them there (bounded by
+// ManagerConfig.SettleTimeout), so that even the first event of the type
+// reaches them.
+//
+// # Subscribing
+//
+// A proxy asks the site manager which sites publish the filter's event
+// type or one of its subtypes (inheritance holds: a subscription to Alarm
+// reaches the sites that publish FireAlarm). It subscribes at its own
+// site's switches directly, and sends the subscription once to each
+// remote site's representative proxy (Fig. 18, 21), which subscribes at
+// the switches of its site that carry the type (Fig. 19) and sends their
+// events back. Identical filters are placed once per destination,
+// reference-counted: two subscribers to one filter at a proxy cross to a
+// site once. Cancelling a subscription, or closing its session, withdraws
+// it everywhere. Content filters travel whole, so only matching events
+// cross between sites.
+//
+// # Failure
+//
+// Proxies register with the site manager every ProxyConfig.Refresh. One
+// not heard from for ManagerConfig.Timeout is marked unreachable in the
+// directory (Manager.Sites), and if it was its site's representative
+// proxy, the next proxy of the site that asks takes its place; the other
+// proxies, told of the change, place their subscriptions at the new
+// representative, which places them at its switches before the first
+// event of their type reaches one — nothing published after the repair is
+// lost. Meanwhile a proxy that cannot reach the representative spreads its
+// publishes itself and reports it. A switch whose session is down is left
+// out of the spread until it is back. While the site manager is away the
+// proxies work on their cached answers; when it returns (or restarts, its
+// state in memory lost) every proxy registers again at once with its whole
+// state, so the directory is rebuilt within one Refresh, and a
+// representative proxy keeps its role.
+//
+// # Concurrency
+//
+// Manager and Proxy are safe for concurrent use; Close is idempotent and
+// waits for their goroutines.
+package site
