@@ -131,6 +131,12 @@
 //     point (the first upstream where its advertisements merge) are found
 //     by path changes along the tables, and the merge point sends the
 //     class straight to the branch point (bypass.go).
+//   - Relay (S4, SwitchConfig.Relay, relay.go): code outside the switch
+//     that carries its own entities' publishes and subscriptions elsewhere
+//     and brings the matching events back (RelayPort.Deliver), delivered
+//     as if they had arrived over a link. The switch is the relay's front:
+//     its sessions do not see the difference. Package site builds S4's
+//     proxies and site manager as relays.
 //   - Control: what travels between two neighbouring switches to run
 //     their link — link and federation requests and accepts, registers and
 //     releases of proxy filters, markers and acknowledgements, probes,
@@ -145,7 +151,7 @@
 //
 // # Seams
 //
-// Three small interfaces keep one mechanism in the code: a new mechanism
+// Four small interfaces keep one mechanism in the code: a new mechanism
 // is a new implementation, not a branch in shared code (DESIGN.md
 // "Seams"):
 //
@@ -170,6 +176,10 @@
 //     routing_flood.go), rendezvous its stateful one
 //     (routing_rendezvous.go, with overlay_member.go, overlay_end.go,
 //     advert.go, bypass.go and rendezvous_info.go).
+//   - the front (front, relay.go): what the switch does with its own
+//     entities' publishes and subscriptions — match them here
+//     (localFront), or hand them to an exported Relay (relayFront), the
+//     one seam code outside the package implements (package site).
 //
 // # How an event travels
 //
