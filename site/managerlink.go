@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sion-go/sion"
@@ -34,6 +35,7 @@ type managerLink struct {
 	closed   bool                  // mu
 
 	kick chan struct{} // register now (1-buffered)
+	away atomic.Bool   // the session's connection is down: requests fail at once
 }
 
 func newManagerLink(p *Proxy) *managerLink {
@@ -87,6 +89,7 @@ func (m *managerLink) dial() (*sion.Session, error) {
 	sess, err := sion.Dial(ctx, p.cfg.Transport, p.cfg.Manager, sion.SessionConfig{
 		Name: p.cfg.Name, SharedKey: p.cfg.ManagerKey, Logger: p.log,
 		Reconnect: sion.ReconnectPolicy{OnChange: func(ev sion.ConnectionEvent) {
+			m.away.Store(!ev.Connected)
 			if ev.Connected {
 				select {
 				case m.kick <- struct{}{}:
@@ -166,7 +169,7 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 		p.counts.managerFailures.Add(1)
 		return answer{}, err
 	}
-	if sess == nil {
+	if sess == nil || m.away.Load() {
 		return fail(errManagerAway)
 	}
 	ev, err := event(RequestType, r, ontology.Attr{Name: "proxy", Value: ontology.String(p.cfg.Name)},

@@ -523,6 +523,9 @@ func (p *Proxy) destinationsLocked(fs *frontSub) []destination {
 		switch {
 		case id == p.cfg.Site:
 		case p.cfg.Direct || e.Representative == "" || len(e.Switches) <= 1:
+			// Direct (S4 Fig. 9); a site without a representative proxy
+			// now (it is being replaced); a site of one switch, where
+			// one message goes either way and this way saves a hop.
 			for _, a := range e.Switches {
 				add(a, false)
 			}
