@@ -58,7 +58,9 @@
 // site's switches directly, and sends the subscription once to each
 // remote site's representative proxy (Fig. 18, 21), which subscribes at
 // the switches of its site that carry the type (Fig. 19) and sends their
-// events back. Identical filters are placed once per destination,
+// events back. (A remote site of one switch is subscribed at that switch:
+// one message either way, and one hop less for its events; so is a site
+// whose representative proxy is being replaced, until it is.) Identical filters are placed once per destination,
 // reference-counted: two subscribers to one filter at a proxy cross to a
 // site once. Cancelling a subscription, or closing its session, withdraws
 // it everywhere. Content filters travel whole, so only matching events
