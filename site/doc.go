@@ -45,8 +45,9 @@
 // the publishes over the switches so that the counts per switch differ by
 // at most one (Fig. 17, 20). A site without switches publishes at the
 // fallback site's (ManagerConfig.Fallback; S4: the cloud's broker). The
-// answer to a publish of a type new at its site waits until the proxies
-// whose subscriptions need the type have placed them there (bounded by
+// answer to a publish of a type new at its site — and to the other
+// proxies' publishes of it meanwhile — waits until the proxies whose
+// subscriptions need the type have placed them there (bounded by
 // ManagerConfig.SettleTimeout), so that even the first event of the type
 // reaches them.
 //

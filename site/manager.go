@@ -163,6 +163,8 @@ type proxyState struct {
 // proxies in waiting have acknowledged it, or SettleTimeout.
 type settle struct {
 	change  int64
+	site    string          // where the types were published first
+	types   []string        // the fresh types
 	waiting map[string]bool // mu
 	done    chan struct{}   // closed when waiting empties
 }
@@ -503,10 +505,31 @@ func (m *Manager) serveLocked(name, kind string, r *request) (answer, *settle, e
 	case kindSubscribe:
 		a.Sites = m.sitesFor(r.Types)
 	}
+	if kind == kindPublish && wait == nil {
+		// A publish of a type whose first publish at the site still waits
+		// waits too: from another proxy of the site it would overtake the
+		// first and reach the switches before the subscriptions.
+		wait = m.settlingLocked(at.id, r.Types)
+	}
 	if kind != kindPublish {
 		wait = nil // only a publish of a fresh type waits for it to settle
 	}
 	return a, wait, nil
+}
+
+// settlingLocked returns the latest change still settling that brought
+// one of types to site, or nil; mu must be held.
+func (m *Manager) settlingLocked(site string, types []string) *settle {
+	var out *settle
+	for _, st := range m.settling {
+		if st.site != site || len(st.waiting) == 0 || (out != nil && st.change < out.change) {
+			continue
+		}
+		if slices.ContainsFunc(types, func(t string) bool { return slices.Contains(st.types, t) }) {
+			out = st
+		}
+	}
+	return out
 }
 
 // proxyAt returns the proxy of site that serves at addr, or nil; mu must
@@ -563,7 +586,7 @@ func (m *Manager) announceLocked(st *siteState, fresh []string, moved bool) *set
 	c := change{Epoch: m.epoch, Change: m.change, Site: st.id, Types: fresh, Moved: moved, Entry: m.entry(st, nil)}
 	var wait *settle
 	if len(fresh) > 0 {
-		wait = &settle{change: m.change, waiting: map[string]bool{}, done: make(chan struct{})}
+		wait = &settle{change: m.change, site: st.id, types: fresh, waiting: map[string]bool{}, done: make(chan struct{})}
 		for _, p := range m.proxies {
 			if !p.reachable {
 				continue
