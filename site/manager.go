@@ -377,7 +377,10 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 		select {
 		case <-wait.done:
 		case <-t.C:
-			m.log.Warn("site: change not acknowledged by every proxy that needs it in time; answering", "proxy", name, "waiting", slices.Sorted(maps.Keys(wait.waiting)))
+			m.mu.Lock()
+			waiting := slices.Sorted(maps.Keys(wait.waiting))
+			m.mu.Unlock()
+			m.log.Warn("site: change not acknowledged by every proxy that needs it in time; answering", "proxy", name, "waiting", waiting)
 		case <-m.stop:
 			return
 		}

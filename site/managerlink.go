@@ -34,12 +34,13 @@ type managerLink struct {
 	epoch    uint64                // mu; the manager's, as last answered
 	closed   bool                  // mu
 
-	kick chan struct{} // register now (1-buffered)
-	away atomic.Bool   // the session's connection is down: requests fail at once
+	kick    chan struct{} // register now (1-buffered)
+	dialled chan struct{} // closed when the first dial has succeeded
+	away    atomic.Bool   // the session's connection is down: requests fail at once
 }
 
 func newManagerLink(p *Proxy) *managerLink {
-	return &managerLink{p: p, pending: map[int64]chan answer{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+	return &managerLink{p: p, pending: map[int64]chan answer{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1), dialled: make(chan struct{})}
 }
 
 // run dials the site manager until it answers, subscribes to the answers
@@ -54,6 +55,7 @@ func (m *managerLink) run() {
 			m.mu.Lock()
 			m.sess = sess
 			m.mu.Unlock()
+			close(m.dialled)
 			break
 		}
 		p.log.Warn("site: site manager not reachable; retrying", "proxy", p.cfg.Name, "manager", p.cfg.Manager, "err", err)
@@ -169,6 +171,19 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 		p.counts.managerFailures.Add(1)
 		return answer{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	if sess == nil {
+		// A proxy just made waits for its first session with the manager
+		// (bounded): its first answers should not be guesses.
+		select {
+		case <-m.dialled:
+			m.mu.Lock()
+			sess = m.sess
+			m.mu.Unlock()
+		case <-ctx.Done():
+		}
+	}
 	if sess == nil || m.away.Load() {
 		return fail(errManagerAway)
 	}
@@ -177,8 +192,6 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-	defer cancel()
 	if err := sess.Publish(ctx, ev); err != nil {
 		return fail(fmt.Errorf("%w: %w", errManagerAway, err))
 	}

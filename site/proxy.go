@@ -25,7 +25,7 @@ const DefaultRequestTimeout = 5 * time.Second
 
 // DefaultQueue is the queue of each subscription a proxy holds at a
 // switch or another proxy (ProxyConfig.Queue).
-const DefaultQueue = 4096
+const DefaultQueue = 1024
 
 // proxySessionPrefix starts the name of a session that a proxy opens on
 // another proxy's front: "site-proxy/SITE/NAME". A representative proxy
@@ -152,12 +152,10 @@ type frontSub struct {
 
 // directory is what the proxy knows from the site manager.
 type directory struct {
-	own        siteEntry
-	publish    *siteEntry             // where publishes go; nil until asked
-	sites      map[string][]siteEntry // sites publishing each type asked about
-	isRep      bool
-	epoch      uint64
-	repPending bool // the role was just given: take over
+	own     siteEntry
+	publish *siteEntry             // where publishes go; nil until asked
+	sites   map[string][]siteEntry // sites publishing each type asked about
+	isRep   bool
 }
 
 // NewProxy returns a proxy for cfg; it serves once Serve is called, and
