@@ -337,9 +337,13 @@ func (sw *Switch) inject(ctx context.Context, stop <-chan struct{}, ev *Event, r
 	return sw.enter(ctx, stop, e)
 }
 
-// enter gives an admitted event its ID and Origin and delivers it.
+// enter gives an admitted event its ID — unless it has its publisher's
+// (Event.ID; localFront.publish dropped it if seen) — and its Origin, and
+// delivers it.
 func (sw *Switch) enter(ctx context.Context, stop <-chan struct{}, e *Event) error {
-	e.ID = newEventID()
+	if e.ID.IsZero() {
+		e.ID = newEventID()
+	}
 	e.Control.Origin = sw.cfg.Name
 	return sw.deliver(ctx, stop, nil, e)
 }
