@@ -344,7 +344,7 @@ func (p *Proxy) publishSite(ctx context.Context, t string) (siteEntry, error) {
 		a, err := p.mgr.request(ctx, kindPublish, []string{t})
 		switch {
 		case err == nil && a.Error != "":
-			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %s", t, a.Error)
+			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %w", t, &answerError{a.Error, a.NoSwitch})
 		case err == nil:
 			p.mu.Lock()
 			p.published[t] = struct{}{}
