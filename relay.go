@@ -80,6 +80,19 @@ type RelayPort struct {
 // a type its ontology does not know, unless it accepts unknown types), ErrClosed once the front is closed, or the
 // error of a Block subscription's wait, which ctx bounds.
 func (p *RelayPort) Deliver(ctx context.Context, ev *Event) error {
+	return p.DeliverExcept(ctx, ev, nil)
+}
+
+// DeliverExcept is Deliver, except that the subscriptions of the sessions
+// for which skip reports true do not receive ev (skip nil: every session
+// may). The front records ev's ID all the same, so a later copy is dropped
+// for every subscription. A relay that brings events back from several
+// places uses it to keep those of one place from the sessions meant only
+// for another's (package site: a representative proxy hands an event of
+// another site to its applications, never to the sessions of other
+// sites' proxies). skip is called with the front's lock held, for each
+// session with a matching subscription: it must not call into sion.
+func (p *RelayPort) DeliverExcept(ctx context.Context, ev *Event, skip func(*Session) bool) error {
 	sw := p.sw
 	switch {
 	case ev == nil:
@@ -103,7 +116,7 @@ func (p *RelayPort) Deliver(ctx context.Context, ev *Event) error {
 		sw.duplicates.Add(1)
 		return nil
 	}
-	return sw.deliver(ctx, nil, nil, e)
+	return sw.deliverExcept(ctx, nil, nil, skip, e)
 }
 
 // admitRelayed: an event a relay brought back (RelayPort.Deliver), which

@@ -337,10 +337,11 @@ func (sw *Switch) inject(ctx context.Context, stop <-chan struct{}, ev *Event, r
 	return sw.enter(ctx, stop, e)
 }
 
-// enter gives an admitted event its ID, unless its publisher set one,
-// and its Origin, and delivers it.
+// enter gives an admitted event its ID — unless it has its publisher's
+// (Event.ID; localFront.publish dropped it if seen) — and its Origin, and
+// delivers it.
 func (sw *Switch) enter(ctx context.Context, stop <-chan struct{}, e *Event) error {
-	if e.ID == (EventID{}) {
+	if e.ID.IsZero() {
 		e.ID = newEventID()
 	}
 	e.Control.Origin = sw.cfg.Name
@@ -421,6 +422,12 @@ type hitSub struct {
 // from is the router session of the link e arrived on (nil for an event
 // published here): it does not fire, so e never goes back.
 func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Session, e *Event) error {
+	return sw.deliverExcept(ctx, stop, from, nil, e)
+}
+
+// deliverExcept is deliver, leaving out the sessions for which skip (when
+// not nil) reports true.
+func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from *Session, skip func(*Session) bool, e *Event) error {
 	sw.eventsIn.Add(1)
 	ps := sw.pool.Get().(*publishScratch)
 	defer func() {
@@ -438,7 +445,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 	sw.mu.RLock()
 	n := 0
 	for _, h := range ps.hits {
-		if sub := sw.subs[h.id]; sub != nil && sub.sess != from {
+		if sub := sw.subs[h.id]; sub != nil && sub.sess != from && (skip == nil || !skip(sub.sess)) {
 			h.sub = sub
 			ps.hits[n] = h
 			n++

@@ -40,7 +40,8 @@ const (
 )
 
 // Bounds of the site manager's state: beyond them it refuses new
-// entries (the request's Publish returns the error).
+// entries. The request's Publish succeeds; its answer carries the error,
+// which a proxy's Publish that needed the entry returns.
 const (
 	// MaxSites bounds the sites the manager keeps.
 	MaxSites = 4096
@@ -363,7 +364,7 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 	a, wait, err := m.serveLocked(name, kind, &r)
 	m.mu.Unlock()
 	if err != nil {
-		a = answer{Epoch: m.epoch, Error: err.Error()}
+		a = answer{Epoch: m.epoch, Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
 	}
 	if kind == kindAck {
 		return nil // acknowledgements are not answered

@@ -92,6 +92,8 @@ type siteEntry struct {
 type answer struct {
 	Epoch uint64 `json:"epoch"`
 	Error string `json:"error,omitempty"`
+	// NoSwitch: Error is an ErrNoSwitch.
+	NoSwitch bool `json:"noSwitch,omitempty"`
 	// Own is the proxy's own site; Representative says whether the
 	// proxy is its representative proxy now.
 	Own            siteEntry `json:"own"`
@@ -103,6 +105,16 @@ type answer struct {
 	// about (subscribe), the proxy's own included.
 	Sites []siteEntry `json:"sites,omitempty"`
 }
+
+// answerError is the error an answer carries (answer.Error); it wraps
+// ErrNoSwitch when the answer says so.
+type answerError struct {
+	msg      string
+	noSwitch bool
+}
+
+func (e *answerError) Error() string        { return e.msg }
+func (e *answerError) Is(target error) bool { return e.noSwitch && target == ErrNoSwitch }
 
 // change announces a change of the directory.
 type change struct {

@@ -111,7 +111,10 @@ type ProxyConfig struct {
 // Events keep their ID from the front where they were published to every
 // front that delivers them, and a front drops an ID it has seen, so an
 // event reaches each subscription once even while subscriptions move
-// between representative proxies.
+// between representative proxies. An event brought from another site is
+// delivered to the front's applications only, never to the sessions of
+// other sites' proxies, so it neither returns to its site nor goes on to
+// a third.
 //
 // While the site manager is away the proxy works on its cached answers
 // (a type it has never asked about is placed at its own site's switches
@@ -262,17 +265,31 @@ func (p *Proxy) Attach(port *sion.RelayPort) { p.port = port }
 // delivers the events on the front.
 func (p *Proxy) bringBack(addr string) func(sion.Delivery) {
 	remote := !p.isLocal(addr)
+	var skip func(*sion.Session) bool
+	if remote {
+		// An event of another site goes to applications only: the
+		// sessions of other sites' proxies here take this site's events,
+		// so it never goes back to its site nor on to a third (B25).
+		skip = p.otherSiteProxy
+	}
 	return func(d sion.Delivery) {
 		if remote {
 			p.counts.interSiteEvents.Add(1)
 		}
 		// Background: only a Block subscription on the front waits, and
 		// the front's Close ends that wait.
-		err := p.port.Deliver(context.Background(), d.Event)
+		err := p.port.DeliverExcept(context.Background(), d.Event, skip)
 		if err != nil && !errors.Is(err, sion.ErrClosed) {
 			p.log.Warn("site: event not delivered on the front", "proxy", p.cfg.Name, "from", addr, "event", d.Event.ID, "err", err)
 		}
 	}
+}
+
+// otherSiteProxy reports whether s, a session on the front, is another
+// site's proxy's.
+func (p *Proxy) otherSiteProxy(s *sion.Session) bool {
+	site := sessionSite(s.Name())
+	return site != "" && site != p.cfg.Site
 }
 
 // isLocal reports whether addr is a switch of the proxy's own site.
@@ -325,7 +342,7 @@ func (p *Proxy) publishSite(ctx context.Context, t string) (siteEntry, error) {
 		a, err := p.mgr.request(ctx, kindPublish, []string{t})
 		switch {
 		case err == nil && a.Error != "":
-			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %s", t, a.Error)
+			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %w", t, &answerError{a.Error, a.NoSwitch})
 		case err == nil:
 			p.mu.Lock()
 			p.published[t] = struct{}{}
