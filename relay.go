@@ -77,8 +77,9 @@ type RelayPort struct {
 //
 // It returns an error wrapping ErrInvalidEvent for an event without an ID
 // or one the front's place refuses (wrapping ErrUnknownEventType too for
-// a type its ontology does not know, unless it accepts unknown types), ErrClosed once the front is closed, or the
-// error of a Block subscription's wait, which ctx bounds.
+// a type its ontology does not know, unless it accepts unknown types),
+// ErrClosed once the front is closed, or the error of a Block
+// subscription's wait, which ctx bounds.
 func (p *RelayPort) Deliver(ctx context.Context, ev *Event) error {
 	return p.DeliverExcept(ctx, ev, nil)
 }
