@@ -39,16 +39,14 @@ const (
 	DefaultManagerPlace = "sites"
 )
 
-// Bounds of the site manager's state: beyond them it refuses new
-// entries. The request's Publish succeeds; its answer carries the error,
-// which a proxy's Publish that needed the entry returns.
+// Defaults of the bounds of the site manager's state (ManagerConfig):
+// at a bound it forgets what is least current — an unreachable proxy, a
+// site no operator set up with no reachable proxy — and refuses new
+// entries when nothing can go (the error is in the request's answer).
 const (
-	// MaxSites bounds the sites the manager keeps.
-	MaxSites = 4096
-	// MaxProxies bounds the proxies it keeps, reachable or not.
-	MaxProxies = 65536
-	// MaxTypesPerSite bounds the event types it keeps per site.
-	MaxTypesPerSite = 65536
+	DefaultMaxSites        = 4096
+	DefaultMaxProxies      = 65536
+	DefaultMaxTypesPerSite = 65536
 )
 
 // ErrNoSwitch is returned for a publish when neither the publishing site
@@ -103,6 +101,14 @@ type ManagerConfig struct {
 	// place them there, so that the first event of the type reaches them
 	// too. DefaultSettleTimeout by default.
 	SettleTimeout time.Duration
+	// MaxSites, MaxProxies and MaxTypesPerSite bound the manager's
+	// state: the sites it keeps, the proxies (reachable or not), and the
+	// event types per site. At MaxSites a site the operator did not set
+	// up and no reachable proxy serves is forgotten (with its proxies) to
+	// make room; at MaxProxies the proxy unreachable for longest. When
+	// nothing can go, the request is refused (its answer says why). 0
+	// means DefaultMaxSites, DefaultMaxProxies, DefaultMaxTypesPerSite.
+	MaxSites, MaxProxies, MaxTypesPerSite int
 	// Logger receives the manager's log records; nil discards them.
 	Logger *slog.Logger
 }
@@ -153,6 +159,7 @@ type siteState struct {
 }
 
 type proxyState struct {
+	sess             *sion.Session // the session it registered through
 	name, site, addr string
 	lastSeen         time.Time
 	reachable        bool
@@ -177,6 +184,12 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg.Place = cmp.Or(cfg.Place, DefaultManagerPlace)
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.SettleTimeout = cmp.Or(cfg.SettleTimeout, DefaultSettleTimeout)
+	cfg.MaxSites = cmp.Or(cfg.MaxSites, DefaultMaxSites)
+	cfg.MaxProxies = cmp.Or(cfg.MaxProxies, DefaultMaxProxies)
+	cfg.MaxTypesPerSite = cmp.Or(cfg.MaxTypesPerSite, DefaultMaxTypesPerSite)
+	if cfg.MaxSites < 0 || cfg.MaxProxies < 0 || cfg.MaxTypesPerSite < 0 {
+		return nil, fmt.Errorf("%w: site: ManagerConfig bounds must not be negative", sion.ErrInvalidConfig)
+	}
 	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 {
 		return nil, fmt.Errorf("%w: site: ManagerConfig.Timeout %v and SettleTimeout %v must not be negative", sion.ErrInvalidConfig, cfg.Timeout, cfg.SettleTimeout)
 	}
@@ -268,8 +281,8 @@ func (m *Manager) siteLocked(id string) (*siteState, error) {
 	if st := m.sites[id]; st != nil {
 		return st, nil
 	}
-	if len(m.sites) >= MaxSites {
-		return nil, fmt.Errorf("site: %d sites, at most %d: site %q not added", len(m.sites), MaxSites, id)
+	if len(m.sites) >= m.cfg.MaxSites && !m.forgetSiteLocked() {
+		return nil, fmt.Errorf("site: %d sites, at most %d, each set up or served: site %q not added", len(m.sites), m.cfg.MaxSites, id)
 	}
 	st := &siteState{id: id, types: map[string]struct{}{}}
 	m.sites[id] = st
@@ -361,7 +374,7 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 		m.mu.Unlock()
 		return fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
 	}
-	a, wait, err := m.serveLocked(name, kind, &r)
+	a, wait, err := m.serveLocked(s, name, kind, &r)
 	m.mu.Unlock()
 	if err != nil {
 		a = answer{Epoch: m.epoch, Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
@@ -411,19 +424,23 @@ func (m *Manager) answer(ctx context.Context, name string, n int64, a answer) er
 // serveLocked updates the directory with request r of proxy name and
 // returns the answer, and the change the answer must wait for (nil for
 // none); mu must be held.
-func (m *Manager) serveLocked(name, kind string, r *request) (answer, *settle, error) {
+func (m *Manager) serveLocked(s *sion.Session, name, kind string, r *request) (answer, *settle, error) {
 	p := m.proxies[name]
-	if p == nil {
-		if len(m.proxies) >= MaxProxies {
-			return answer{}, nil, fmt.Errorf("site: %d proxies, at most %d: proxy %q not registered", len(m.proxies), MaxProxies, name)
-		}
-		p = &proxyState{name: name}
-		m.proxies[name] = p
+	if p != nil && p.sess != s && p.sess != nil && !done(p.sess) {
+		return answer{}, nil, fmt.Errorf("site: proxy name %q is registered by another session, still open", name)
 	}
 	own, err := m.siteLocked(r.Site)
 	if err != nil {
 		return answer{}, nil, err
 	}
+	if p == nil {
+		if len(m.proxies) >= m.cfg.MaxProxies && !m.forgetProxyLocked() {
+			return answer{}, nil, fmt.Errorf("site: %d proxies, at most %d, all reachable: proxy %q not registered", len(m.proxies), m.cfg.MaxProxies, name)
+		}
+		p = &proxyState{name: name}
+		m.proxies[name] = p
+	}
+	p.sess = s
 	if p.site != "" && p.site != r.Site {
 		if old := m.sites[p.site]; old != nil && old.representative == p.addr {
 			old.representative = "" // it moved
@@ -450,7 +467,7 @@ func (m *Manager) serveLocked(name, kind string, r *request) (answer, *settle, e
 		own.switches, moved = slices.Clone(r.Switches), true
 	}
 	if r.Unreachable != "" && r.Unreachable == own.representative {
-		if rp := m.proxyAt(own.id, own.representative); rp == nil || time.Since(rp.lastSeen) > m.cfg.Timeout/3 {
+		if rp := m.proxyAt(own.id, own.representative); rp == nil || time.Since(rp.lastSeen) > m.cfg.Timeout/2 {
 			m.log.Info("site: representative proxy reported unreachable and not heard from; replacing it", "site", own.id, "representative", own.representative, "by", name)
 			own.representative = ""
 		}
@@ -483,8 +500,8 @@ func (m *Manager) serveLocked(name, kind string, r *request) (answer, *settle, e
 	var fresh []string
 	for _, t := range published {
 		if _, ok := at.types[t]; !ok {
-			if len(at.types) >= MaxTypesPerSite {
-				return answer{}, nil, fmt.Errorf("site: site %q has %d event types, at most %d: %q not registered", at.id, len(at.types), MaxTypesPerSite, t)
+			if len(at.types) >= m.cfg.MaxTypesPerSite {
+				return answer{}, nil, fmt.Errorf("site: site %q has %d event types, at most %d: %q not registered", at.id, len(at.types), m.cfg.MaxTypesPerSite, t)
 			}
 			at.types[t] = struct{}{}
 			fresh = append(fresh, t)
@@ -534,6 +551,55 @@ func (m *Manager) settlingLocked(site string, types []string) *settle {
 		}
 	}
 	return out
+}
+
+// done reports whether session s has ended.
+func done(s *sion.Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// forgetSiteLocked forgets a site the operator did not set up and no
+// reachable proxy serves, with its proxies, and reports whether there was
+// one; mu must be held.
+func (m *Manager) forgetSiteLocked() bool {
+	for id, st := range m.sites {
+		if slices.ContainsFunc(m.cfg.Sites, func(sc SiteConfig) bool { return sc.ID == id }) {
+			continue
+		}
+		served := false
+		for _, p := range m.proxies {
+			served = served || (p.site == id && p.reachable)
+		}
+		if served {
+			continue
+		}
+		maps.DeleteFunc(m.proxies, func(_ string, p *proxyState) bool { return p.site == id })
+		delete(m.sites, id)
+		m.log.Info("site: site forgotten to make room", "site", st.id)
+		return true
+	}
+	return false
+}
+
+// forgetProxyLocked forgets the proxy unreachable for longest, and
+// reports whether there was one; mu must be held.
+func (m *Manager) forgetProxyLocked() bool {
+	var old *proxyState
+	for _, p := range m.proxies {
+		if !p.reachable && (old == nil || p.lastSeen.Before(old.lastSeen)) {
+			old = p
+		}
+	}
+	if old == nil {
+		return false
+	}
+	delete(m.proxies, old.name)
+	return true
 }
 
 // proxyAt returns the proxy of site that serves at addr, or nil; mu must

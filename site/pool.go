@@ -202,6 +202,17 @@ func (pl *pool) publish(ctx context.Context, addr string, proxy bool, ev *sion.E
 	return nil
 }
 
+// placed returns the number of subscriptions the pool holds.
+func (pl *pool) placed() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	n := 0
+	for _, c := range pl.conns {
+		n += len(c.subs)
+	}
+	return n
+}
+
 // isDown reports whether the session at addr is known to be down.
 func (pl *pool) isDown(addr string) bool {
 	pl.mu.Lock()

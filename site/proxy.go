@@ -711,6 +711,11 @@ type ProxyStats struct {
 	// ManagerRequests counts its requests to the site manager;
 	// ManagerFailures those not answered (the proxy used its cache).
 	ManagerRequests, ManagerFailures uint64
+	// Subscriptions is the number of its front's subscriptions now
+	// (applications' and other sites' proxies'); Placed the number of
+	// subscriptions it holds now at switches and other proxies (one per
+	// distinct filter and destination).
+	Subscriptions, Placed int
 }
 
 // counters are a proxy's counters.
@@ -745,5 +750,9 @@ func (p *Proxy) Stats() ProxyStats {
 	c.spreadMu.Lock()
 	st.Spread = maps.Clone(c.spread)
 	c.spreadMu.Unlock()
+	p.mu.Lock()
+	st.Subscriptions = len(p.subs)
+	p.mu.Unlock()
+	st.Placed = p.pool.placed()
 	return st
 }
