@@ -19,8 +19,9 @@ import (
 //   - matches nothing its sessions publish: Publish admits the event (the
 //     place's checks; an ID, the caller's if set; control information)
 //     and hands it to Relay.Publish, whose error is Publish's. A second
-//     Publish of a caller-set ID the front has passed on is dropped
-//     (Stats.Duplicates) and returns nil.
+//     Publish of a caller-set ID the relay has taken (its Publish
+//     returned nil) is dropped (Stats.Duplicates) and returns nil; after
+//     an error, the same ID may be published again.
 //   - installs each subscription in its filter index as any switch does,
 //     then tells Relay.Subscribe before the subscription's Subscribe
 //     returns: the relay returns once it has the subscription's events
@@ -199,7 +200,11 @@ func (f *relayFront) publish(ctx context.Context, _ <-chan struct{}, s *Session,
 		return nil
 	}
 	e.Control.Origin = f.sw.cfg.Name
-	return f.relay.Publish(ctx, s, e)
+	err := f.relay.Publish(ctx, s, e)
+	if err != nil {
+		f.published.forget(e.ID) // not carried: a retry with the same ID is not a duplicate
+	}
+	return err
 }
 
 func (f *relayFront) subscribed(ctx context.Context, sub *Subscription) error {

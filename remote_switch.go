@@ -130,7 +130,12 @@ func (re *remoteEnd) write(ctx context.Context, at *attachment) {
 			return
 		}
 		if err := at.conn.Send(ctx, f); err != nil {
-			at.conn.Close() // the reader sees it and ends the connection
+			// The peer closed: what it sent before — its goodbye among
+			// it — is still to be read, and the reader ends at its end.
+			// Any other failure: close, which the reader sees.
+			if !errors.Is(err, transport.ErrClosed) {
+				at.conn.Close()
+			}
 			return
 		}
 	}

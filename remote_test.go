@@ -285,3 +285,23 @@ func TestRemoteAdmissionAndBadFrames(t *testing.T) {
 	require.Eventually(t, func() bool { return sw.Stats().Sessions == 2 }, 2*time.Second, time.Millisecond,
 		"the bad links' sessions are gone; alice and pub remain")
 }
+
+// TestRemoteCloseAfterCancel: a remote session that cancels a
+// subscription and closes at once ends on the switch at once. The switch's
+// reply to the Unsubscribe may fail to reach the entity that has closed;
+// that must not cost the goodbye queued behind it, or the switch would
+// keep the session (and its subscriptions, matching) for its retention.
+func TestRemoteCloseAfterCancel(t *testing.T) {
+	sw := newSwitch(t, sion.PlaceConfig{Name: "p", Ontology: ont1(t)})
+	network := serveMem(t, sw)
+	for i := range 50 {
+		sess, err := sion.Dial(context.Background(), network, "switch", sion.SessionConfig{Name: fmt.Sprintf("e%d", i)})
+		require.NoError(t, err)
+		sub, err := sess.Subscribe(context.Background(), "{type ⊑ Alarm}")
+		require.NoError(t, err)
+		require.NoError(t, sub.Cancel())
+		require.NoError(t, sess.Close())
+		require.Eventually(t, func() bool { return sw.Stats().Sessions == 0 }, 2*time.Second, time.Millisecond,
+			"run %d: the switch keeps the closed session (%+v)", i, sw.Stats())
+	}
+}

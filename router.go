@@ -624,6 +624,15 @@ func (s *seenIDs) add(id EventID) bool {
 	return false
 }
 
+// forget takes id out, so that it may be added again (a publish that was
+// not carried after all).
+func (s *seenIDs) forget(id EventID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.cur, id)
+	delete(s.old, id)
+}
+
 // LinkState is the state of a shared link (S1 shared-link control).
 type LinkState int
 
