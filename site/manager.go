@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -328,10 +329,10 @@ func (m *Manager) Sites() []SiteInfo {
 				si.Proxies = append(si.Proxies, ProxyInfo{Name: p.name, Addr: p.addr, Reachable: p.reachable, LastSeen: p.lastSeen, Subscribed: slices.Sorted(maps.Keys(p.subscribed))})
 			}
 		}
-		slices.SortFunc(si.Proxies, func(a, b ProxyInfo) int { return cmpString(a.Name, b.Name) })
+		slices.SortFunc(si.Proxies, func(a, b ProxyInfo) int { return strings.Compare(a.Name, b.Name) })
 		out = append(out, si)
 	}
-	slices.SortFunc(out, func(a, b SiteInfo) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b SiteInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -642,7 +643,7 @@ func (m *Manager) sitesFor(types []string) []siteEntry {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b siteEntry) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b siteEntry) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
@@ -181,21 +182,11 @@ func event(t string, v any, attrs ...ontology.Attr) (*sion.Event, error) {
 	}
 	ev := &sion.Event{Type: t, Attrs: attrs, ContentType: "application/json", Data: data}
 	rand.Read(ev.ID[:])
-	slices.SortFunc(ev.Attrs, func(a, b ontology.Attr) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(ev.Attrs, func(a, b ontology.Attr) int { return strings.Compare(a.Name, b.Name) })
 	return ev, nil
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// attr returns ev's attribute name as a string, "" when absent.
+// attrString returns ev's attribute name as a string, "" when absent.
 func attrString(ev *sion.Event, name string) string {
 	v, ok := ev.Value(name)
 	if !ok || v.Kind() != ontology.KindString {
@@ -204,6 +195,7 @@ func attrString(ev *sion.Event, name string) string {
 	return v.Str()
 }
 
+// attrInt returns ev's attribute name as an integer, 0 when absent.
 func attrInt(ev *sion.Event, name string) int64 {
 	v, ok := ev.Value(name)
 	if !ok || v.Kind() != ontology.KindInt {
