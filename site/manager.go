@@ -120,10 +120,14 @@ type ManagerConfig struct {
 // remote sessions there (Serve; admission by SharedKey and Admit). Its
 // state lives in memory and is rebuilt from the proxies after a restart:
 // every request carries the proxy's whole registration (site, address,
-// switches, representative or not, types published and subscribed), and
-// proxies register again every ProxyConfig.Refresh and at once when their
-// session to the manager is opened anew; operator settings come from
-// ManagerConfig.Sites again. A Manager is safe for concurrent use.
+// switches, representative or not, the representative proxy of its site
+// it knows, types published and subscribed), and proxies register again
+// every ProxyConfig.Refresh and at once when their session to the
+// manager is opened anew; operator settings come from ManagerConfig.Sites
+// again. For ManagerConfig.Timeout after its start, a site's
+// representative proxy is the one its proxies knew, so that the role and
+// the subscriptions placed there do not move. A Manager is safe for
+// concurrent use.
 type Manager struct {
 	cfg   ManagerConfig
 	log   *slog.Logger
@@ -453,6 +457,12 @@ func (m *Manager) serveLocked(name, kind string, r *request) (answer, *settle, e
 	}
 	switch {
 	case own.representative == r.Addr:
+	case own.representative == "" && r.Known != "" && !r.Representative && time.Since(m.started) < m.cfg.Timeout:
+		// A manager that restarted: the proxy knows its site's
+		// representative proxy, which keeps the role — it claims it
+		// when it registers, or reap replaces it when it does not
+		// within Timeout — so that no subscription moves.
+		own.representative, own.selfRegistered, moved = r.Known, true, true
 	case own.representative == "":
 		// The first proxy of the site to ask becomes its representative
 		// (S4 self-registration).
@@ -627,6 +637,16 @@ func (m *Manager) reap() {
 			}
 			if st := m.sites[p.site]; st != nil && st.representative == p.addr && !slices.Contains(orphaned, st) {
 				orphaned = append(orphaned, st)
+			}
+		}
+		// A representative proxy that a restarted manager kept because
+		// its site's proxies knew it, and that did not register within
+		// Timeout, goes too.
+		if time.Since(m.started) > m.cfg.Timeout {
+			for _, st := range m.sites {
+				if st.representative != "" && st.selfRegistered && m.proxyAt(st.id, st.representative) == nil && !slices.Contains(orphaned, st) {
+					orphaned = append(orphaned, st)
+				}
 			}
 		}
 		// Another reachable proxy of the site takes the role at once, so

@@ -130,7 +130,7 @@ func (m *managerLink) close() {
 // must be held.
 func (p *Proxy) registrationLocked() request {
 	return request{
-		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep,
+		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep, Known: p.dir.own.Representative,
 		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)),
 	}
 }
