@@ -153,12 +153,10 @@ type frontSub struct {
 
 // directory is what the proxy knows from the site manager.
 type directory struct {
-	own        siteEntry
-	publish    *siteEntry             // where publishes go; nil until asked
-	sites      map[string][]siteEntry // sites publishing each type asked about
-	isRep      bool
-	epoch      uint64
-	repPending bool // the role was just given: take over
+	own     siteEntry
+	publish *siteEntry             // where publishes go; nil until asked
+	sites   map[string][]siteEntry // sites publishing each type asked about
+	isRep   bool
 }
 
 // NewProxy returns a proxy for cfg; it serves once Serve is called, and
