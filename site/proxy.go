@@ -553,7 +553,9 @@ func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) e
 	p.mu.Lock()
 	var drop []string
 	for a := range fs.at {
-		if !want[a] {
+		// A switch that came to carry one of a remote subscription's
+		// types meanwhile had it placed there by carry: it stays.
+		if !want[a] && (fs.remote == "" || !p.carriesLocked(fs, a)) {
 			drop = append(drop, a)
 			delete(fs.at, a)
 		}
