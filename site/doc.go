@@ -72,11 +72,11 @@
 // Proxies register with the site manager every ProxyConfig.Refresh. One
 // not heard from for ManagerConfig.Timeout is marked unreachable in the
 // directory (Manager.Sites), and if it was its site's representative
-// proxy, the next proxy of the site that asks takes its place; the other
-// proxies, told of the change, place their subscriptions at the new
-// representative, which places them at its switches before the first
-// event of their type reaches one — nothing published after the repair is
-// lost. Meanwhile a proxy that cannot reach the representative spreads its
+// proxy, another reachable proxy of the site takes its place (with none,
+// the next proxy of the site that asks); the other proxies, told of the
+// change, place their subscriptions at the new representative, which
+// places them at its switches before the first event of their type
+// reaches one — nothing published after the repair is lost. Meanwhile a proxy that cannot reach the representative spreads its
 // publishes itself and reports it. A switch whose session is down is left
 // out of the spread until it is back. While the site manager is away the
 // proxies work on their cached answers; when it returns (or restarts, its

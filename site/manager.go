@@ -28,7 +28,7 @@ const (
 	DefaultRefresh = time.Second
 	// DefaultTimeout is how long the site manager waits to hear from a
 	// proxy before it marks it unreachable and, if it was its site's
-	// representative proxy, lets another proxy of the site take its place
+	// representative proxy, gives its place to another proxy of the site
 	// (ManagerConfig.Timeout).
 	DefaultTimeout = 3 * time.Second
 	// DefaultSettleTimeout bounds how long the answer to a publish of an
@@ -66,7 +66,8 @@ type SiteConfig struct {
 	// Representative is the address of the site's representative proxy;
 	// "" lets the first proxy of the site that asks become it (S4's
 	// self-registration). Either way, a representative proxy the manager
-	// stops hearing from is replaced by the next proxy of the site that
+	// stops hearing from is replaced by another reachable proxy of the
+	// site, or, when there is none, by the next proxy of the site that
 	// asks.
 	Representative string
 }
@@ -93,9 +94,10 @@ type ManagerConfig struct {
 	Fallback string
 	// Timeout: a proxy not heard from for this long is unreachable (its
 	// site's directory entry says so), and if it was its site's
-	// representative proxy the next proxy of the site that asks takes
-	// its place. DefaultTimeout by default; it should be several times
-	// the proxies' ProxyConfig.Refresh.
+	// representative proxy another reachable proxy of the site takes its
+	// place (the one with the lowest name; with none, the next proxy of
+	// the site that asks). DefaultTimeout by default; it should be
+	// several times the proxies' ProxyConfig.Refresh.
 	Timeout time.Duration
 	// SettleTimeout bounds how long a publish of an event type new at its
 	// site waits for the proxies whose subscriptions need that type to
@@ -126,10 +128,14 @@ type ManagerConfig struct {
 // remote sessions there (Serve; admission by SharedKey and Admit). Its
 // state lives in memory and is rebuilt from the proxies after a restart:
 // every request carries the proxy's whole registration (site, address,
-// switches, representative or not, types published and subscribed), and
-// proxies register again every ProxyConfig.Refresh and at once when their
-// session to the manager is opened anew; operator settings come from
-// ManagerConfig.Sites again. A Manager is safe for concurrent use.
+// switches, representative or not, the representative proxy of its site
+// it knows, types published and subscribed), and proxies register again
+// every ProxyConfig.Refresh and at once when their session to the
+// manager is opened anew; operator settings come from ManagerConfig.Sites
+// again. For ManagerConfig.Timeout after its start, a site's
+// representative proxy is the one its proxies knew, so that the role and
+// the subscriptions placed there do not move. A Manager is safe for
+// concurrent use.
 type Manager struct {
 	cfg   ManagerConfig
 	log   *slog.Logger
@@ -475,6 +481,12 @@ func (m *Manager) serveLocked(s *sion.Session, name, kind string, r *request) (a
 	}
 	switch {
 	case own.representative == r.Addr:
+	case own.representative == "" && r.Known != "" && !r.Representative && time.Since(m.started) < m.cfg.Timeout:
+		// A manager that restarted: the proxy knows its site's
+		// representative proxy, which keeps the role — it claims it
+		// when it registers, or reap replaces it when it does not
+		// within Timeout — so that no subscription moves.
+		own.representative, own.selfRegistered, moved = r.Known, true, true
 	case own.representative == "":
 		// The first proxy of the site to ask becomes its representative
 		// (S4 self-registration).
@@ -690,7 +702,8 @@ func (m *Manager) announceLocked(st *siteState, fresh []string, moved bool) *set
 }
 
 // reap marks the proxies not heard from for Timeout unreachable, and
-// frees the representative role of those that held it.
+// gives the representative role of those that held it to another
+// reachable proxy of their site (electLocked).
 func (m *Manager) reap() {
 	t := time.NewTicker(m.cfg.Timeout / 3)
 	defer t.Stop()
@@ -701,6 +714,7 @@ func (m *Manager) reap() {
 		case <-t.C:
 		}
 		m.mu.Lock()
+		var orphaned []*siteState // sites whose representative proxy went
 		for _, p := range m.proxies {
 			if !p.reachable || time.Since(p.lastSeen) <= m.cfg.Timeout {
 				continue
@@ -715,12 +729,46 @@ func (m *Manager) reap() {
 					}
 				}
 			}
-			if st := m.sites[p.site]; st != nil && st.representative == p.addr {
-				st.representative = ""
-				m.announceLocked(st, nil, true)
+			if st := m.sites[p.site]; st != nil && st.representative == p.addr && !slices.Contains(orphaned, st) {
+				orphaned = append(orphaned, st)
 			}
+		}
+		// A representative proxy that a restarted manager kept because
+		// its site's proxies knew it, and that did not register within
+		// Timeout, goes too.
+		if time.Since(m.started) > m.cfg.Timeout {
+			for _, st := range m.sites {
+				if st.representative != "" && st.selfRegistered && m.proxyAt(st.id, st.representative) == nil && !slices.Contains(orphaned, st) {
+					orphaned = append(orphaned, st)
+				}
+			}
+		}
+		// Another reachable proxy of the site takes the role at once, so
+		// that the other sites' proxies move their subscriptions once,
+		// from the old representative to the new, and not first to every
+		// switch of the site; with none, the next proxy that asks.
+		for _, st := range orphaned {
+			st.representative, st.selfRegistered = m.electLocked(st.id), true
+			m.log.Info("site: representative proxy unreachable; replaced", "site", st.id, "by", st.representative)
+			m.announceLocked(st, nil, true)
 		}
 		maps.DeleteFunc(m.settling, func(_ int64, s *settle) bool { return len(s.waiting) == 0 })
 		m.mu.Unlock()
 	}
+}
+
+// electLocked returns the address of the proxy that takes over site id's
+// representative role from one that became unreachable: its reachable
+// proxy with the lowest name, "" when none is; mu must be held.
+func (m *Manager) electLocked(id string) string {
+	var best *proxyState
+	for _, p := range m.proxies {
+		if p.site == id && p.reachable && (best == nil || p.name < best.name) {
+			best = p
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.addr
 }

@@ -83,14 +83,18 @@ func (m *managerLink) run() {
 	}
 }
 
-// dial opens the session and its two subscriptions.
+// dial opens the session and its two subscriptions. The session tries
+// to reconnect at least every Refresh (not sion's default backoff of up
+// to 5 s), so that a site manager that returns hears from every proxy
+// within about one Refresh — and a representative proxy claims its role
+// back within the new manager's Timeout.
 func (m *managerLink) dial() (*sion.Session, error) {
 	p := m.p
 	ctx, cancel := p.context(p.cfg.RequestTimeout)
 	defer cancel()
 	sess, err := sion.Dial(ctx, p.cfg.Transport, p.cfg.Manager, sion.SessionConfig{
 		Name: p.cfg.Name, SharedKey: p.cfg.ManagerKey, Logger: p.log,
-		Reconnect: sion.ReconnectPolicy{OnChange: func(ev sion.ConnectionEvent) {
+		Reconnect: sion.ReconnectPolicy{MinBackoff: min(sion.DefaultMinBackoff, p.cfg.Refresh), MaxBackoff: p.cfg.Refresh, OnChange: func(ev sion.ConnectionEvent) {
 			m.away.Store(!ev.Connected)
 			if ev.Connected {
 				select {
@@ -131,7 +135,7 @@ func (m *managerLink) close() {
 // must be held.
 func (p *Proxy) registrationLocked() request {
 	return request{
-		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep,
+		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep, Known: p.dir.own.Representative,
 		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)),
 	}
 }

@@ -65,8 +65,12 @@ type request struct {
 	// them (ProxyConfig.Switches); nil when it was not.
 	Switches []string `json:"switches,omitempty"`
 	// Representative: the proxy acts as its site's representative proxy
-	// (as the manager last told it).
-	Representative bool `json:"representative,omitempty"`
+	// (as the manager last told it). Known is the address of its site's
+	// representative proxy as the proxy last heard it, "" for none: a
+	// site manager that restarted keeps that one in the role until it
+	// registers, rather than give the role to the first proxy that asks.
+	Representative bool   `json:"representative,omitempty"`
+	Known          string `json:"known,omitempty"`
 	// Published are the event types published at the proxy; Subscribed
 	// the event types its subscriptions need (each filter's type and its
 	// subtypes, "*" for every type).
@@ -155,6 +159,11 @@ func (r *request) check() error {
 			if err := checkName(l.what, x); err != nil {
 				return err
 			}
+		}
+	}
+	if r.Known != "" {
+		if err := checkName("known", r.Known); err != nil {
+			return err
 		}
 	}
 	if r.Unreachable != "" {

@@ -140,6 +140,7 @@ type Proxy struct {
 
 	stop    chan struct{}
 	changed chan struct{} // the directory changed: replace subscriptions (1-buffered)
+	failed  chan struct{} // a placement failed: replace subscriptions after Refresh (1-buffered)
 	wg      sync.WaitGroup
 }
 
@@ -199,6 +200,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		rep:     newRepresentative(),
 		stop:    make(chan struct{}),
 		changed: make(chan struct{}, 1),
+		failed:  make(chan struct{}, 1),
 	}
 	p.pool = newPool(p)
 	place, err := sion.NewEventPlace(cfg.Place)
@@ -571,7 +573,9 @@ func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) e
 	p.mu.Lock()
 	var drop []string
 	for a := range fs.at {
-		if !want[a] {
+		// A switch that came to carry one of a remote subscription's
+		// types meanwhile had it placed there by carry: it stays.
+		if !want[a] && (fs.remote == "" || !p.carriesLocked(fs, a)) {
 			drop = append(drop, a)
 			delete(fs.at, a)
 		}
@@ -585,7 +589,7 @@ func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) e
 	}
 	if len(errs) > 0 {
 		p.log.Warn("site: subscription placed in part", "proxy", p.cfg.Name, "filter", fs.f, "err", errors.Join(errs...))
-		p.kick()
+		p.retry()
 	}
 	return nil
 }
@@ -621,14 +625,32 @@ func (p *Proxy) kick() {
 	}
 }
 
+// retry asks replaceLoop to place every subscription again, Refresh
+// from now: a placement failed, and trying again at once would fail
+// again, over and over (a destination cut off refuses at once).
+func (p *Proxy) retry() {
+	select {
+	case p.failed <- struct{}{}:
+	default:
+	}
+}
+
 // replaceLoop places the subscriptions again when the directory changes
 // (a site's representative proxy or switches, a type newly published
-// somewhere) or a placement failed.
+// somewhere) or, Refresh later, when a placement failed.
 func (p *Proxy) replaceLoop() {
+	var again <-chan time.Time // set while a retry waits
 	for {
 		select {
 		case <-p.stop:
 			return
+		case <-p.failed:
+			if again == nil {
+				again = time.After(p.cfg.Refresh)
+			}
+			continue
+		case <-again:
+			again = nil
 		case <-p.changed:
 		}
 		acks := p.mgr.takeAcks()

@@ -153,19 +153,34 @@ func needs(fs *frontSub, t string) bool {
 // later gets it before its first event of the type (carry).
 func (p *Proxy) placeRemote(ctx context.Context, fs *frontSub) error {
 	p.mu.Lock()
-	own := p.dir.own.Switches
 	var dests []destination
-	for _, addr := range own {
-		carries := len(own) == 1
-		for t := range p.rep.brokers[addr] {
-			carries = carries || needs(fs, t)
-		}
-		if carries {
+	for _, addr := range p.dir.own.Switches {
+		if p.carriesLocked(fs, addr) {
 			dests = append(dests, destination{addr: addr})
 		}
 	}
 	p.mu.Unlock()
 	return p.moveTo(ctx, fs, dests)
+}
+
+// carriesLocked reports whether fs — the subscription of another site's
+// proxy — belongs at switch addr of the proxy's site: the site's only
+// switch, or one the broker management information says carries one of
+// its types; mu must be held.
+func (p *Proxy) carriesLocked(fs *frontSub, addr string) bool {
+	own := p.dir.own.Switches
+	if !slices.Contains(own, addr) {
+		return false
+	}
+	if len(own) == 1 {
+		return true
+	}
+	for t := range p.rep.brokers[addr] {
+		if needs(fs, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Brokers returns the broker management information of the proxy (S4
