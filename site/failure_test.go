@@ -509,7 +509,14 @@ func TestSwitchDies(t *testing.T) {
 		return rep.Stats().Spread["4.1"] > dead["4.1"]
 	}, wait, tick, "the switch back at 4.1 is not spread to")
 	require.NoError(t, failed)
+	// Once back, the switch shares the publishes evenly: it counts from
+	// the other's count, not from where it stopped.
+	mid := rep.Stats().Spread
 	publishAll(t, sensor, "TopicB", span(200, 210), sb)
+	after := rep.Stats().Spread
+	a, b := after["4.0"]-mid["4.0"], after["4.1"]-mid["4.1"]
+	assert.Equal(t, uint64(10), a+b)
+	assert.LessOrEqual(t, max(a, b)-min(a, b), uint64(1), "publishes after the switch came back: 4.0 %d, 4.1 %d", a, b)
 	settled(t, sb)
 	assert.Greater(t, back.Stats().EventsIn, uint64(0))
 	assert.Equal(t, rep.Stats().Spread["4.1"]-dead["4.1"], back.Stats().EventsIn, "events spread to the new switch")

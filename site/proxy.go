@@ -747,7 +747,9 @@ type counters struct {
 	fannedOut, interSiteEvents           atomic.Uint64
 	managerRequests, managerFailures     atomic.Uint64
 	spreadMu                             sync.Mutex
-	spread                               map[string]uint64 // spreadMu
+	spread                               map[string]uint64 // spreadMu; publishes spread, per switch
+	lead                                 map[string]uint64 // spreadMu; what a switch that was down counts from
+	out                                  map[string]bool   // spreadMu; switches down (or not seen) at the last pick
 }
 
 // subscribe counts a subscription sent to addr.

@@ -62,24 +62,51 @@ func (p *Proxy) spread(ctx context.Context, at siteEntry, ev *sion.Event) error 
 
 // pick returns the switch of addrs, not tried and not down, with the
 // fewest publishes spread to it (the first such in addrs on a tie), and
-// counts one more for it; "" when none is left.
+// counts one more for it; "" when none is left. A switch that was down
+// (or new) counts from the fewest of the others when it is back, so that
+// it does not take every publish until it has caught up.
 func (p *Proxy) pick(addrs []string, tried map[string]bool) string {
 	c := &p.counts
 	c.spreadMu.Lock()
 	defer c.spreadMu.Unlock()
-	best := ""
+	if c.spread == nil {
+		c.spread, c.lead, c.out = map[string]uint64{}, map[string]uint64{}, map[string]bool{}
+	}
+	load := func(a string) uint64 { return c.spread[a] + c.lead[a] }
+	var up []string
 	for _, a := range addrs {
-		if tried[a] || p.pool.isDown(a) {
+		if p.pool.isDown(a) {
+			c.out[a] = true
+		} else {
+			up = append(up, a)
+		}
+	}
+	least, some := uint64(0), false
+	for _, a := range up {
+		if _, known := c.spread[a]; known && !c.out[a] && (!some || load(a) < least) {
+			least, some = load(a), true
+		}
+	}
+	for _, a := range up {
+		_, known := c.spread[a]
+		if known && !c.out[a] {
 			continue
 		}
-		if best == "" || c.spread[a] < c.spread[best] {
+		if !known {
+			c.spread[a] = 0
+		}
+		delete(c.out, a)
+		if some && load(a) < least {
+			c.lead[a] += least - load(a)
+		}
+	}
+	best := ""
+	for _, a := range up {
+		if !tried[a] && (best == "" || load(a) < load(best)) {
 			best = a
 		}
 	}
 	if best != "" {
-		if c.spread == nil {
-			c.spread = map[string]uint64{}
-		}
 		c.spread[best]++
 	}
 	return best
