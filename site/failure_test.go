@@ -456,11 +456,16 @@ func TestRepresentativeProxyDies(t *testing.T) {
 				return fs.siteInfo("B1").Representative == "5" && p5.Representative && p5.FannedOut == 1 &&
 					fs.subscriptions("4.0") == tc.retained+1 && fs.subscriptions("4.1") == tc.retained+1
 			}, wait, tick, "proxy 5 not representative with proxy 0's subscription placed")
-			assert.Equal(t, uint64(2), fs.proxies["0"].Stats().InterSiteSubscribes, "proxy 0's subscription sent once more")
+			// Once more to proxy 5 — and, if proxy 0 saw its session to
+			// proxy 1 end before the manager named proxy 5, to B1's two
+			// switches meanwhile, so that nothing published during the
+			// outage is lost.
+			sent := fs.proxies["0"].Stats().InterSiteSubscribes
+			assert.Contains(t, []uint64{2, 4}, sent, "proxy 0's subscription sent once more (or through B1's switches first)")
 
 			publishAll(t, sensor, "TopicB", span(200, 220), sb)
 			settled(t, sb)
-			assert.Equal(t, uint64(2), fs.proxies["0"].Stats().InterSiteSubscribes)
+			assert.Equal(t, sent, fs.proxies["0"].Stats().InterSiteSubscribes)
 			assert.Equal(t, uint64(1), fs.proxies["5"].Stats().FannedOut)
 			assert.Equal(t, "5", fs.siteInfo("B1").Representative)
 		})

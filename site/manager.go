@@ -48,7 +48,15 @@ const (
 	DefaultMaxSites        = 4096
 	DefaultMaxProxies      = 65536
 	DefaultMaxTypesPerSite = 65536
+	DefaultMaxTypes        = 262144
 )
+
+// Registration is what a proxy tells the site manager of itself
+// (ManagerConfig.Authorize).
+type Registration struct {
+	Proxy, Site, Addr string
+	Switches          []string
+}
 
 // ErrNoSwitch is returned for a publish when neither the publishing site
 // nor the fallback site (ManagerConfig.Fallback) has a switch.
@@ -112,6 +120,19 @@ type ManagerConfig struct {
 	// nothing can go, the request is refused (its answer says why). 0
 	// means DefaultMaxSites, DefaultMaxProxies, DefaultMaxTypesPerSite.
 	MaxSites, MaxProxies, MaxTypesPerSite int
+	// MaxTypes bounds the event types the manager keeps over all sites
+	// (a type published at two sites counts twice); DefaultMaxTypes by
+	// default.
+	MaxTypes int
+	// Authorize, when set, is asked before the manager takes a proxy's
+	// registration as new or changed — its name (the session's), site,
+	// address and the switches it reports — and a non-nil error refuses
+	// the request (the proxy's answer carries it). Without it the manager
+	// trusts every session its place admits (SharedKey, Admit): any of
+	// them may register a proxy of any site, report that site's switches
+	// and become its representative proxy. Bind names to sites here (or
+	// in Admit, with mutual TLS) where proxies are not all trusted alike.
+	Authorize func(ctx context.Context, reg Registration) error
 	// Logger receives the manager's log records; nil discards them.
 	Logger *slog.Logger
 }
@@ -149,6 +170,7 @@ type Manager struct {
 	sites    map[string]*siteState
 	proxies  map[string]*proxyState // by name (its session's)
 	change   int64                  // the last change announced
+	types    int                    // event types kept, over all sites
 	settling map[int64]*settle      // changes whose acknowledgements answers wait for
 	closed   bool
 
@@ -168,10 +190,14 @@ type siteState struct {
 type proxyState struct {
 	sess             *sion.Session // the session it registered through
 	name, site, addr string
+	switches         []string // as it reported them
 	lastSeen         time.Time
 	reachable        bool
-	published        []string
-	subscribed       map[string]struct{}
+	// lagging: it let a change settle by timeout without acknowledging
+	// it; the manager waits for it again once it acknowledges one.
+	lagging    bool
+	published  []string
+	subscribed map[string]struct{}
 }
 
 // settle is a change whose announcement some answers wait on: until the
@@ -194,7 +220,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg.MaxSites = cmp.Or(cfg.MaxSites, DefaultMaxSites)
 	cfg.MaxProxies = cmp.Or(cfg.MaxProxies, DefaultMaxProxies)
 	cfg.MaxTypesPerSite = cmp.Or(cfg.MaxTypesPerSite, DefaultMaxTypesPerSite)
-	if cfg.MaxSites < 0 || cfg.MaxProxies < 0 || cfg.MaxTypesPerSite < 0 {
+	cfg.MaxTypes = cmp.Or(cfg.MaxTypes, DefaultMaxTypes)
+	if cfg.MaxSites < 0 || cfg.MaxProxies < 0 || cfg.MaxTypesPerSite < 0 || cfg.MaxTypes < 0 {
 		return nil, fmt.Errorf("%w: site: ManagerConfig bounds must not be negative", sion.ErrInvalidConfig)
 	}
 	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 {
@@ -352,8 +379,39 @@ func (m *Manager) Attach(p *sion.RelayPort) { m.port = p }
 // (sion.Relay); they are delivered through the port.
 func (m *Manager) Subscribe(context.Context, *sion.Session, *sion.Subscription) error { return nil }
 
-// Unsubscribe is told of a subscription's end (sion.Relay); nothing to do.
-func (m *Manager) Unsubscribe(*sion.Session, *sion.Subscription) {}
+// Unsubscribe is told of a subscription's end (sion.Relay). A proxy
+// cancels its subscriptions only as its session ends: the manager takes
+// that proxy as unreachable at once, without waiting for Timeout (a
+// representative proxy closed is replaced at once).
+func (m *Manager) Unsubscribe(s *sion.Session, _ *sion.Subscription) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.proxies {
+		if p.sess == s && p.reachable {
+			m.goneLocked(p)
+			if st := m.sites[p.site]; st != nil && st.representative == p.addr {
+				st.representative, st.selfRegistered = m.electLocked(st.id), true
+				m.log.Info("site: representative proxy gone; replaced", "site", st.id, "by", st.representative)
+				m.announceLocked(st, nil, true)
+			}
+		}
+	}
+}
+
+// goneLocked marks p unreachable and stops waiting for it; mu must be
+// held.
+func (m *Manager) goneLocked(p *proxyState) {
+	p.reachable = false
+	m.log.Info("site: proxy unreachable", "proxy", p.name, "site", p.site, "addr", p.addr)
+	for _, st := range m.settling {
+		if st.waiting[p.name] {
+			delete(st.waiting, p.name)
+			if len(st.waiting) == 0 {
+				close(st.done)
+			}
+		}
+	}
+}
 
 // Publish serves one request of the proxy whose session is s
 // (sion.Relay). A malformed request is refused with an error, which is
@@ -381,7 +439,7 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 		m.mu.Unlock()
 		return fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
 	}
-	a, wait, err := m.serveLocked(s, name, kind, &r)
+	a, wait, err := m.serveLocked(ctx, s, name, kind, &r)
 	m.mu.Unlock()
 	if err != nil {
 		a = answer{Epoch: m.epoch, Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
@@ -400,6 +458,11 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 		case <-t.C:
 			m.mu.Lock()
 			waiting := slices.Sorted(maps.Keys(wait.waiting))
+			for _, name := range waiting {
+				if p := m.proxies[name]; p != nil {
+					p.lagging = true // not waited for again until it acknowledges a change
+				}
+			}
 			m.mu.Unlock()
 			m.log.Warn("site: change not acknowledged by every proxy that needs it in time; answering", "proxy", name, "waiting", waiting)
 		case <-m.stop:
@@ -431,10 +494,16 @@ func (m *Manager) answer(ctx context.Context, name string, n int64, a answer) er
 // serveLocked updates the directory with request r of proxy name and
 // returns the answer, and the change the answer must wait for (nil for
 // none); mu must be held.
-func (m *Manager) serveLocked(s *sion.Session, name, kind string, r *request) (answer, *settle, error) {
+func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind string, r *request) (answer, *settle, error) {
 	p := m.proxies[name]
 	if p != nil && p.sess != s && p.sess != nil && !done(p.sess) {
 		return answer{}, nil, fmt.Errorf("site: proxy name %q is registered by another session, still open", name)
+	}
+	if m.cfg.Authorize != nil && (p == nil || p.site != r.Site || p.addr != r.Addr || !slices.Equal(p.switches, r.Switches)) {
+		// Asked with mu held: Authorize must be quick (a table lookup).
+		if err := m.cfg.Authorize(ctx, Registration{Proxy: name, Site: r.Site, Addr: r.Addr, Switches: slices.Clone(r.Switches)}); err != nil {
+			return answer{}, nil, fmt.Errorf("site: proxy %q of site %q at %s not authorized: %w", name, r.Site, r.Addr, err)
+		}
 	}
 	own, err := m.siteLocked(r.Site)
 	if err != nil {
@@ -455,12 +524,14 @@ func (m *Manager) serveLocked(s *sion.Session, name, kind string, r *request) (a
 		}
 	}
 	p.site, p.addr, p.lastSeen, p.reachable = r.Site, r.Addr, time.Now(), true
+	p.switches = slices.Clone(r.Switches)
 	p.published = r.Published
 	p.subscribed = map[string]struct{}{}
 	for _, t := range r.Subscribed {
 		p.subscribed[t] = struct{}{}
 	}
 	if kind == kindAck {
+		p.lagging = false
 		if st := m.settling[r.Change]; st != nil && st.waiting[name] {
 			delete(st.waiting, name)
 			if len(st.waiting) == 0 {
@@ -513,10 +584,11 @@ func (m *Manager) serveLocked(s *sion.Session, name, kind string, r *request) (a
 	var fresh []string
 	for _, t := range published {
 		if _, ok := at.types[t]; !ok {
-			if len(at.types) >= m.cfg.MaxTypesPerSite {
-				return answer{}, nil, fmt.Errorf("site: site %q has %d event types, at most %d: %q not registered", at.id, len(at.types), m.cfg.MaxTypesPerSite, t)
+			if len(at.types) >= m.cfg.MaxTypesPerSite || m.types >= m.cfg.MaxTypes {
+				return answer{}, nil, fmt.Errorf("site: site %q has %d event types (at most %d), all sites %d (at most %d): %q not registered", at.id, len(at.types), m.cfg.MaxTypesPerSite, m.types, m.cfg.MaxTypes, t)
 			}
 			at.types[t] = struct{}{}
+			m.types++
 			fresh = append(fresh, t)
 		}
 	}
@@ -592,6 +664,7 @@ func (m *Manager) forgetSiteLocked() bool {
 			continue
 		}
 		maps.DeleteFunc(m.proxies, func(_ string, p *proxyState) bool { return p.site == id })
+		m.types -= len(st.types)
 		delete(m.sites, id)
 		m.log.Info("site: site forgotten to make room", "site", st.id)
 		return true
@@ -671,7 +744,7 @@ func (m *Manager) announceLocked(st *siteState, fresh []string, moved bool) *set
 	if len(fresh) > 0 {
 		wait = &settle{change: m.change, site: st.id, types: fresh, waiting: map[string]bool{}, done: make(chan struct{})}
 		for _, p := range m.proxies {
-			if !p.reachable {
+			if !p.reachable || p.lagging {
 				continue
 			}
 			_, all := p.subscribed["*"]
@@ -719,16 +792,7 @@ func (m *Manager) reap() {
 			if !p.reachable || time.Since(p.lastSeen) <= m.cfg.Timeout {
 				continue
 			}
-			p.reachable = false
-			m.log.Info("site: proxy unreachable", "proxy", p.name, "site", p.site, "addr", p.addr)
-			for _, st := range m.settling {
-				if st.waiting[p.name] {
-					delete(st.waiting, p.name)
-					if len(st.waiting) == 0 {
-						close(st.done)
-					}
-				}
-			}
+			m.goneLocked(p)
 			if st := m.sites[p.site]; st != nil && st.representative == p.addr && !slices.Contains(orphaned, st) {
 				orphaned = append(orphaned, st)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/filter"
@@ -20,8 +21,17 @@ type pool struct {
 	p *Proxy
 
 	mu     sync.Mutex
-	conns  map[string]*conn // mu; by address
-	closed bool             // mu
+	conns  map[string]*conn     // mu; by address
+	failed map[string]dialError // mu; addresses whose last dial failed, until when it is not tried again
+	closed bool                 // mu
+}
+
+// dialError is a failed dial, remembered for a while: a destination that
+// does not answer (a dead representative proxy, or one a hostile entity
+// named) costs one RequestTimeout per Refresh, not one per Subscribe.
+type dialError struct {
+	err   error
+	until time.Time
 }
 
 // conn is the proxy's session at one address.
@@ -44,7 +54,9 @@ type placed struct {
 	err   error              // set before ready closes when it failed
 }
 
-func newPool(p *Proxy) *pool { return &pool{p: p, conns: map[string]*conn{}} }
+func newPool(p *Proxy) *pool {
+	return &pool{p: p, conns: map[string]*conn{}, failed: map[string]dialError{}}
+}
 
 // get returns the session at addr, dialling it once for all callers.
 func (pl *pool) get(ctx context.Context, addr string, proxy bool) (*conn, error) {
@@ -54,6 +66,13 @@ func (pl *pool) get(ctx context.Context, addr string, proxy bool) (*conn, error)
 		return nil, fmt.Errorf("%w: proxy %q", sion.ErrClosed, pl.p.cfg.Name)
 	}
 	c := pl.conns[addr]
+	if f, ok := pl.failed[addr]; c == nil && ok {
+		if time.Now().Before(f.until) {
+			pl.mu.Unlock()
+			return nil, f.err
+		}
+		delete(pl.failed, addr)
+	}
 	if c == nil {
 		c = &conn{addr: addr, proxy: proxy, ready: make(chan struct{}), subs: map[string]*placed{}}
 		pl.conns[addr] = c
@@ -88,6 +107,10 @@ func (pl *pool) dial(c *conn) {
 			if ev.Connected && !ev.Resumed {
 				p.log.Info("site: session opened anew", "proxy", p.cfg.Name, "addr", c.addr)
 			}
+			if !ev.Connected && c.proxy {
+				p.mgr.unreachable(c.addr) // a representative proxy: the manager may replace it
+			}
+			p.kick() // subscriptions at a representative that is down go to its site's switches meanwhile
 		}},
 	})
 	pl.mu.Lock()
@@ -100,6 +123,10 @@ func (pl *pool) dial(c *conn) {
 			delete(pl.conns, c.addr)
 		}
 		c.err = fmt.Errorf("site: proxy %q cannot reach %s: %w", p.cfg.Name, c.addr, err)
+		if len(pl.failed) >= maxFailedDials {
+			clear(pl.failed)
+		}
+		pl.failed[c.addr] = dialError{c.err, time.Now().Add(p.cfg.Refresh)}
 	} else {
 		c.sess = sess
 	}
@@ -213,13 +240,20 @@ func (pl *pool) placed() int {
 	return n
 }
 
-// isDown reports whether the session at addr is known to be down.
+// isDown reports whether the session at addr is known to be down, or its
+// last dial failed lately.
 func (pl *pool) isDown(addr string) bool {
 	pl.mu.Lock()
-	c := pl.conns[addr]
-	pl.mu.Unlock()
-	return c != nil && c.down.Load()
+	defer pl.mu.Unlock()
+	if c := pl.conns[addr]; c != nil {
+		return c.down.Load()
+	}
+	f, ok := pl.failed[addr]
+	return ok && time.Now().Before(f.until)
 }
+
+// maxFailedDials bounds the failed dials a pool remembers.
+const maxFailedDials = 4096
 
 // errDown marks a publish refused because the session's connection is
 // down (the caller tries elsewhere).
@@ -239,6 +273,8 @@ func (pl *pool) sweep() {
 		if c.sess != nil && c.down.Load() && len(c.subs) == 0 {
 			idle = append(idle, c)
 			delete(pl.conns, addr)
+			// Still down as far as anyone asks, until it is tried again.
+			pl.failed[addr] = dialError{fmt.Errorf("%w: site: the session at %s was down", errDown, addr), time.Now().Add(pl.p.cfg.Refresh)}
 		}
 	}
 	pl.mu.Unlock()

@@ -539,10 +539,12 @@ func (p *Proxy) destinationsLocked(fs *frontSub) []destination {
 		e := sites[id]
 		switch {
 		case id == p.cfg.Site:
-		case p.cfg.Direct || e.Representative == "" || len(e.Switches) <= 1:
+		case p.cfg.Direct || e.Representative == "" || len(e.Switches) <= 1 || p.pool.isDown(e.Representative):
 			// Direct (S4 Fig. 9); a site without a representative proxy
-			// now (it is being replaced); a site of one switch, where
-			// one message goes either way and this way saves a hop.
+			// now, or whose representative's session is down (until the
+			// manager names another: no event of the site is lost
+			// meanwhile); a site of one switch, where one message goes
+			// either way and this way saves a hop.
 			for _, a := range e.Switches {
 				add(a, false)
 			}
@@ -559,16 +561,39 @@ func withoutTypes(e siteEntry) siteEntry { e.Types = nil; return e }
 // wanted; it returns the first placement's error, if any, with what it
 // did placed (a later replace tries again).
 func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) error {
-	var errs []error
 	want := map[string]bool{}
-	for _, d := range dests {
+	errc := make([]error, len(dests))
+	var wg sync.WaitGroup
+	for i, d := range dests {
 		want[d.addr] = true
-		if err := p.placeAt(ctx, fs, d); err != nil {
-			if d.proxy {
-				p.mgr.unreachable(d.addr)
+		// At every destination at once: Subscribe waits for the slowest,
+		// not for the sum.
+		wg.Go(func() {
+			if err := p.placeAt(ctx, fs, d); err != nil {
+				if d.proxy {
+					p.mgr.unreachable(d.addr)
+				}
+				errc[i] = err
 			}
+		})
+	}
+	wg.Wait()
+	var errs []error
+	for _, err := range errc {
+		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 {
+		// Make before break: what is placed stays until every new
+		// destination has it (a representative proxy that cannot be
+		// reached keeps the subscription at its site's switches).
+		p.log.Warn("site: subscription placed in part", "proxy", p.cfg.Name, "filter", fs.f, "err", errors.Join(errs...))
+		p.retry()
+		if len(errs) == len(dests) {
+			return errors.Join(errs...)
+		}
+		return nil
 	}
 	p.mu.Lock()
 	var drop []string
@@ -583,13 +608,6 @@ func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) e
 	p.mu.Unlock()
 	for _, a := range drop {
 		p.pool.release(a, fs.f)
-	}
-	if len(errs) > 0 && len(dests) > 0 && len(errs) == len(dests) {
-		return errors.Join(errs...)
-	}
-	if len(errs) > 0 {
-		p.log.Warn("site: subscription placed in part", "proxy", p.cfg.Name, "filter", fs.f, "err", errors.Join(errs...))
-		p.retry()
 	}
 	return nil
 }

@@ -48,7 +48,15 @@ func (p *Proxy) spread(ctx context.Context, at siteEntry, ev *sion.Event) error 
 			errs = append(errs, err)
 			continue
 		}
-		if err := p.pool.publish(ctx, addr, false, ev); err != nil {
+		// A switch that has just died holds its session's Publish until
+		// the session is back or ctx ends: each attempt gets a part of
+		// RequestTimeout, and the next switch is tried. Should the first
+		// attempt be delivered after all, the event keeps its ID, and
+		// every front drops the second copy.
+		actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout/4)
+		err := p.pool.publish(actx, addr, false, ev)
+		cancel()
+		if err != nil {
 			p.unpick(addr)
 			errs = append(errs, err)
 			if ctx.Err() != nil {
