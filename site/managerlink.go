@@ -205,6 +205,9 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	select {
 	case a := <-ch:
 		m.apply(a)
+		if a.Error != "" {
+			p.counts.managerRefusals.Add(1)
+		}
 		return a, nil
 	case <-ctx.Done():
 		return fail(fmt.Errorf("%w: no answer to request %d: %w", errManagerAway, n, ctx.Err()))
@@ -233,12 +236,7 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 // apply takes what an answer says of the proxy's own site.
 func (m *managerLink) apply(a answer) {
 	p := m.p
-	m.mu.Lock()
-	if m.epoch != 0 && m.epoch != a.Epoch {
-		p.log.Info("site: the site manager restarted", "proxy", p.cfg.Name)
-	}
-	m.epoch = a.Epoch
-	m.mu.Unlock()
+	m.newEpoch(a.Epoch)
 	if a.Error != "" {
 		return
 	}
@@ -252,6 +250,21 @@ func (m *managerLink) apply(a answer) {
 	if a.Publish != nil {
 		e := *a.Publish
 		p.dir.publish = &e
+	}
+}
+
+// newEpoch notes the site manager's epoch; a new one means it restarted,
+// and what the proxy cached from before may have missed changes
+// announced while its session was being opened anew: it is forgotten, and
+// every subscription asks again.
+func (m *managerLink) newEpoch(epoch uint64) {
+	m.mu.Lock()
+	restarted := m.epoch != 0 && m.epoch != epoch
+	m.epoch = epoch
+	m.mu.Unlock()
+	if restarted {
+		m.p.log.Info("site: the site manager restarted", "proxy", m.p.cfg.Name)
+		m.lostChanges()
 	}
 }
 
@@ -282,6 +295,7 @@ func (m *managerLink) onChange(d sion.Delivery) {
 		p.log.Warn("site: malformed change from the site manager", "proxy", p.cfg.Name, "err", err)
 		return
 	}
+	m.newEpoch(c.Epoch)
 	e := withoutTypes(c.Entry)
 	p.mu.Lock()
 	if c.Site == p.cfg.Site {

@@ -196,8 +196,17 @@ func (pl *pool) release(addr string, f *filter.Filter) {
 	}
 	ps.refs--
 	last := ps.refs == 0
+	var counted uint64 // its drops, moved to the proxy's counter under mu: ProxyStats.Dropped never goes down
 	if last {
 		delete(c.subs, key)
+		select {
+		case <-ps.ready:
+			if ps.sub != nil {
+				counted = ps.sub.Stats().Dropped
+				pl.p.counts.dropped.Add(counted)
+			}
+		default:
+		}
 	}
 	pl.mu.Unlock()
 	if !last {
@@ -207,6 +216,7 @@ func (pl *pool) release(addr string, f *filter.Filter) {
 		<-ps.ready
 		if ps.sub != nil {
 			ps.sub.Cancel() // does not wait for the switch
+			pl.p.counts.dropped.Add(ps.sub.Stats().Dropped - counted)
 		}
 	})
 }
@@ -229,15 +239,24 @@ func (pl *pool) publish(ctx context.Context, addr string, proxy bool, ev *sion.E
 	return nil
 }
 
-// placed returns the number of subscriptions the pool holds.
-func (pl *pool) placed() int {
+// placed returns the number of subscriptions the pool holds, and the
+// events they have dropped.
+func (pl *pool) placed() (n int, dropped uint64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	n := 0
 	for _, c := range pl.conns {
 		n += len(c.subs)
+		for _, ps := range c.subs {
+			select {
+			case <-ps.ready:
+				if ps.sub != nil {
+					dropped += ps.sub.Stats().Dropped
+				}
+			default:
+			}
+		}
 	}
-	return n
+	return n, dropped
 }
 
 // isDown reports whether the session at addr is known to be down, or its

@@ -111,7 +111,15 @@ type ProxyConfig struct {
 // Events keep their ID from the front where they were published to every
 // front that delivers them, and a front drops an ID it has seen, so an
 // event reaches each subscription once even while subscriptions move
-// between representative proxies. An event brought from another site is
+// between representative proxies.
+//
+// A proxy names its sessions on other proxies' fronts
+// "site-proxy/SITE/NAME": a representative proxy takes the subscriptions
+// of sessions so named, of another site, for that site's proxy's — it
+// places them at its own site's switches only and never hands them events
+// from other sites — and spreads the publishes of those of its own site
+// itself. An application should not name its sessions so: it would only
+// limit what it receives. An event brought from another site is
 // delivered to the front's applications only, never to the sessions of
 // other sites' proxies, so it neither returns to its site nor goes on to
 // a third.
@@ -733,24 +741,36 @@ type ProxyStats struct {
 	// Representative reports whether the proxy is its site's
 	// representative proxy now.
 	Representative bool
-	// Published counts the events its sessions published; Direct those
-	// it published at a site's only switch; ToRepresentative those it
-	// handed to its site's representative proxy; Spread those it spread
-	// over its site's switches itself (as representative, or while the
-	// representative was unreachable), per switch address.
+	// Published counts the events its front's sessions published — at a
+	// representative proxy, those its site's other proxies handed to it
+	// too, so a sum over proxies counts those twice; Direct those it
+	// published at a site's only switch; ToRepresentative those it handed
+	// to its site's representative proxy; Spread those it spread over its
+	// site's switches itself (as representative, or while the
+	// representative was unreachable), per switch address (a switch never
+	// spread to counts 0 once seen).
 	Published, Direct, ToRepresentative uint64
 	Spread                              map[string]uint64
 	// LocalSubscribes counts the subscriptions it placed at its own
-	// site's switches; InterSiteSubscribes those it sent to other sites
-	// (their representative proxies, or their switches with Direct) — S4's
-	// inter-site subscribe messages. FannedOut counts the subscriptions of
-	// other sites' proxies it took as representative.
+	// site's switches, for its applications and — as representative — for
+	// other sites' proxies; InterSiteSubscribes those it sent to other
+	// sites (their representative proxies; their switches with Direct, or
+	// while a representative is unreachable) — S4's inter-site subscribe
+	// messages. FannedOut counts the subscriptions of other sites' proxies
+	// it took as representative. Each counts a message sent: one
+	// subscription per distinct filter and destination.
 	LocalSubscribes, InterSiteSubscribes, FannedOut uint64
 	// InterSiteEvents counts the events that reached it from other sites.
 	InterSiteEvents uint64
 	// ManagerRequests counts its requests to the site manager;
-	// ManagerFailures those not answered (the proxy used its cache).
-	ManagerRequests, ManagerFailures uint64
+	// ManagerFailures those not answered (the proxy used its cache);
+	// ManagerRefusals those answered with a refusal (the error the proxy
+	// returned, or logged).
+	ManagerRequests, ManagerFailures, ManagerRefusals uint64
+	// Dropped counts the events lost on the subscriptions the proxy holds
+	// at switches and other proxies, those ended included: their queues
+	// overflowed (ProxyConfig.Queue).
+	Dropped uint64
 	// Subscriptions is the number of its front's subscriptions now
 	// (applications' and other sites' proxies'); Placed the number of
 	// subscriptions it holds now at switches and other proxies (one per
@@ -764,6 +784,7 @@ type counters struct {
 	localSubscribes, interSiteSubscribes atomic.Uint64
 	fannedOut, interSiteEvents           atomic.Uint64
 	managerRequests, managerFailures     atomic.Uint64
+	managerRefusals, dropped             atomic.Uint64
 	spreadMu                             sync.Mutex
 	spread                               map[string]uint64 // spreadMu; publishes spread, per switch
 	lead                                 map[string]uint64 // spreadMu; what a switch that was down counts from
@@ -787,7 +808,8 @@ func (p *Proxy) Stats() ProxyStats {
 		Published:      c.published.Load(), Direct: c.direct.Load(), ToRepresentative: c.toRepresentative.Load(),
 		LocalSubscribes: c.localSubscribes.Load(), InterSiteSubscribes: c.interSiteSubscribes.Load(), FannedOut: c.fannedOut.Load(),
 		InterSiteEvents: c.interSiteEvents.Load(),
-		ManagerRequests: c.managerRequests.Load(), ManagerFailures: c.managerFailures.Load(),
+		ManagerRequests: c.managerRequests.Load(), ManagerFailures: c.managerFailures.Load(), ManagerRefusals: c.managerRefusals.Load(),
+		Dropped: c.dropped.Load(),
 	}
 	c.spreadMu.Lock()
 	st.Spread = maps.Clone(c.spread)
@@ -795,6 +817,8 @@ func (p *Proxy) Stats() ProxyStats {
 	p.mu.Lock()
 	st.Subscriptions = len(p.subs)
 	p.mu.Unlock()
-	st.Placed = p.pool.placed()
+	var dropped uint64
+	st.Placed, dropped = p.pool.placed()
+	st.Dropped += dropped // those of subscriptions ended are in counts.dropped
 	return st
 }
