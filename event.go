@@ -82,7 +82,9 @@ type Event struct {
 	// 65,536–131,072 IDs it recorded) drops the event as a duplicate
 	// (Stats.Duplicates): Publish returns nil, as for the first copy.
 	// Choose such IDs at random (128 bits), never from a counter shared
-	// with other publishers.
+	// with other publishers; and do not take IDs from sources you do not
+	// trust: an event published first with another's ID suppresses that
+	// one, wherever the first has been seen.
 	ID EventID
 	// Type is the event type's name, canonical or a synonym; Publish
 	// stores the canonical name.

@@ -70,19 +70,42 @@
 // # Failure
 //
 // Proxies register with the site manager every ProxyConfig.Refresh. One
-// not heard from for ManagerConfig.Timeout is marked unreachable in the
-// directory (Manager.Sites), and if it was its site's representative
-// proxy, another reachable proxy of the site takes its place (with none,
-// the next proxy of the site that asks); the other proxies, told of the
-// change, place their subscriptions at the new representative, which
-// places them at its switches before the first event of their type
-// reaches one — nothing published after the repair is lost. Meanwhile a proxy that cannot reach the representative spreads its
-// publishes itself and reports it. A switch whose session is down is left
-// out of the spread until it is back. While the site manager is away the
-// proxies work on their cached answers; when it returns (or restarts, its
-// state in memory lost) every proxy registers again at once with its whole
-// state, so the directory is rebuilt within one Refresh, and a
-// representative proxy keeps its role.
+// not heard from for ManagerConfig.Timeout, or whose session with the
+// manager ended, is marked unreachable in the directory (Manager.Sites),
+// and if it was its site's representative proxy, another reachable proxy
+// of the site takes its place (the one with the lowest name; with none,
+// the next that asks); the other proxies, told of the change, place their
+// subscriptions at the new representative, which places them at its
+// switches before the first event of their type reaches one — nothing
+// published after the repair is lost. Until then a proxy whose session
+// with a representative is down places its subscriptions at that site's
+// switches directly (what is placed stays until the new places have it),
+// and a proxy that cannot reach its own representative spreads its
+// publishes itself and reports it; so the loss is bounded by the time it
+// takes a proxy to see a session end (at once for a proxy that closed; a
+// transport's heartbeat for one that died). A switch whose session is
+// down is left out of the spread until it is back, and then counts from
+// the others' fewest. While the site manager is away the proxies work on
+// their cached answers; when it returns (or restarts, its state in memory
+// lost) every proxy registers again at once with its whole state, so the
+// directory is rebuilt within one Refresh, a representative proxy keeps
+// its role, and every proxy forgets its cache (it may have missed
+// changes) and asks again.
+//
+// # Trust
+//
+// The site manager trusts every session its place admits
+// (ManagerConfig.SharedKey, Admit): any may register a proxy of any site,
+// report that site's switches, and become its representative proxy. A
+// proxy's name is bound to its session while that session is open.
+// ManagerConfig.Authorize binds names to sites and addresses where proxies
+// are not all trusted alike. The manager's state is bounded
+// (ManagerConfig.MaxSites, MaxProxies, MaxTypesPerSite, MaxTypes); at a
+// bound it forgets what is least current. A proxy that lets a change
+// settle by timeout without acknowledging it is not waited for again until
+// it acknowledges one, so no session holds every first publish for
+// SettleTimeout. Caller-set event IDs are trusted too (sion.Event.ID): a
+// publisher that reuses another's ID suppresses that event.
 //
 // # Concurrency
 //
