@@ -162,7 +162,12 @@ func newFailSystem(t testing.TB, specs []siteSpec, opts ...systemOption) *failSy
 	for i, sp := range specs {
 		bare[i] = siteSpec{id: sp.id, switches: sp.switches}
 	}
-	keep := func(_ *system, c *site.ManagerConfig) { c.Timeout, fs.mcfg = testTimeout, c }
+	keep := func(_ *system, c *site.ManagerConfig) {
+		if c.Timeout == 0 {
+			c.Timeout = testTimeout
+		}
+		fs.mcfg = c
+	}
 	fs.system = newSystem(t, bare, append(opts, keep)...)
 	fs.cut = newCutNet(fs.net)
 	for _, sp := range specs {
