@@ -442,7 +442,7 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 	a, wait, err := m.serveLocked(ctx, s, name, kind, &r)
 	m.mu.Unlock()
 	if err != nil {
-		a = answer{Epoch: m.epoch, Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
+		a = answer{Epoch: m.epoch, Young: m.young(), Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
 	}
 	if kind == kindAck {
 		return nil // acknowledgements are not answered
@@ -568,7 +568,7 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 		// takes it back.
 		own.representative, own.selfRegistered, moved = r.Addr, false, true
 	}
-	a := answer{Epoch: m.epoch, Own: m.entry(own, nil), Representative: own.representative == r.Addr}
+	a := answer{Epoch: m.epoch, Young: m.young(), Own: m.entry(own, nil), Representative: own.representative == r.Addr}
 	// The types published at the site whose switches take this proxy's
 	// publishes.
 	at := own
@@ -637,6 +637,10 @@ func (m *Manager) settlingLocked(site string, types []string) *settle {
 	}
 	return out
 }
+
+// young reports whether the manager started less than Timeout ago:
+// proxies may not all have registered again (answer.Young).
+func (m *Manager) young() bool { return time.Since(m.started) < m.cfg.Timeout }
 
 // done reports whether session s has ended.
 func done(s *sion.Session) bool {

@@ -237,6 +237,7 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 func (m *managerLink) apply(a answer) {
 	p := m.p
 	m.newEpoch(a.Epoch)
+	p.young.Store(a.Young)
 	if a.Error != "" {
 		return
 	}

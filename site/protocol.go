@@ -96,6 +96,10 @@ type siteEntry struct {
 // answer is the site manager's answer to one request.
 type answer struct {
 	Epoch uint64 `json:"epoch"`
+	// Young: the manager started less than its Timeout ago, and its
+	// directory may still lack what proxies have not registered again
+	// yet: a proxy adds what it says, and drops nothing for it.
+	Young bool   `json:"young,omitempty"`
 	Error string `json:"error,omitempty"`
 	// NoSwitch: Error is an ErrNoSwitch.
 	NoSwitch bool `json:"noSwitch,omitempty"`

@@ -145,6 +145,7 @@ type Proxy struct {
 	closed     bool                 // mu
 
 	counts counters
+	young  atomic.Bool // the manager's last answer said it is young: subscriptions are only added to
 
 	stop    chan struct{}
 	changed chan struct{} // the directory changed: replace subscriptions (1-buffered)
@@ -601,6 +602,11 @@ func (p *Proxy) moveTo(ctx context.Context, fs *frontSub, dests []destination) e
 		if len(errs) == len(dests) {
 			return errors.Join(errs...)
 		}
+		return nil
+	}
+	if p.young.Load() {
+		// A manager that has just started may not know yet what the
+		// proxies will register again: keep every place until it does.
 		return nil
 	}
 	p.mu.Lock()
