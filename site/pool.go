@@ -32,7 +32,12 @@ type pool struct {
 type dialError struct {
 	err   error
 	until time.Time
+	fails int // dials failed in a row: each doubles the wait, from Refresh up to maxDialBackoff
 }
+
+// maxDialBackoff bounds how long a failed destination is left untried
+// (CASES-2 B27: a partition that heals is found within seconds).
+const maxDialBackoff = 10 * time.Second
 
 // conn is the proxy's session at one address.
 type conn struct {
@@ -66,12 +71,9 @@ func (pl *pool) get(ctx context.Context, addr string, proxy bool) (*conn, error)
 		return nil, fmt.Errorf("%w: proxy %q", sion.ErrClosed, pl.p.cfg.Name)
 	}
 	c := pl.conns[addr]
-	if f, ok := pl.failed[addr]; c == nil && ok {
-		if time.Now().Before(f.until) {
-			pl.mu.Unlock()
-			return nil, f.err
-		}
-		delete(pl.failed, addr)
+	if f, ok := pl.failed[addr]; c == nil && ok && time.Now().Before(f.until) {
+		pl.mu.Unlock()
+		return nil, f.err
 	}
 	if c == nil {
 		c = &conn{addr: addr, proxy: proxy, ready: make(chan struct{}), subs: map[string]*placed{}}
@@ -126,9 +128,11 @@ func (pl *pool) dial(c *conn) {
 		if len(pl.failed) >= maxFailedDials {
 			clear(pl.failed)
 		}
-		pl.failed[c.addr] = dialError{c.err, time.Now().Add(p.cfg.Refresh)}
+		n := pl.failed[c.addr].fails + 1
+		pl.failed[c.addr] = dialError{c.err, time.Now().Add(min(p.cfg.Refresh<<min(n-1, 16), maxDialBackoff)), n}
 	} else {
 		c.sess = sess
+		delete(pl.failed, c.addr)
 	}
 	pl.mu.Unlock()
 	close(c.ready)
@@ -293,7 +297,7 @@ func (pl *pool) sweep() {
 			idle = append(idle, c)
 			delete(pl.conns, addr)
 			// Still down as far as anyone asks, until it is tried again.
-			pl.failed[addr] = dialError{fmt.Errorf("%w: site: the session at %s was down", errDown, addr), time.Now().Add(pl.p.cfg.Refresh)}
+			pl.failed[addr] = dialError{fmt.Errorf("%w: site: the session at %s was down", errDown, addr), time.Now().Add(pl.p.cfg.Refresh), 1}
 		}
 	}
 	pl.mu.Unlock()
