@@ -90,7 +90,11 @@
 // lost) every proxy registers again at once with its whole state, so the
 // directory is rebuilt within one Refresh, a representative proxy keeps
 // its role, and every proxy forgets its cache (it may have missed
-// changes) and asks again.
+// changes) and asks again — adding places on a new manager's word but
+// dropping none until it has had its Timeout to hear every proxy again.
+// A destination that cannot be dialled is left untried for a doubling
+// while (Refresh up to 10 s), so it costs one RequestTimeout, not one per
+// Subscribe.
 //
 // # Trust
 //
