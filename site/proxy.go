@@ -124,6 +124,14 @@ type ProxyConfig struct {
 // other sites' proxies, so it neither returns to its site nor goes on to
 // a third.
 //
+// Cost: a subscription at a proxy is one subscription at each switch of
+// its site and one at each other site that publishes its type (its
+// representative proxy, which holds one at each of its switches that carry
+// the type): identical filters share them. Each held subscription has a
+// queue of ProxyConfig.Queue deliveries and a goroutine at the proxy. Bound
+// what an application may subscribe to with the front's Admit where that
+// matters.
+//
 // While the site manager is away the proxy works on its cached answers
 // (a type it has never asked about is placed at its own site's switches
 // only, until the manager answers); it registers again when the manager
