@@ -386,15 +386,15 @@ func (m *Manager) Subscribe(context.Context, *sion.Session, *sion.Subscription) 
 func (m *Manager) Unsubscribe(s *sion.Session, _ *sion.Subscription) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, p := range m.proxies {
-		if p.sess == s && p.reachable {
-			m.goneLocked(p)
-			if st := m.sites[p.site]; st != nil && st.representative == p.addr {
-				st.representative, st.selfRegistered = m.electLocked(st.id), true
-				m.log.Info("site: representative proxy gone; replaced", "site", st.id, "by", st.representative)
-				m.announceLocked(st, nil, true)
-			}
-		}
+	p := m.proxies[s.Name()] // a proxy's name is its session's
+	if p == nil || p.sess != s || !p.reachable {
+		return
+	}
+	m.goneLocked(p)
+	if st := m.sites[p.site]; st != nil && st.representative == p.addr {
+		st.representative, st.selfRegistered = m.electLocked(st.id), true
+		m.log.Info("site: representative proxy gone; replaced", "site", st.id, "by", st.representative)
+		m.announceLocked(st, nil, true)
 	}
 }
 
