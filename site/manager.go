@@ -354,14 +354,13 @@ type ProxyInfo struct {
 func (m *Manager) Sites() []SiteInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	proxies := map[string][]ProxyInfo{}
+	for _, p := range m.proxies {
+		proxies[p.site] = append(proxies[p.site], ProxyInfo{Name: p.name, Addr: p.addr, Reachable: p.reachable, LastSeen: p.lastSeen, Subscribed: slices.Sorted(maps.Keys(p.subscribed))})
+	}
 	var out []SiteInfo
 	for _, st := range m.sites {
-		si := SiteInfo{ID: st.id, Representative: st.representative, Switches: slices.Clone(st.switches), Types: slices.Sorted(maps.Keys(st.types))}
-		for _, p := range m.proxies {
-			if p.site == st.id {
-				si.Proxies = append(si.Proxies, ProxyInfo{Name: p.name, Addr: p.addr, Reachable: p.reachable, LastSeen: p.lastSeen, Subscribed: slices.Sorted(maps.Keys(p.subscribed))})
-			}
-		}
+		si := SiteInfo{ID: st.id, Representative: st.representative, Switches: slices.Clone(st.switches), Types: slices.Sorted(maps.Keys(st.types)), Proxies: proxies[st.id]}
 		slices.SortFunc(si.Proxies, func(a, b ProxyInfo) int { return strings.Compare(a.Name, b.Name) })
 		out = append(out, si)
 	}
