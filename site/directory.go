@@ -193,15 +193,14 @@ func done(s *sion.Session) bool {
 // reachable proxy serves, with its proxies, and reports whether there was
 // one; mu must be held.
 func (m *Manager) forgetSiteLocked() bool {
+	served := map[string]bool{}
+	for _, p := range m.proxies {
+		if p.reachable {
+			served[p.site] = true
+		}
+	}
 	for id, st := range m.sites {
-		if slices.ContainsFunc(m.cfg.Sites, func(sc SiteConfig) bool { return sc.ID == id }) {
-			continue
-		}
-		served := false
-		for _, p := range m.proxies {
-			served = served || (p.site == id && p.reachable)
-		}
-		if served {
+		if st.configured || served[id] {
 			continue
 		}
 		maps.DeleteFunc(m.proxies, func(_ string, p *proxyState) bool { return p.site == id })

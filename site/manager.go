@@ -182,6 +182,7 @@ type siteState struct {
 	id             string
 	switches       []string // the operator's, or else the proxies'
 	operator       bool     // switches set by the operator
+	configured     bool     // the operator set the site up (ManagerConfig.Sites, SetSite): never forgotten
 	representative string   // address
 	selfRegistered bool     // the representative became it by asking first
 	types          map[string]struct{}
@@ -301,6 +302,7 @@ func (m *Manager) setSite(sc SiteConfig) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", sion.ErrInvalidConfig, err)
 	}
+	st.configured = true
 	if len(sc.Switches) > 0 {
 		st.switches, st.operator = slices.Clone(sc.Switches), true
 	}
