@@ -96,7 +96,10 @@
 // convert to ones it matches (a gateway's interest, S1 SI-GW): never
 // narrower than that, exact for type tests, renames, linear conversions
 // and value tables (see Derive for the cases it widens); Conjoin
-// intersects two filters (a firewall and derived interest).
+// intersects two filters (a firewall and derived interest); Covers reports
+// whether one filter matches every event another matches (sound: false
+// when unsure), so that a covered filter need not be propagated (S2,
+// DESIGN.md "Network").
 //
 // Index is the matcher; BruteForce, which evaluates every filter in turn,
 // is its oracle. Index groups filters by event type and, inside a group,
