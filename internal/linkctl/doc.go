@@ -26,6 +26,15 @@
 // Probe and ProbeReply for n-hop probes, Leave when a switch leaves its
 // place or a gateway ends its federation.
 //
+// Managed places (S2; DESIGN.md "Beyond one tree"): an agent's own
+// connection to a switch — not a link — carries Manage (the agent's
+// first message), Model (the switch's part of the network model,
+// answering Manage) and ModelChange (each change to it after), Deploy (a
+// deployment's filters, bags, send flags and relays at the switch),
+// Detected ("all bleeders detected") and Verdict (a subscription or
+// advertisement granted or refused). Bleeder is the one message of a
+// managed place on a shared link: in band, downstream.
+//
 // Rendezvous routing (S3, over package overlay's Pastry-style overlay;
 // DESIGN.md "Beyond one tree"): Join, routed hop by hop toward a
 // newcomer's ID, answered by JoinReply from its root, then Announce to
@@ -44,7 +53,7 @@
 // order, and nothing after them:
 //
 //	body        = kind message .
-//	kind        = byte .                    (Kind: 1 LinkRequest … 22 BypassEnd)
+//	kind        = byte .                    (Kind: 1 LinkRequest … 29 Verdict)
 //
 //	LinkRequest = text(Switch) text(Place) sint(Link ≥ 0) text(Addr) bool(Merge) text(Absorb) .
 //	LinkAccept  = text(Switch) text(Place) .
@@ -71,6 +80,19 @@
 //	OverlayLink    = text(Switch) text(Place) node(Node) .
 //	BypassEnd      = class(Class) uvarint(Seq) uvarint(Ack) .
 //
+//	Manage      = text(Agent) text(Place) .
+//	Model       = text(Switch) list(text(Peer) text(Addr))
+//	              list(uvarint(Key) uvarint(Session) text(Type) attrs(Attrs) bool(Pending))
+//	              list(uvarint(Key) uvarint(Session) text(Filter) bool(Pending))
+//	              list(text(Peer) list(text)) .
+//	ModelChange = byte(Op 1…6) uvarint(Key) uvarint(Session) text(Peer) text(Addr) text(Text) attrs(Attrs) .
+//	Deploy      = uvarint(Deployment)
+//	              list(uvarint(ID) text(Peer) uvarint(Session) list(text) list(uvarint) bool(Send))
+//	              list(uvarint(Bleeder) names(To)) .
+//	Bleeder     = uvarint(Deployment) uvarint(Filter) .
+//	Detected    = uvarint(Deployment) uvarint(Filter) .
+//	Verdict     = uvarint(Key) bool(Advert) string(Error) .
+//
 //	names       = uvarint(n ≤ MaxNames) { name } .
 //	name        = text without NUL or LF .   (a switch or place name)
 //	nodes       = uvarint(n ≤ MaxNames) { node } .
@@ -78,6 +100,7 @@
 //	id          = 16*byte .                  (an overlay ID, raw; IDLen)
 //	attrs       = uvarint(n ≤ MaxNames) { text(Name) text(Value) } .
 //	class       = byte(Level 1…3) text(Type) text(Attr) text(Value) .
+//	list(x)     = uvarint(n ≤ MaxNames) { x } .
 //
 //	uvarint     = unsigned LEB128 (binary.AppendUvarint), 1 to 10 bytes, minimal .
 //	sint        = uvarint of the zigzag encoding (binary.AppendVarint) .

@@ -72,7 +72,7 @@ func samples() []sample {
 		{"ProbeReply/extreme", &ProbeReply{ID: math.MaxUint64, Hops: MaxHops, Path: []string{"", "スイッチ", long}, Switch: long, Addr: long, End: true, Pending: true}},
 		{"Leave/zero", &Leave{}},
 		{"Leave/realistic", &Leave{Parent: "10.0.0.1:7010"}},
-	}, s3Samples()...)
+	}, append(s3Samples(), s2Samples()...)...)
 }
 
 // normal returns m as Decode returns it: every empty list nil.
@@ -280,7 +280,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"nil body", nil, 0, "kind", 0, "linkctl: malformed message: kind: empty body at offset 0"},
 		{"empty body", []byte{}, 0, "kind", 0, "linkctl: malformed message: kind: empty body at offset 0"},
 		{"kind 0", []byte{0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 0 at offset 0"},
-		{"kind 23", []byte{23, 0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 23 at offset 0"},
+		{"kind 30", []byte{30, 0}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 30 at offset 0"},
 		{"bypass end class level 0", []byte{22, 0}, KindBypassEnd, "class level", 1, "linkctl: malformed bypass end message: class level: value 0 out of range 1…3 at offset 1"},
 		{"overlay link place truncated", []byte{21, 0}, KindOverlayLink, "place", 2, "linkctl: malformed overlay link message: place: truncated varint at offset 2"},
 		{"kind 255", []byte{255}, 0, "kind", 0, "linkctl: malformed message: kind: unknown kind 255 at offset 0"},
@@ -502,7 +502,8 @@ func TestShortBodyAllocatesLittle(t *testing.T) {
 
 func TestKind(t *testing.T) {
 	names := []string{"link request", "link accept", "federate", "register", "release", "marker", "ack", "synced", "probe", "probe reply", "leave",
-		"join", "join reply", "announce", "leaf set request", "leaf set reply", "advertise", "unadvertise", "path change", "branch point", "overlay link", "bypass end"}
+		"join", "join reply", "announce", "leaf set request", "leaf set reply", "advertise", "unadvertise", "path change", "branch point", "overlay link", "bypass end",
+		"manage", "model", "model change", "deploy", "bleeder", "detected", "verdict"}
 	for i, name := range names {
 		k := Kind(i + 1)
 		t.Run(name, func(t *testing.T) {
@@ -512,7 +513,7 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, k, m.Kind())
 		})
 	}
-	for _, k := range []Kind{0, 23, 255} {
+	for _, k := range []Kind{0, 30, 255} {
 		t.Run(k.String(), func(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("Kind(%d)", k), k.String())
 			assert.Nil(t, newMessage(k))

@@ -32,6 +32,14 @@ const (
 	KindBranchPoint    Kind = 20 // back along the path: the branch (or merge) point's answer
 	KindOverlayLink    Kind = 21 // requester → switch: open an overlay link (S3)
 	KindBypassEnd      Kind = 22 // along a bypassed class's path: the bypass ends
+
+	KindManage      Kind = 23 // agent → switch: manage this switch (S2), the first message
+	KindModel       Kind = 24 // switch → agent: the switch's part of the network model, whole
+	KindModelChange Kind = 25 // switch → agent: one change to that part
+	KindDeploy      Kind = 26 // agent → switch: one deployment's filters at the switch
+	KindBleeder     Kind = 27 // over a shared link, downstream: a bleeder message (S2)
+	KindDetected    Kind = 28 // switch → agent: all bleeders detected
+	KindVerdict     Kind = 29 // agent → switch: a request granted or refused
 )
 
 var kindNames = [...]string{
@@ -58,6 +66,14 @@ var kindNames = [...]string{
 	KindBranchPoint:    "branch point",
 	KindOverlayLink:    "overlay link",
 	KindBypassEnd:      "bypass end",
+
+	KindManage:      "manage",
+	KindModel:       "model",
+	KindModelChange: "model change",
+	KindDeploy:      "deploy",
+	KindBleeder:     "bleeder",
+	KindDetected:    "detected",
+	KindVerdict:     "verdict",
 }
 
 // String returns the message type's name in lower case ("register",
@@ -567,6 +583,20 @@ func newMessage(k Kind) Message {
 		return new(OverlayLink)
 	case KindBypassEnd:
 		return new(BypassEnd)
+	case KindManage:
+		return new(Manage)
+	case KindModel:
+		return new(Model)
+	case KindModelChange:
+		return new(ModelChange)
+	case KindDeploy:
+		return new(Deploy)
+	case KindBleeder:
+		return new(Bleeder)
+	case KindDetected:
+		return new(Detected)
+	case KindVerdict:
+		return new(Verdict)
 	}
 	return nil
 }
