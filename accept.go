@@ -31,6 +31,8 @@ func (sw *Switch) accept(ctx context.Context, conn transport.Conn, sess *Session
 		sw.acceptGateway(ctx, conn, sess, m)
 	case *linkctl.OverlayLink:
 		sw.routing.acceptOverlay(ctx, conn, sess, m)
+	case *linkctl.Manage:
+		sw.routing.acceptAgent(ctx, conn, sess, m)
 	default:
 		if err == nil {
 			err = fmt.Errorf("a %v cannot open a link", m.Kind())

@@ -110,6 +110,11 @@ type AdmissionRequest struct {
 	// Gateway reports a federation request (Switch.Federate): Session is
 	// the gateway's name; PlaceConfig.Federation is asked after Admit.
 	Gateway bool
+	// Agent reports an agent's request to manage the switch (S2, a place
+	// routed by RouteManaged): Session is the agent's name. The hook is
+	// asked twice, as for a link: for the agent's session and for the
+	// request.
+	Agent bool
 }
 
 // EventPlace is a scope in which events spread, with one ontology (S1

@@ -156,7 +156,7 @@ func (*sharedEnd) control(r *router, m linkctl.Message) (bool, error) {
 			r.sw.parentLeaves(m.Parent)
 		}
 	default:
-		return false, nil
+		return r.sw.routing.linkControl(r, m)
 	}
 	return true, nil
 }

@@ -120,3 +120,33 @@ func (sw *Switch) Routes() []RouteInfo {
 	})
 	return out
 }
+
+// Constraints returns, for each shared link of the switch, by peer, the
+// filters that decide what the switch forwards to that peer — the proxy
+// filters installed on its end of the link: the peer's propagated
+// interest (S1), or the constraint a managed place's agent deployed (S2
+// network filter) — as canonical texts, sorted, without repeats. A link
+// whose end has none carries nothing and is left out; {type ⊑ *} passes
+// every event. Safe for concurrent use.
+func (sw *Switch) Constraints() map[string][]string {
+	sw.routeMu.Lock()
+	routers := slices.Clone(sw.routers)
+	sw.routeMu.Unlock()
+	out := map[string][]string{}
+	for _, r := range routers {
+		if !r.end.inPlace() {
+			continue
+		}
+		r.sess.mu.Lock()
+		var fs []string
+		for _, sub := range r.sess.subs {
+			fs = append(fs, sub.f.String())
+		}
+		r.sess.mu.Unlock()
+		if len(fs) > 0 {
+			slices.Sort(fs)
+			out[r.peer] = slices.Compact(fs)
+		}
+	}
+	return out
+}

@@ -77,6 +77,15 @@ type switchRouting interface {
 	// returns what else its contract waits on (S3: the end of a bypass
 	// that would keep events from it).
 	routed(sub *Subscription) []*linkAck
+	// unrouted is told that sub has ended (Switch.routeRemove).
+	unrouted(sub *Subscription)
+	// linkControl handles a control message of the routing's own that
+	// arrived over shared link r (S2: a bleeder), reporting false for
+	// one it does not carry, which ends the link (ErrProtocol).
+	linkControl(r *router, m linkctl.Message) (bool, error)
+	// acceptAgent serves an agent's request to manage the switch (S2);
+	// a routing that is not managed refuses it.
+	acceptAgent(ctx context.Context, conn transport.Conn, sess *Session, req *linkctl.Manage)
 	// leave leaves whatever structure the routing keeps beyond the
 	// place's tree (S3: the overlay), telling the neighbours; ctx bounds
 	// it.
@@ -112,6 +121,18 @@ func (stateless) advertise(context.Context, *Session, []Advertisement) error { r
 func (stateless) withdraw(*Session)                                          {}
 func (stateless) publishing(*Session, *Event) error                          { return nil }
 func (stateless) routed(*Subscription) []*linkAck                            { return nil }
+func (stateless) unrouted(*Subscription)                                     {}
+func (stateless) linkControl(*router, linkctl.Message) (bool, error)         { return false, nil }
+
+func (stateless) acceptAgent(ctx context.Context, conn transport.Conn, sess *Session, _ *linkctl.Manage) {
+	refuseAgent(ctx, conn, sess)
+}
+
+// refuseAgent refuses an agent's request to manage a switch whose place
+// is not managed.
+func refuseAgent(ctx context.Context, conn transport.Conn, sess *Session) {
+	sess.sw.refuseRequest(ctx, conn, "sion: agent refused", codeLinkRefused, fmt.Errorf("%w: place %q is not managed (RouteManaged); it has no agent", ErrLinkRefused, sess.sw.place.Name()))
+}
 
 func (stateless) join(context.Context, transport.Transport, string) error {
 	return fmt.Errorf("%w: Join is for places routed by rendezvous (RouteByRendezvous); link the switches of this place with Link", ErrInvalidConfig)
@@ -250,6 +271,7 @@ func (sw *Switch) routeRemove(sub *Subscription) {
 		return
 	}
 	delete(sw.routed, sub.id)
+	sw.routing.unrouted(sub)
 	for _, g := range rs.regs {
 		g.r.removeRoute(g.k, g.ttl)
 	}

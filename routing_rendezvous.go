@@ -1,6 +1,8 @@
 package sion
 
 import (
+	"context"
+
 	"fmt"
 	"slices"
 	"sync"
@@ -431,4 +433,17 @@ func (s *rvSwitch) close() {
 		q.cancel()
 	}
 	s.wg.Wait()
+}
+
+// unrouted has nothing to do: what a subscription registered is released
+// by Switch.routeRemove.
+func (*rvSwitch) unrouted(*Subscription) {}
+
+// linkControl carries nothing: the overlay end handles the rendezvous
+// routing's own messages.
+func (*rvSwitch) linkControl(*router, linkctl.Message) (bool, error) { return false, nil }
+
+// acceptAgent refuses: a place routed by rendezvous has no agent.
+func (*rvSwitch) acceptAgent(ctx context.Context, conn transport.Conn, sess *Session, _ *linkctl.Manage) {
+	refuseAgent(ctx, conn, sess)
 }

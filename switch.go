@@ -117,6 +117,7 @@ type Switch struct {
 	probes  map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
 
 	eventsIn, fires, deliveries, refused, duplicates atomic.Uint64
+	agentSent, agentReceived                         atomic.Uint64 // messages on the agent's connection (S2)
 
 	handshakes  *guard.Handshakes     // connections in their handshake
 	refusals    *guard.Every          // refusals logged, per source
@@ -541,6 +542,11 @@ type Stats struct {
 	// lifetimes, the links that have ended included (Switch.Links shows
 	// the links up now).
 	Links LinkTotals
+	// AgentSent and AgentReceived count the messages the switch sent to
+	// and received from its place's agent (S2, a place routed by
+	// RouteManaged), over the switch's life: reports, Deploy, Detected and
+	// Verdict messages on the agent's own connection, which is not a link.
+	AgentSent, AgentReceived uint64
 }
 
 // LinkTotals sums shared-link counters; see LinkInfo for each.
@@ -582,6 +588,7 @@ func (sw *Switch) Stats() Stats {
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
 	st.Dropped, st.RetainedBytes, st.Disconnects = sw.dropped.Load(), sw.held.Load(), sw.disconnects.Load()
 	st.Duplicates = sw.duplicates.Load()
+	st.AgentSent, st.AgentReceived = sw.agentSent.Load(), sw.agentReceived.Load()
 	return st
 }
 

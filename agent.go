@@ -1,0 +1,416 @@
+package sion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sion-go/sion/internal/linkctl"
+	"github.com/sion-go/sion/internal/wire"
+	"github.com/sion-go/sion/transport"
+)
+
+// AgentConfig configures an Agent (S2).
+type AgentConfig struct {
+	// Name names the agent; required, at most MaxNameBytes. A switch is
+	// managed by one agent at a time: another agent of the same name
+	// replaces it (the agent restarting), one of another name is refused.
+	Name string
+	// Place is the managed place (routed by RouteManaged), as its
+	// switches have it: its name, ontology and shared key; required.
+	Place *EventPlace
+	// Transport is how the agent reaches the switches; required.
+	Transport transport.Transport
+	// Switches are the addresses of the place's switches (where they
+	// Serve); the agent connects to each, and AddSwitch adds more.
+	// Required: at least one. The agent's model holds the switches it is
+	// connected to and their links; constraints at a switch it is not
+	// connected to cannot be deployed, so a request that needs one is
+	// refused when the Timeout expires.
+	Switches []string
+	// Timeout is S2's timer: a deployment whose "all bleeders detected"
+	// messages have not all arrived within it is refused and rolled
+	// back. 0 means half the place's ContractTimeout, so that the refusal
+	// reaches the subscriber before its own wait ends.
+	Timeout time.Duration
+	// Logger receives the agent's warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// OnDeployment, when set, is called with the record of each
+	// deployment once it has ended (granted, refused, or with nothing to
+	// grant), from the agent's goroutine: it must not block.
+	OnDeployment func(Deployment)
+}
+
+// Deployment is the record of one deployment of the agent (S2 Fig.
+// 3A–3C): what it answered, set A, and per model filter of set B its new
+// constraint, bag, send flag and confirm flag.
+type Deployment struct {
+	// ID numbers the deployment; the bleeders carry it.
+	ID uint64
+	// Requests names the subscriptions and advertisements it answers,
+	// e.g. `subscribe N3/session 4 {type ⊑ hazard.Earthquake}`; none for
+	// a deployment that follows a cancel, a withdrawal or a change of
+	// links, which grants nothing and so waits for no bleeder.
+	Requests []string
+	// SetA names the network filters whose constraint changes, as
+	// "X→Y": the constraint on what switch X forwards to switch Y.
+	SetA []string
+	// SetB is the model filters of the deployment, in ID order: set A's,
+	// and the requesting consumers' ("S/session n").
+	SetB []DeploymentFilter
+	// Granted reports that every confirm flag was set in time: the
+	// requests were granted. Err says why they were refused otherwise.
+	Granted bool
+	Err     error
+	// Elapsed is how long the deployment took.
+	Elapsed time.Duration
+}
+
+// DeploymentFilter is one model filter of a deployment's set B (S2).
+type DeploymentFilter struct {
+	// Name names the model filter: "X→Y" for a network filter, "S/session
+	// n" for a consumer filter.
+	Name string
+	// Old and Constraint are a network filter's constraint before and
+	// after: the canonical texts of its filters, sorted; ["{type ⊑ *}"]
+	// is no constraint (every event crosses), none is nothing crosses.
+	Old, Constraint []string
+	// Send is the send flag: the filter sends a bleeder downstream once
+	// its constraint is active.
+	Send bool
+	// Bag names the model filters whose bleeders it waits for.
+	Bag []string
+	// Confirmed is the confirm flag: its "all bleeders detected" arrived.
+	Confirmed bool
+}
+
+// AgentStats counts an agent's work over its life.
+type AgentStats struct {
+	// Switches is the number of switches connected now.
+	Switches int
+	// Deployments counts the deployments, Granted and Refused the
+	// requests (subscriptions and advertisements) granted and refused.
+	Deployments, Granted, Refused uint64
+	// Sent and Received count the messages on the agents' connections.
+	Sent, Received uint64
+}
+
+// Agent is S2's agent for a managed place (RouteManaged): it connects to
+// the place's switches as an admitted entity, keeps the network model
+// they report — links, advertisements, subscriptions, deployed
+// constraints — computes the optimal constraint of every link direction
+// and deploys the changes with bleeder markers, granting or refusing each
+// subscription and advertisement (the contract). Deployments run one at a
+// time; requests that arrive meanwhile are answered together by the
+// next. Any entity may run it; its connections go through the switches'
+// admission (the place's shared key, Admit with AdmissionRequest.Agent).
+// Its methods are safe for concurrent use.
+type Agent struct {
+	cfg     AgentConfig
+	log     *slog.Logger
+	timeout time.Duration
+
+	in     chan agentInput
+	cancel context.CancelFunc
+	life   context.Context // ends at Close; the loop and connections run within it
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	mu    sync.Mutex
+	md    *agentModel           // mu
+	links map[string]*agentLink // mu; by switch name
+	stats AgentStats            // mu
+	addrs map[string]bool       // mu; addresses being served
+	cur   *deployment           // loop only
+	dep   uint64                // loop only: the last deployment's ID
+	queue []agentInput          // loop only: changes waiting for the deployment in flight
+	dirty map[dirKey]bool       // loop only: directions to deploy although no request asks
+	sent  atomic.Uint64
+	recv  atomic.Uint64
+}
+
+// agentInput is what the connections hand the agent's loop.
+type agentInput struct {
+	sw    string
+	link  *agentLink
+	msg   linkctl.Message // *Model, *ModelChange or *Detected
+	ended bool
+}
+
+// agentLink is the agent's connection to one switch.
+type agentLink struct {
+	sw   string
+	addr string
+	conn transport.Conn
+	lim  wire.Limits
+	mu   sync.Mutex
+	q    [][]byte
+	wake chan struct{}
+}
+
+// StartAgent connects an agent to every switch of cfg.Switches and
+// starts it; it returns once each has sent its part of the model, or
+// ctx's error (and a closed agent) when one cannot be reached by then.
+// Errors: ErrInvalidConfig for a missing field or a place that is not
+// managed; a switch's refusal (ErrNotAdmitted, ErrLinkRefused).
+func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
+	switch {
+	case cfg.Place == nil || cfg.Transport == nil || len(cfg.Switches) == 0:
+		return nil, fmt.Errorf("%w: AgentConfig needs Place, Transport and Switches", ErrInvalidConfig)
+	case cfg.Place.cfg.Routing != RouteManaged:
+		return nil, fmt.Errorf("%w: place %q is routed %v, not managed (RouteManaged)", ErrInvalidConfig, cfg.Place.Name(), cfg.Place.cfg.Routing)
+	}
+	if err := checkName("AgentConfig.Name", cfg.Name); err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, timeout: cfg.Timeout, in: make(chan agentInput, 256),
+		md: newAgentModel(cfg.Place.Ontology()), links: map[string]*agentLink{}, addrs: map[string]bool{}, dirty: map[dirKey]bool{}}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.timeout <= 0 {
+		a.timeout = cfg.Place.cfg.ContractTimeout / 2
+	}
+	a.life, a.cancel = context.WithCancel(context.Background())
+	a.wg.Go(a.loop)
+	errs := make(chan error, len(cfg.Switches))
+	for _, addr := range cfg.Switches {
+		go func() { errs <- a.AddSwitch(ctx, addr) }()
+	}
+	var err error
+	for range cfg.Switches {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// AddSwitch connects the agent to the switch serving at addr and adds it
+// to the model; it returns once the switch has sent its part. While the
+// agent runs, a connection that ends is made again, with a growing wait
+// between attempts (up to 5 s). Errors: as StartAgent's; ErrClosed.
+func (a *Agent) AddSwitch(ctx context.Context, addr string) error {
+	a.mu.Lock()
+	if a.closed.Load() || a.addrs[addr] {
+		a.mu.Unlock()
+		if a.closed.Load() {
+			return fmt.Errorf("%w: agent %q", ErrClosed, a.cfg.Name)
+		}
+		return nil
+	}
+	a.addrs[addr] = true
+	a.mu.Unlock()
+	l, md, err := a.connect(ctx, addr)
+	if err != nil {
+		a.mu.Lock()
+		delete(a.addrs, addr)
+		a.mu.Unlock()
+		return err
+	}
+	a.wg.Go(func() { a.serve(l, md) })
+	return nil
+}
+
+// connect dials the switch at addr, opens the agent's session and asks
+// to manage it; it returns the connection and the switch's Model.
+func (a *Agent) connect(ctx context.Context, addr string) (*agentLink, *linkctl.Model, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
+	defer cancel()
+	stop := context.AfterFunc(a.life, cancel)
+	defer stop()
+	conn, err := a.cfg.Transport.Dial(ctx, addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sion: agent %q to %s: %w", a.cfg.Name, addr, err)
+	}
+	lim := wire.DefaultLimits()
+	lim.MaxFrameBytes = conn.MaxFrameBytes()
+	fail := func(err error) (*agentLink, *linkctl.Model, error) {
+		conn.Close()
+		return nil, nil, fmt.Errorf("sion: agent %q to %s: %w", a.cfg.Name, addr, err)
+	}
+	if _, err := clientHandshake(ctx, conn, lim, &wire.Hello{Version: protocolVersion, Session: "agent:" + a.cfg.Name}, a.cfg.Place.cfg.SharedKey); err != nil {
+		return fail(err)
+	}
+	f, err := linkctl.Encode(&linkctl.Manage{Agent: a.cfg.Name, Place: a.cfg.Place.Name()}, lim)
+	if err != nil {
+		return fail(err)
+	}
+	reply, err := exchangeFrame(ctx, conn, lim, f)
+	if err != nil {
+		return fail(err)
+	}
+	c, ok := reply.(*wire.Control)
+	if !ok {
+		return fail(fmt.Errorf("%w: the switch answered Manage with a %v frame", ErrProtocol, reply.Kind()))
+	}
+	m, err := linkctl.Decode(c)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+	}
+	md, ok := m.(*linkctl.Model)
+	if !ok {
+		return fail(fmt.Errorf("%w: the switch answered Manage with a %v", ErrProtocol, m.Kind()))
+	}
+	a.recv.Add(1)
+	return &agentLink{sw: md.Switch, addr: addr, conn: conn, lim: lim, wake: make(chan struct{}, 1)}, md, nil
+}
+
+// serve runs the connection l — its writer, and its reader handing the
+// loop what the switch sends — and makes it again when it ends, until
+// the agent closes.
+func (a *Agent) serve(l *agentLink, md *linkctl.Model) {
+	wait := 100 * time.Millisecond
+	for {
+		a.input(agentInput{sw: l.sw, link: l, msg: md})
+		ctx, cancel := context.WithCancel(a.life)
+		var wg sync.WaitGroup
+		wg.Go(func() { l.write(ctx, &a.sent) })
+		err := a.read(ctx, l)
+		cancel()
+		l.conn.Close()
+		wg.Wait()
+		a.input(agentInput{sw: l.sw, link: l, ended: true})
+		if a.life.Err() != nil {
+			return
+		}
+		a.log.Warn("sion: agent lost a switch; connecting again", "agent", a.cfg.Name, "switch", l.sw, "err", err)
+		for {
+			select {
+			case <-time.After(wait):
+			case <-a.life.Done():
+				return
+			}
+			wait = min(2*wait, 5*time.Second)
+			nl, nmd, err := a.connect(a.life, l.addr)
+			if err == nil {
+				l, md, wait = nl, nmd, 100*time.Millisecond
+				break
+			}
+		}
+	}
+}
+
+// input hands in to the loop, unless the agent has closed.
+func (a *Agent) input(in agentInput) {
+	select {
+	case a.in <- in:
+	case <-a.life.Done():
+	}
+}
+
+// read hands the loop each message of l until the connection ends.
+func (a *Agent) read(ctx context.Context, l *agentLink) error {
+	for {
+		f, err := l.conn.Recv(ctx)
+		if err != nil {
+			return err
+		}
+		w, err := wire.Decode(f, l.lim)
+		if err != nil {
+			return fmt.Errorf("%w: from switch %q: %w", ErrProtocol, l.sw, err)
+		}
+		c, ok := w.(*wire.Control)
+		if !ok {
+			if e, ok := w.(*wire.Error); ok {
+				return fromWireError(e)
+			}
+			return fmt.Errorf("%w: switch %q sent a %v frame", ErrProtocol, l.sw, w.Kind())
+		}
+		m, err := linkctl.Decode(c)
+		if err != nil {
+			return fmt.Errorf("%w: from switch %q: %w", ErrProtocol, l.sw, err)
+		}
+		a.recv.Add(1)
+		switch m.(type) {
+		case *linkctl.ModelChange, *linkctl.Detected:
+			a.input(agentInput{sw: l.sw, link: l, msg: m})
+		default:
+			return fmt.Errorf("%w: switch %q sent a %v message", ErrProtocol, l.sw, m.Kind())
+		}
+	}
+}
+
+// send queues m for the switch at the other end of l.
+func (l *agentLink) send(m linkctl.Message) {
+	f, err := linkctl.Encode(m, l.lim)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.q = append(l.q, f)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *agentLink) write(ctx context.Context, sent *atomic.Uint64) {
+	for {
+		select {
+		case <-l.wake:
+		case <-ctx.Done():
+			return
+		}
+		l.mu.Lock()
+		batch := l.q
+		l.q = nil
+		l.mu.Unlock()
+		for _, f := range batch {
+			if err := l.conn.Send(ctx, f); err != nil {
+				l.conn.Close()
+				return
+			}
+			sent.Add(1)
+		}
+	}
+}
+
+// Close stops the agent: its connections end (the switches keep the
+// constraints deployed; requests wait for an agent until their
+// ContractTimeout) and its goroutines are waited for. Idempotent.
+func (a *Agent) Close() error {
+	a.closed.Store(true)
+	a.cancel()
+	a.mu.Lock()
+	for _, l := range a.links {
+		l.conn.Close()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+	return nil
+}
+
+// Stats returns the agent's counters.
+func (a *Agent) Stats() AgentStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.stats
+	st.Switches = len(a.links)
+	st.Sent, st.Received = a.sent.Load(), a.recv.Load()
+	return st
+}
+
+// Constraints returns the constraint of every link direction as the
+// agent has deployed it, by name ("X→Y": what X forwards to Y): the
+// canonical texts of its filters, sorted; ["{type ⊑ *}"] is no
+// constraint; directions that pass nothing are left out.
+func (a *Agent) Constraints() map[string][]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string][]string{}
+	for _, mf := range a.md.dirs {
+		if len(mf.deployed) > 0 {
+			out[mf.name] = slices.Clone(mf.deployed)
+		}
+	}
+	return out
+}

@@ -1,0 +1,477 @@
+package sion
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
+)
+
+// The agent's loop: it applies what the switches report to the model and
+// deploys what changes, one deployment at a time (S2 Fig. 3A–3C, 4).
+
+// agentRequest is a subscription or advertisement waiting for the
+// agent's verdict.
+type agentRequest struct {
+	sw     string
+	key    uint64
+	advert bool
+	cons   consKey
+	what   string // for the record
+	typ    string // an advertisement's type
+}
+
+// deployment is the deployment in flight.
+type deployment struct {
+	id       uint64
+	reqs     []agentRequest
+	setB     []*modelFilter
+	changed  []dirKey
+	old, new map[dirKey][]string
+	bag      map[uint64][]uint64
+	send     map[uint64]bool
+	confirm  map[uint64]bool
+	switches []string // those sent a Deploy
+	timer    *time.Timer
+	start    time.Time
+}
+
+// loop is the agent's one goroutine that owns the model.
+func (a *Agent) loop() {
+	for {
+		var timeout <-chan time.Time
+		if a.cur != nil {
+			timeout = a.cur.timer.C
+		}
+		select {
+		case in := <-a.in:
+			a.mu.Lock()
+			a.take(in)
+			for more := true; more; {
+				select {
+				case in := <-a.in:
+					a.take(in)
+				default:
+					more = false
+				}
+			}
+			a.step()
+			a.mu.Unlock()
+		case <-timeout:
+			a.mu.Lock()
+			a.finish(fmt.Errorf("not every network filter confirmed its new constraint within %v (S2 timer)", a.timeout))
+			a.step()
+			a.mu.Unlock()
+		case <-a.life.Done():
+			a.mu.Lock()
+			if a.cur != nil {
+				a.cur.timer.Stop()
+			}
+			a.mu.Unlock()
+			return
+		}
+	}
+}
+
+// take handles one input: Detected and the state of connections at once,
+// model changes now or, while a deployment is in flight, after it. mu
+// must be held.
+func (a *Agent) take(in agentInput) {
+	switch m := in.msg.(type) {
+	case *linkctl.Detected:
+		if a.cur != nil && m.Deployment == a.cur.id {
+			if _, ok := a.cur.bag[m.Filter]; ok {
+				a.cur.confirm[m.Filter] = true
+			}
+		}
+		return
+	case *linkctl.Model:
+		a.links[in.sw] = in.link
+	}
+	if in.ended {
+		if a.links[in.sw] == in.link {
+			delete(a.links, in.sw)
+		}
+	}
+	a.queue = append(a.queue, in)
+}
+
+// step finishes the deployment in flight if every confirm flag is set,
+// and starts the next when none is in flight. mu must be held.
+func (a *Agent) step() {
+	if a.cur != nil && a.confirmed() {
+		a.finish(nil)
+	}
+	if a.cur != nil {
+		return
+	}
+	reqs, touched := a.apply()
+	a.deploy(reqs, touched)
+}
+
+// apply applies the queued changes to the model and returns the requests
+// among them and the directions whose optimal constraint may differ from
+// the deployed one. mu must be held.
+func (a *Agent) apply() ([]agentRequest, []dirKey) {
+	md := a.md
+	queue := a.queue
+	a.queue = nil
+	all := false
+	for _, in := range queue {
+		s := md.sw(in.sw)
+		switch m := in.msg.(type) {
+		case *linkctl.Model:
+			s.connected = true
+			s.links = map[string]bool{}
+			for _, l := range m.Links {
+				s.links[l.Peer] = true
+			}
+			s.ads = map[uint64]modelAd{}
+			for _, ad := range m.Adverts {
+				s.ads[ad.Key] = modelAd{session: ad.Session, typ: ad.Type, attrs: ad.Attrs}
+			}
+			s.subs = map[uint64]modelSub{}
+			for _, sub := range m.Subs {
+				if f, err := filter.Compile(sub.Filter); err == nil {
+					s.subs[sub.Key] = modelSub{session: sub.Session, f: f}
+				}
+			}
+			for _, c := range m.Constraints {
+				md.dir(dirKey{in.sw, c.Peer}).deployed = slices.Sorted(slices.Values(c.Filters))
+			}
+			all = true
+		case *linkctl.ModelChange:
+			if m.Op == linkctl.ChangeLinkUp || m.Op == linkctl.ChangeLinkDown {
+				s.links[m.Peer] = m.Op == linkctl.ChangeLinkUp
+				if !s.links[m.Peer] {
+					delete(s.links, m.Peer)
+				}
+				all = true
+			}
+		}
+		if in.ended {
+			s.connected = false
+		}
+	}
+	adj := md.adjacency()
+	var reqs []agentRequest
+	var touched, stale []dirKey // stale: to recompute from their sides
+	for d := range a.dirty {
+		touched = append(touched, d)
+	}
+	clear(a.dirty)
+	for _, in := range queue {
+		m, ok := in.msg.(*linkctl.ModelChange)
+		if !ok {
+			if md0, ok := in.msg.(*linkctl.Model); ok {
+				for _, sub := range md0.Subs {
+					if sub.Pending {
+						reqs = append(reqs, a.subRequest(in.sw, sub.Key, sub.Session, sub.Filter))
+					}
+				}
+				for _, ad := range md0.Adverts {
+					if ad.Pending {
+						reqs = append(reqs, agentRequest{sw: in.sw, key: ad.Key, advert: true, typ: ad.Type, what: fmt.Sprintf("advertise %s/session %d %s", in.sw, ad.Session, ad.Type)})
+					}
+				}
+			}
+			continue
+		}
+		s := md.sw(in.sw)
+		switch m.Op {
+		case linkctl.ChangeSubscribe:
+			f, err := filter.Compile(m.Text)
+			if err != nil {
+				a.verdictTo(in.sw, m.Key, false, fmt.Sprintf("the agent cannot read filter %q: %v", m.Text, err))
+				continue
+			}
+			c := consKey{in.sw, m.Session}
+			touched = append(touched, md.addSub(adj, c, m.Key, f)...)
+			reqs = append(reqs, a.subRequest(in.sw, m.Key, m.Session, m.Text))
+		case linkctl.ChangeCancel:
+			if sub, ok := s.subs[m.Key]; ok {
+				delete(s.subs, m.Key)
+				stale = append(stale, pathsBetween(adj, md.producersOf(sub.f), []string{in.sw})...)
+			}
+			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return !q.advert && q.sw == in.sw && q.key == m.Key })
+		case linkctl.ChangeAdvertise:
+			s.ads[m.Key] = modelAd{session: m.Session, typ: m.Text, attrs: m.Attrs}
+			stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(m.Text))...)
+			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/session %d %s", in.sw, m.Session, m.Text)})
+		case linkctl.ChangeWithdraw:
+			if ad, ok := s.ads[m.Key]; ok {
+				delete(s.ads, m.Key)
+				stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(ad.typ))...)
+			}
+			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return q.advert && q.sw == in.sw && q.key == m.Key })
+		}
+	}
+	if all {
+		stale = md.allDirs(adj)
+	}
+	md.recompute(adj, stale)
+	return reqs, append(touched, stale...)
+}
+
+func (a *Agent) subRequest(sw string, key, session uint64, text string) agentRequest {
+	return agentRequest{sw: sw, key: key, cons: consKey{sw, session}, what: fmt.Sprintf("subscribe %s/session %d %s", sw, session, text)}
+}
+
+// deploy starts the deployment of the directions among touched whose
+// optimal constraint differs from the deployed one, answering reqs (S2
+// Fig. 3A: steps 53–58 and procedure A; Fig. 3B: steps 69–78). mu must
+// be held.
+func (a *Agent) deploy(reqs []agentRequest, touched []dirKey) {
+	md := a.md
+	adj := md.adjacency()
+	d := &deployment{old: map[dirKey][]string{}, new: map[dirKey][]string{}, bag: map[uint64][]uint64{}, send: map[uint64]bool{}, confirm: map[uint64]bool{}, reqs: reqs, start: time.Now()}
+	seen := map[dirKey]bool{}
+	for _, k := range touched {
+		mf := md.dirs[k]
+		if seen[k] || mf == nil || slices.Equal(mf.want, mf.deployed) || !md.linked(k.from, k.to) {
+			continue
+		}
+		seen[k] = true
+		d.changed = append(d.changed, k)
+		d.old[k], d.new[k] = mf.deployed, mf.want
+		d.setB = append(d.setB, mf)
+	}
+	if len(d.changed) == 0 && len(reqs) == 0 {
+		return
+	}
+	// Set B: the changed network filters and the requesting consumers'
+	// filters (adjacent to them).
+	inB := map[uint64]bool{}
+	for _, mf := range d.setB {
+		inB[mf.id] = true
+	}
+	for _, q := range reqs {
+		var sinks []*modelFilter
+		if q.advert {
+			sinks = a.sinksOf(adj, q, d)
+		} else if cf := md.cons[q.cons]; cf != nil {
+			sinks = []*modelFilter{cf}
+		}
+		for _, cf := range sinks {
+			if !inB[cf.id] {
+				inB[cf.id] = true
+				d.setB = append(d.setB, cf)
+			}
+		}
+	}
+	slices.SortFunc(d.setB, func(x, y *modelFilter) int { return cmp.Compare(x.id, y.id) })
+	a.dep++
+	d.id = a.dep
+	a.stats.Deployments++
+	// Procedure A (Fig. 4), only when a contract is to be granted: for
+	// each target, its downstream filters of set B get its identifier in
+	// their bags, and it gets its send flag.
+	if len(reqs) > 0 {
+		for _, f := range d.setB {
+			for _, down := range md.downstream(adj, f) {
+				if inB[down.id] {
+					d.bag[down.id] = append(d.bag[down.id], f.id)
+					d.send[f.id] = true
+				}
+			}
+		}
+	}
+	// Pass the constraints (steps 71–75), the send flags (76–82) and the
+	// relays that carry each bleeder to the bags it is in.
+	msgs := map[string]*linkctl.Deploy{}
+	msg := func(sw string) *linkctl.Deploy {
+		if msgs[sw] == nil {
+			msgs[sw] = &linkctl.Deploy{Deployment: d.id}
+		}
+		return msgs[sw]
+	}
+	for _, f := range d.setB {
+		df := linkctl.DeployFilter{ID: f.id, Bag: d.bag[f.id], Send: d.send[f.id]}
+		host := f.cons.sw
+		if f.consumer {
+			df.Session = f.cons.session
+		} else {
+			host, df.Peer, df.Constraint = f.dir.from, f.dir.to, f.want
+		}
+		m := msg(host)
+		m.Filters = append(m.Filters, df)
+	}
+	for _, f := range d.setB {
+		if !d.send[f.id] {
+			continue
+		}
+		for sw, to := range a.relays(adj, d, f) {
+			m := msg(sw)
+			m.Relays = append(m.Relays, linkctl.Relay{Bleeder: f.id, To: to})
+		}
+	}
+	for _, sw := range slices.Sorted(maps.Keys(msgs)) {
+		d.switches = append(d.switches, sw)
+		if l := a.links[sw]; l != nil {
+			l.send(msgs[sw])
+		}
+	}
+	d.timer = time.NewTimer(a.timeout)
+	a.cur = d
+	if a.confirmed() {
+		a.finish(nil)
+	}
+}
+
+// sinksOf returns the consumer filters an advertisement's deployment
+// must hear from before it is granted: those downstream of a changed
+// direction whose subscriptions may match the advertised type.
+func (a *Agent) sinksOf(adj map[string][]string, q agentRequest, d *deployment) []*modelFilter {
+	md := a.md
+	var out []*modelFilter
+	for _, k := range d.changed {
+		for _, f := range md.downstream(adj, md.dirs[k]) {
+			if !f.consumer {
+				continue
+			}
+			for _, sub := range md.sws[f.cons.sw].subs {
+				if sub.session == f.cons.session && typesOverlap(md.o, sub.f.Type(), q.typ) {
+					out = append(out, f)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// relays returns, per switch, where the bleeder of network filter f goes
+// on to so that it reaches every model filter whose bag holds it: the
+// links of the paths from f's downstream switch to those filters'
+// switches.
+func (a *Agent) relays(adj map[string][]string, d *deployment, f *modelFilter) map[string][]string {
+	targets := map[string]bool{}
+	for id, bag := range d.bag {
+		if slices.Contains(bag, f.id) {
+			mf := a.md.byID[id]
+			if mf.consumer {
+				targets[mf.cons.sw] = true
+			} else {
+				targets[mf.dir.from] = true
+			}
+		}
+	}
+	out := map[string][]string{}
+	for t := range targets {
+		p := path(adj, f.dir.to, t)
+		for _, k := range p {
+			if !slices.Contains(out[k.from], k.to) {
+				out[k.from] = append(out[k.from], k.to)
+			}
+		}
+	}
+	for sw := range out {
+		slices.Sort(out[sw])
+	}
+	return out
+}
+
+// confirmed reports whether every model filter of the deployment in
+// flight with a non-empty bag has its confirm flag set (step 83).
+func (a *Agent) confirmed() bool {
+	for id, bag := range a.cur.bag {
+		if len(bag) > 0 && !a.cur.confirm[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// finish ends the deployment in flight: with err nil it grants its
+// requests (step 84); otherwise it refuses them (step 89), takes them out
+// of the model and rolls the network filters back (step 90). mu must be
+// held.
+func (a *Agent) finish(err error) {
+	d := a.cur
+	a.cur = nil
+	d.timer.Stop()
+	md := a.md
+	var verdicts []agentRequest
+	refusal := ""
+	if err == nil {
+		for _, k := range d.changed {
+			md.dirs[k].deployed = md.dirs[k].want
+		}
+		verdicts = d.reqs
+		a.stats.Granted += uint64(len(d.reqs))
+	} else {
+		refusal = fmt.Sprintf("agent %q: %v", a.cfg.Name, err)
+		verdicts = d.reqs
+		a.stats.Refused += uint64(len(d.reqs))
+		for _, q := range d.reqs {
+			s := md.sw(q.sw)
+			if q.advert {
+				delete(s.ads, q.key)
+			} else {
+				delete(s.subs, q.key)
+			}
+		}
+		// Roll back: the old constraints, at once, and nothing pending.
+		a.dep++
+		back := map[string]*linkctl.Deploy{}
+		for _, sw := range d.switches {
+			back[sw] = &linkctl.Deploy{Deployment: a.dep}
+		}
+		for _, k := range d.changed {
+			m := back[k.from]
+			m.Filters = append(m.Filters, linkctl.DeployFilter{ID: md.dirs[k].id, Peer: k.to, Constraint: d.old[k]})
+			a.dirty[k] = true
+		}
+		for _, sw := range d.switches {
+			if l := a.links[sw]; l != nil {
+				l.send(back[sw])
+			}
+		}
+		md.recompute(md.adjacency(), d.changed)
+	}
+	// The record first: whoever the verdict wakes finds it.
+	if a.cfg.OnDeployment != nil {
+		a.cfg.OnDeployment(a.record(d, err))
+	}
+	for _, q := range verdicts {
+		a.verdictTo(q.sw, q.key, q.advert, refusal)
+	}
+}
+
+// verdictTo sends a verdict on request key to switch sw.
+func (a *Agent) verdictTo(sw string, key uint64, advert bool, refusal string) {
+	if l := a.links[sw]; l != nil {
+		l.send(&linkctl.Verdict{Key: key, Advert: advert, Error: refusal})
+	}
+}
+
+// record returns the record of deployment d.
+func (a *Agent) record(d *deployment, err error) Deployment {
+	r := Deployment{ID: d.id, Granted: err == nil && len(d.reqs) > 0, Err: err, Elapsed: time.Since(d.start)}
+	for _, q := range d.reqs {
+		r.Requests = append(r.Requests, q.what)
+	}
+	for _, k := range d.changed {
+		r.SetA = append(r.SetA, a.md.dirs[k].name)
+	}
+	slices.Sort(r.SetA)
+	for _, f := range d.setB {
+		df := DeploymentFilter{Name: f.name, Send: d.send[f.id], Confirmed: d.confirm[f.id]}
+		if !f.consumer {
+			df.Old, df.Constraint = d.old[f.dir], d.new[f.dir]
+		}
+		for _, id := range d.bag[f.id] {
+			df.Bag = append(df.Bag, a.md.byID[id].name)
+		}
+		r.SetB = append(r.SetB, df)
+	}
+	if err != nil {
+		r.Err = errors.New(err.Error())
+	}
+	return r
+}

@@ -1,0 +1,482 @@
+package sion
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/internal/linkctl"
+	"github.com/sion-go/sion/ontology"
+)
+
+// The agent's network model (S2 Fig. 2, 43): the switches of the place
+// and their shared links (a tree), the advertisements of their sessions
+// (producers) and their subscriptions (consumers), and a model filter
+// for every network filter — one per link direction, the constraint on
+// what the direction's upstream switch forwards — and for every
+// consumer: its session's subscriptions, adjacent to it.
+//
+// The optimal constraint of a direction X→Y passes exactly the events
+// that some consumer on Y's side wants and some producer on X's side
+// advertises: the filters of Y's side that may match an advertisement of
+// X's side, less those another of them covers (filter.Covers); when they
+// cover every advertisement of X's side the constraint would discard
+// nothing, and the direction gets none ("{}", every event); with no such
+// filter it passes nothing.
+//
+// Cost: a subscription changes only the directions on the paths from
+// the switches that advertise a type its filter may match to its own
+// switch, each by one pass over that direction's constraint (Covers
+// against each of its filters) — O(P · D · C) for P producing switches,
+// paths of D links and constraints of C filters, plus O(N) to find the
+// paths in a place of N switches. A cancel, an advertisement or a
+// withdrawal recomputes the directions on the paths it concerns from
+// their sides: O(D · (N + F·C)) for F filters; a link that comes or goes
+// recomputes every direction: O(N · (N + F·C)).
+type agentModel struct {
+	o      *ontology.Ontology
+	sws    map[string]*modelSwitch
+	dirs   map[dirKey]*modelFilter
+	cons   map[consKey]*modelFilter
+	byID   map[uint64]*modelFilter
+	nextID uint64
+}
+
+// dirKey names a link direction: what from forwards to to.
+type dirKey struct{ from, to string }
+
+// consKey names a consumer: a session of a switch.
+type consKey struct {
+	sw      string
+	session uint64
+}
+
+// modelSwitch is a switch in the model: its links as it reported them,
+// its producers and its consumers.
+type modelSwitch struct {
+	name      string
+	connected bool // its Model has arrived and its connection is up
+	links     map[string]bool
+	ads       map[uint64]modelAd
+	subs      map[uint64]modelSub
+}
+
+type modelAd struct {
+	session uint64
+	typ     string
+	attrs   []linkctl.AttrDetail
+}
+
+type modelSub struct {
+	session uint64
+	f       *filter.Filter
+}
+
+// modelFilter is a model filter: of a link direction (a network filter)
+// or of a consumer.
+type modelFilter struct {
+	id       uint64
+	name     string // "X→Y", or "S/session n"
+	dir      dirKey
+	cons     consKey
+	consumer bool
+	want     []string // the optimal constraint, sorted (network filters)
+	deployed []string // the constraint the network filter has, as far as the agent knows
+}
+
+// passAll is the constraint of a direction where nothing would be
+// discarded: no constraint.
+var passAll = filter.MustCompile("{}").String()
+
+func newAgentModel(o *ontology.Ontology) *agentModel {
+	return &agentModel{o: o, sws: map[string]*modelSwitch{}, dirs: map[dirKey]*modelFilter{}, cons: map[consKey]*modelFilter{}, byID: map[uint64]*modelFilter{}}
+}
+
+// sw returns switch name, adding it if new.
+func (md *agentModel) sw(name string) *modelSwitch {
+	s := md.sws[name]
+	if s == nil {
+		s = &modelSwitch{name: name, links: map[string]bool{}, ads: map[uint64]modelAd{}, subs: map[uint64]modelSub{}}
+		md.sws[name] = s
+	}
+	return s
+}
+
+// linked reports whether a and b are linked: either has reported it.
+func (md *agentModel) linked(a, b string) bool {
+	sa, sb := md.sws[a], md.sws[b]
+	return sa != nil && sa.links[b] || sb != nil && sb.links[a]
+}
+
+// neighbours returns the switches linked to name, sorted.
+func (md *agentModel) neighbours(name string) []string {
+	set := map[string]bool{}
+	if s := md.sws[name]; s != nil {
+		for p := range s.links {
+			set[p] = true
+		}
+	}
+	for _, s := range md.sws {
+		if s.links[name] {
+			set[s.name] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// adjacency returns every switch's neighbours, for walks.
+func (md *agentModel) adjacency() map[string][]string {
+	adj := map[string][]string{}
+	for name := range md.sws {
+		adj[name] = md.neighbours(name)
+	}
+	return adj
+}
+
+// side returns the switches reachable from to without crossing the link
+// to from (to's side of the link from→to), to first.
+func side(adj map[string][]string, from, to string) []string {
+	seen := map[string]bool{from: true, to: true}
+	out := []string{to}
+	for i := 0; i < len(out); i++ {
+		for _, n := range adj[out[i]] {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// path returns the directions from switch a to switch b, in order; nil
+// when a == b or b cannot be reached.
+func path(adj map[string][]string, a, b string) []dirKey {
+	prev := map[string]string{a: ""}
+	q := []string{a}
+	for i := 0; i < len(q) && q[i] != b; i++ {
+		for _, n := range adj[q[i]] {
+			if _, ok := prev[n]; !ok {
+				prev[n] = q[i]
+				q = append(q, n)
+			}
+		}
+	}
+	if _, ok := prev[b]; !ok || a == b {
+		return nil
+	}
+	var out []dirKey
+	for n := b; n != a; n = prev[n] {
+		out = append(out, dirKey{prev[n], n})
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// dir returns the model filter of direction d, adding it if new.
+func (md *agentModel) dir(d dirKey) *modelFilter {
+	mf := md.dirs[d]
+	if mf == nil {
+		md.nextID++
+		mf = &modelFilter{id: md.nextID, name: d.from + "→" + d.to, dir: d}
+		md.dirs[d] = mf
+		md.byID[mf.id] = mf
+	}
+	return mf
+}
+
+// consumer returns the model filter of consumer c, adding it if new.
+func (md *agentModel) consumer(c consKey) *modelFilter {
+	mf := md.cons[c]
+	if mf == nil {
+		md.nextID++
+		mf = &modelFilter{id: md.nextID, name: fmt.Sprintf("%s/session %d", c.sw, c.session), cons: c, consumer: true}
+		md.cons[c] = mf
+		md.byID[mf.id] = mf
+	}
+	return mf
+}
+
+// typesOverlap reports whether an event may have both a type a filter
+// on ft matches and advertised type at: they share a descendant (one is
+// the other's ancestor, or both are a common subtype's); "*" overlaps
+// every type that is not reserved.
+func typesOverlap(o *ontology.Ontology, ft, at string) bool {
+	if ft == filter.AnyType {
+		return !ontology.IsReserved(at)
+	}
+	f, ok1 := o.Lookup(ft)
+	a, ok2 := o.Lookup(at)
+	if !ok1 || !ok2 {
+		return false
+	}
+	for _, d := range o.Descendants(a.ID) {
+		if o.IsA(d, f.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// adFilter returns the filter on every event of advertised type t.
+func adFilter(t string) *filter.Filter { return filter.MustCompile("{type ⊑ " + t + "}") }
+
+// optimal computes the optimal constraint of direction d from its sides.
+func (md *agentModel) optimal(adj map[string][]string, d dirKey) []string {
+	var ups []modelAd
+	for _, n := range side(adj, d.to, d.from) {
+		if s := md.sws[n]; s != nil {
+			for _, a := range s.ads {
+				ups = append(ups, a)
+			}
+		}
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	var set []*filter.Filter
+	for _, n := range side(adj, d.from, d.to) {
+		s := md.sws[n]
+		if s == nil {
+			continue
+		}
+		for _, k := range sortedKeys(s.subs) {
+			if f := s.subs[k].f; md.wanted(f, ups) {
+				set = md.insert(set, f)
+			}
+		}
+	}
+	return md.finish(set, ups)
+}
+
+// wanted reports whether filter f may match an event of one of ads.
+func (md *agentModel) wanted(f *filter.Filter, ads []modelAd) bool {
+	for _, a := range ads {
+		if typesOverlap(md.o, f.Type(), a.typ) {
+			return true
+		}
+	}
+	return false
+}
+
+// insert adds f to constraint set unless one of it covers f, taking out
+// the filters f covers.
+func (md *agentModel) insert(set []*filter.Filter, f *filter.Filter) []*filter.Filter {
+	for _, g := range set {
+		if filter.Covers(md.o, g, f) {
+			return set
+		}
+	}
+	set = slices.DeleteFunc(set, func(g *filter.Filter) bool { return filter.Covers(md.o, f, g) })
+	return append(set, f)
+}
+
+// finish returns constraint set as texts, sorted: none when it covers
+// every advertisement upstream (nothing would be discarded).
+func (md *agentModel) finish(set []*filter.Filter, ups []modelAd) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	all := true
+	for _, a := range ups {
+		af := adFilter(a.typ)
+		if !slices.ContainsFunc(set, func(g *filter.Filter) bool { return filter.Covers(md.o, g, af) }) {
+			all = false
+			break
+		}
+	}
+	if all {
+		return []string{passAll}
+	}
+	out := make([]string, len(set))
+	for i, f := range set {
+		out[i] = f.String()
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// upstreamAds returns the advertisements on from's side of direction d.
+func (md *agentModel) upstreamAds(adj map[string][]string, d dirKey) []modelAd {
+	var ups []modelAd
+	for _, n := range side(adj, d.to, d.from) {
+		if s := md.sws[n]; s != nil {
+			for _, a := range s.ads {
+				ups = append(ups, a)
+			}
+		}
+	}
+	return ups
+}
+
+// producersOf returns the switches with an advertisement filter f may
+// match, sorted.
+func (md *agentModel) producersOf(f *filter.Filter) []string {
+	var out []string
+	for name, s := range md.sws {
+		for _, a := range s.ads {
+			if typesOverlap(md.o, f.Type(), a.typ) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// consumersOf returns the switches with a subscription that may match an
+// event of advertised type t, sorted.
+func (md *agentModel) consumersOf(t string) []string {
+	var out []string
+	for name, s := range md.sws {
+		for _, sub := range s.subs {
+			if typesOverlap(md.o, sub.f.Type(), t) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addSub enters subscription f of consumer c into the model and updates
+// the constraints on the paths from its producers incrementally; it
+// returns the directions whose optimal constraint changed.
+func (md *agentModel) addSub(adj map[string][]string, c consKey, key uint64, f *filter.Filter) []dirKey {
+	md.sw(c.sw).subs[key] = modelSub{session: c.session, f: f}
+	md.consumer(c)
+	var changed []dirKey
+	seen := map[dirKey]bool{}
+	for _, p := range md.producersOf(f) {
+		for _, d := range path(adj, p, c.sw) {
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			mf := md.dir(d)
+			if slices.Equal(mf.want, []string{passAll}) {
+				continue
+			}
+			set := compileAll(mf.want)
+			set = md.insert(set, f)
+			want := md.finish(set, md.upstreamAds(adj, d))
+			if !slices.Equal(want, mf.want) {
+				mf.want = want
+				changed = append(changed, d)
+			}
+		}
+	}
+	return changed
+}
+
+// recompute recomputes the optimal constraints of directions ds from
+// their sides and returns those that changed.
+func (md *agentModel) recompute(adj map[string][]string, ds []dirKey) []dirKey {
+	var changed []dirKey
+	seen := map[dirKey]bool{}
+	for _, d := range ds {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		mf := md.dir(d)
+		if want := md.optimal(adj, d); !slices.Equal(want, mf.want) {
+			mf.want = want
+			changed = append(changed, d)
+		}
+	}
+	return changed
+}
+
+// pathsBetween returns the directions on the paths from each of froms
+// to each of tos.
+func pathsBetween(adj map[string][]string, froms, tos []string) []dirKey {
+	var out []dirKey
+	for _, a := range froms {
+		for _, b := range tos {
+			out = append(out, path(adj, a, b)...)
+		}
+	}
+	return out
+}
+
+// allDirs returns every link direction of the model, sorted; and it
+// forgets the model filters of directions whose link is gone.
+func (md *agentModel) allDirs(adj map[string][]string) []dirKey {
+	var out []dirKey
+	for a, ns := range adj {
+		for _, b := range ns {
+			out = append(out, dirKey{a, b})
+		}
+	}
+	for d, mf := range md.dirs {
+		if !md.linked(d.from, d.to) {
+			delete(md.dirs, d)
+			delete(md.byID, mf.id)
+		}
+	}
+	slices.SortFunc(out, func(x, y dirKey) int { return cmp.Or(cmp.Compare(x.from, y.from), cmp.Compare(x.to, y.to)) })
+	return out
+}
+
+// downstream returns the model filters downstream of mf (S2 procedure A,
+// step 61), in ID order: for a network filter X→Y, every direction on
+// Y's side that leads away from X, and every consumer filter there; none
+// for a consumer filter.
+func (md *agentModel) downstream(adj map[string][]string, mf *modelFilter) []*modelFilter {
+	if mf.consumer {
+		return nil
+	}
+	dist := map[string]int{mf.dir.to: 0}
+	order := []string{mf.dir.to}
+	for i := 0; i < len(order); i++ {
+		for _, n := range adj[order[i]] {
+			if _, ok := dist[n]; !ok && n != mf.dir.from {
+				dist[n] = dist[order[i]] + 1
+				order = append(order, n)
+			}
+		}
+	}
+	var out []*modelFilter
+	for _, u := range order {
+		for _, v := range adj[u] {
+			if dv, ok := dist[v]; ok && dv == dist[u]+1 {
+				out = append(out, md.dir(dirKey{u, v}))
+			}
+		}
+	}
+	for c, cf := range md.cons {
+		if _, ok := dist[c.sw]; ok {
+			out = append(out, cf)
+		}
+	}
+	slices.SortFunc(out, func(a, b *modelFilter) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+func compileAll(texts []string) []*filter.Filter {
+	out := make([]*filter.Filter, 0, len(texts))
+	for _, t := range texts {
+		if f, err := filter.Compile(t); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
