@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,12 @@ type managedSwitch struct {
 	relays  map[uint64][]string        // mu; dep's relays: bleeder → peers
 	early   map[uint64]bool            // mu; bleeders of deployment dep+1… seen before its Deploy (bounded)
 	earlyOf uint64                     // mu; the deployment early is for
+
+	// applyMu orders the deployments' actions — installing and removing
+	// network filters' proxy subscriptions, sending bleeders — which run
+	// without mu, since installing takes Switch.routeMu. Lock order:
+	// applyMu, then Switch.routeMu, then mu.
+	applyMu sync.Mutex
 
 	hold atomic.Bool // tests: keep this switch's bleeders (neither send nor relay them)
 }
@@ -304,8 +311,10 @@ func (m *managedSwitch) linkControl(r *router, msg linkctl.Message) (bool, error
 	if !ok {
 		return false, nil
 	}
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	var acts []func()
 	switch {
 	case b.Deployment < m.dep:
 		// A bleeder of a deployment that is over here.
@@ -317,15 +326,26 @@ func (m *managedSwitch) linkControl(r *router, msg linkctl.Message) (bool, error
 			m.early[b.Filter] = true
 		}
 	default:
-		m.bleeder(b.Filter)
+		acts = m.bleeder(b.Filter, nil)
 	}
+	m.mu.Unlock()
+	run(acts)
 	return true, nil
+}
+
+// run carries out actions in order.
+func run(acts []func()) {
+	for _, act := range acts {
+		act()
+	}
 }
 
 // bleeder handles the bleeder of model filter id of the current
 // deployment: the filters whose bags it completes activate, and it goes
-// on as the deployment's relays say. mu must be held.
-func (m *managedSwitch) bleeder(id uint64) {
+// on as the deployment's relays say. It appends to acts what must be done
+// without mu, in order (activations install subscriptions, which takes
+// Switch.routeMu). mu must be held.
+func (m *managedSwitch) bleeder(id uint64, acts []func()) []func() {
 	for _, w := range m.sortedWaits() {
 		if !w.bag[id] {
 			continue
@@ -333,13 +353,22 @@ func (m *managedSwitch) bleeder(id uint64) {
 		delete(w.bag, id)
 		if len(w.bag) == 0 {
 			delete(m.waits, w.id)
-			m.activate(w)
-			m.agent.send(&linkctl.Detected{Deployment: m.dep, Filter: w.id})
+			acts = m.activate(w, acts)
+			detected := &linkctl.Detected{Deployment: m.dep, Filter: w.id}
+			acts = append(acts, func() { m.toAgent(detected) })
 		}
 	}
 	for _, peer := range m.relays[id] {
-		m.sendBleeder(peer, id)
+		acts = append(acts, m.sendBleeder(peer, m.dep, id))
 	}
+	return acts
+}
+
+// toAgent sends msg to the agent connected now, if any.
+func (m *managedSwitch) toAgent(msg linkctl.Message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.agent.send(msg)
 }
 
 // sortedWaits returns the waits in ID order (the order they activate).
@@ -352,30 +381,34 @@ func (m *managedSwitch) sortedWaits() []*bagWait {
 	return out
 }
 
-// activate makes model filter w's new constraint active (a consumer
-// filter's is already) and sends its bleeder when its send flag is set.
-// mu must be held.
-func (m *managedSwitch) activate(w *bagWait) {
+// activate appends to acts making model filter w's new constraint active
+// (a consumer filter's is already) and then, when its send flag is set,
+// sending its bleeder. mu must be held.
+func (m *managedSwitch) activate(w *bagWait, acts []func()) []func() {
 	if w.r == nil {
-		return
+		return acts
 	}
 	if nf := m.filters[w.r]; nf != nil {
-		m.apply(w.r, nf, w.constraint)
+		acts = append(acts, func() { m.apply(w.r, nf, w.constraint) })
 	}
 	if w.send {
-		m.sendBleeder(w.r.peer, w.id)
+		acts = append(acts, m.sendBleeder(w.r.peer, m.dep, w.id))
 	}
+	return acts
 }
 
 // apply makes the constraint of network filter nf, on link r, be
 // constraint: the new proxy subscriptions go in before the old ones come
-// out, so that an event that both would pass is never discarded. mu must
-// be held.
+// out, so that an event that both would pass is never discarded. applyMu
+// must be held, and not mu.
 func (m *managedSwitch) apply(r *router, nf *netFilter, constraint []string) {
+	m.mu.Lock()
+	have := maps.Clone(nf.active)
+	m.mu.Unlock()
 	want := map[string]bool{}
 	for _, text := range constraint {
 		want[text] = true
-		if nf.active[text] != nil {
+		if have[text] != nil {
 			continue
 		}
 		f, err := filter.Compile(text)
@@ -392,27 +425,29 @@ func (m *managedSwitch) apply(r *router, nf *netFilter, constraint []string) {
 			m.sw.log.Warn("sion: deployed filter not installed", "switch", m.sw.cfg.Name, "peer", r.peer, "filter", text, "err", err)
 			continue
 		}
+		m.mu.Lock()
 		nf.active[text] = sub
+		m.mu.Unlock()
 	}
-	for text, sub := range nf.active {
+	for text, sub := range have {
 		if !want[text] {
+			m.mu.Lock()
 			delete(nf.active, text)
+			m.mu.Unlock()
 			r.sess.forget(sub)
 			sub.cancel()
 		}
 	}
 }
 
-// sendBleeder sends the bleeder of model filter id over the link to
-// peer, unless the switch is made to hold its bleeders. mu must be held.
-func (m *managedSwitch) sendBleeder(peer string, id uint64) {
-	if m.hold.Load() {
-		return
-	}
-	for r := range m.filters {
-		if r.peer == peer {
-			r.sendControl(&linkctl.Bleeder{Deployment: m.dep, Filter: id})
-			return
+// sendBleeder returns the sending of the bleeder of model filter id of
+// deployment dep over the link to peer; nothing when the switch is made
+// to hold its bleeders. mu must be held.
+func (m *managedSwitch) sendBleeder(peer string, dep, id uint64) func() {
+	r := m.routerTo(peer)
+	return func() {
+		if r != nil && !m.hold.Load() {
+			r.sendControl(&linkctl.Bleeder{Deployment: dep, Filter: id})
 		}
 	}
 }
@@ -421,9 +456,11 @@ func (m *managedSwitch) sendBleeder(peer string, id uint64) {
 // deployment left pending, activates the filters with empty bags (and
 // sends their bleeders) and sets the others waiting.
 func (m *managedSwitch) deploy(d *linkctl.Deploy) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if d.Deployment < m.dep {
+		m.mu.Unlock()
 		return
 	}
 	m.dep = d.Deployment
@@ -432,7 +469,7 @@ func (m *managedSwitch) deploy(d *linkctl.Deploy) {
 	for _, rl := range d.Relays {
 		m.relays[rl.Bleeder] = rl.To
 	}
-	var now []*bagWait
+	var acts []func()
 	for i := range d.Filters {
 		f := &d.Filters[i]
 		w := &bagWait{id: f.ID, constraint: f.Constraint, send: f.Send, bag: map[uint64]bool{}}
@@ -446,27 +483,21 @@ func (m *managedSwitch) deploy(d *linkctl.Deploy) {
 			w.bag[b] = true
 		}
 		if len(w.bag) == 0 {
-			now = append(now, w)
+			acts = m.activate(w, acts)
 		} else {
 			m.waits[w.id] = w
 		}
 	}
-	for _, w := range now {
-		m.activate(w)
-	}
 	if m.earlyOf == m.dep {
-		early := make([]uint64, 0, len(m.early))
-		for id := range m.early {
-			early = append(early, id)
-		}
-		slices.Sort(early)
-		for _, id := range early {
-			m.bleeder(id)
+		for _, id := range slices.Sorted(maps.Keys(m.early)) {
+			acts = m.bleeder(id, acts)
 		}
 	}
 	if m.earlyOf <= m.dep {
 		m.early, m.earlyOf = map[uint64]bool{}, 0
 	}
+	m.mu.Unlock()
+	run(acts)
 }
 
 // routerTo returns the shared link to peer. mu must be held.
