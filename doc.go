@@ -57,7 +57,9 @@
 //     its own switch needs, as the place's Routing says: whole filters
 //     (RouteByFilter), their event types (RouteByEventType), or everything
 //     (RouteUnconditional), each key reference-counted (register on 0→1,
-//     release on 1→0).
+//     release on 1→0). With PlaceConfig.Covering, a key that a key
+//     registered over the same shared link covers (filter.Covers, the
+//     same places, at least its TTL) is counted under that one instead.
 //   - TTL and hops: a filter spreads at most its TTL links from its
 //     switch (WithTTL, default the place's); an event crosses at most its
 //     TTL links (Control.TTL) and counts them (Control.Hops). An event ID

@@ -42,6 +42,40 @@ type PlaceConfig struct {
 	// links: RouteByFilter (nil means it), RouteByEventType or
 	// RouteUnconditional (S1 routing modes); see Routing.
 	Routing Routing
+	// Covering, when set, keeps a switch from registering at the peer of
+	// a shared link a key (a filter, with the places its interest came
+	// through) that a key it has registered over that link already
+	// covers: the same places, a TTL at the peer at least as large, and
+	// every event the new filter matches matched by the registered one
+	// (filter.Covers over the place's ontology: sound, not complete — a
+	// cover it does not recognise costs a register, never an event). The
+	// covered key is counted under the covering one: no Register is sent,
+	// and its subscriptions' contracts (S2) wait on the covering key's
+	// acknowledgement. When the covering key is released, each key
+	// counted under it goes under another registered key that covers it,
+	// or is registered itself, before the Release in the link's ordered
+	// stream (make before break: no subscription misses an event); so
+	// does a covered key whose TTL must rise above its cover's. A key
+	// registered before a broader one arrives stays registered: nothing
+	// is released in favour of a broader key. Switch.Routes shows what
+	// covers what (RouteInfo.CoveredBy); LinkInfo.Routes counts only the
+	// keys registered. false (the default) registers every key.
+	//
+	// It applies over the place's shared links, with each S1 routing (by
+	// filter: a subscription's filter under a broader one; by event type:
+	// a subtype's key under its supertype's), and not over gateways
+	// (their keys are converted) nor S3 overlay links (an event crosses
+	// an overlay link only under a proxy filter of its own event type).
+	// Cost, per key registered over a link, and per key re-homed when its
+	// cover goes: two map lookups per ancestor of its event type, and at
+	// most 64 candidates examined, each a TTL test and a filter.Covers
+	// call (past them the key is registered); each key's filter is
+	// compiled once per link. Events pay nothing. This follows the
+	// "natural next step" of S1's filter propagation (DESIGN.md
+	// "Network"; covering is beyond S1). Every switch of a place should
+	// say the same; each link decides alone, so switches that differ
+	// still deliver exactly.
+	Covering bool
 	// ContractTimeout bounds how long Subscribe waits for the switches
 	// within the filter's TTL to acknowledge it (S2 subscription
 	// contract) before refusing it with ErrNotGranted; 0 means

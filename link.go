@@ -26,13 +26,25 @@ func (*sharedEnd) tree() bool { return true }
 
 func (*sharedEnd) via() string { return "" }
 
-// addRoute registers key at the peer as it is.
+// addRoute registers key at the peer as it is, or, when the place says
+// Covering, counts it under a key registered already that covers it
+// (routes_cover.go).
 func (*sharedEnd) addRoute(r *router, key routeKey, ttl int) []*linkAck {
+	if r.sw.place.cfg.Covering {
+		return []*linkAck{r.registerCovering(key, ttl)}
+	}
 	return []*linkAck{r.register(key, ttl)}
 }
 
-// removeRoute releases key at the peer.
-func (*sharedEnd) removeRoute(r *router, key routeKey, ttl int) { r.release(key, ttl) }
+// removeRoute releases key at the peer, re-homing first what it covers
+// when the place says Covering.
+func (*sharedEnd) removeRoute(r *router, key routeKey, ttl int) {
+	if r.sw.place.cfg.Covering {
+		r.releaseCovering(key, ttl)
+		return
+	}
+	r.release(key, ttl)
+}
 
 // install registers the peer's proxy filter on this switch, propagates it
 // further, and acknowledges it once every link it went on has (S2).

@@ -29,7 +29,9 @@ type LinkInfo struct {
 	// refused (logged).
 	Dropped, Expired, Duplicates, Refused uint64
 	// Routes is the number of keys this switch has registered at the
-	// peer; Proxies the number of the peer's keys installed here.
+	// peer — not those counted under a covering key (PlaceConfig.Covering;
+	// Switch.Routes lists both); Proxies the number of the peer's keys
+	// installed here.
 	Routes, Proxies int
 }
 
@@ -52,7 +54,7 @@ func (sw *Switch) Links() []LinkInfo {
 			EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
 			ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
 			Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
-			Routes: len(r.routes), Proxies: r.sess.numSubs(),
+			Routes: len(r.routes) - r.nCover, Proxies: r.sess.numSubs(),
 		}
 		r.mu.Unlock()
 		parentUp = parentUp || r.parent
@@ -82,13 +84,21 @@ type RouteInfo struct {
 	// by filter), its event type's filter (by event type), or the filter
 	// on every event, "{type ⊑ *}", with TTL 0 (flood).
 	Filter string
-	// TTL is how many links further the peer propagates it.
+	// TTL is how many links further the peer propagates it; for a key
+	// counted under a covering one (CoveredBy), the TTL it needs there,
+	// which its cover's is at least.
 	TTL int
 	// Refs is the number of this switch's subscriptions (its own and the
 	// proxies of its other links) that need it.
 	Refs int
-	// Acknowledged reports whether the peer has acknowledged it (S2).
+	// Acknowledged reports whether the peer has acknowledged it (S2); for
+	// a covered key, its cover.
 	Acknowledged bool
+	// CoveredBy is, when the key is counted under another key registered
+	// over the same link that covers it (PlaceConfig.Covering, following
+	// filter.Covers), that key's Filter: the key itself is not registered
+	// at the peer. "" when the key is registered itself.
+	CoveredBy string
 	// Places lists, for interest that came from other places through
 	// gateways, the places it came through, this one last; nil for this
 	// place's own interest.
@@ -100,7 +110,8 @@ type RouteInfo struct {
 }
 
 // Routes returns the keys the switch has propagated over its shared links
-// with their reference counts, sorted by peer and filter. Safe for
+// with their reference counts — those counted under a covering key
+// included (RouteInfo.CoveredBy) — sorted by peer and filter. Safe for
 // concurrent use.
 func (sw *Switch) Routes() []RouteInfo {
 	sw.routeMu.Lock()
@@ -110,7 +121,13 @@ func (sw *Switch) Routes() []RouteInfo {
 	for _, r := range routers {
 		r.mu.Lock()
 		for k, rt := range r.routes {
-			ri := RouteInfo{Peer: r.peer, Filter: k.filter, Places: k.placeList(), TTL: rt.sent, Refs: rt.refs, Acknowledged: rt.last.ok, Gateway: r.end.via()}
+			ri := RouteInfo{Peer: r.peer, Filter: k.filter, Places: k.placeList(), TTL: rt.sent, Refs: rt.refs, Gateway: r.end.via()}
+			if a := rt.ack(); a != nil {
+				ri.Acknowledged = a.ok
+			}
+			if rt.cover != nil {
+				ri.TTL, ri.CoveredBy = rt.need(), rt.cover.key.filter
+			}
 			out = append(out, ri)
 		}
 		r.mu.Unlock()

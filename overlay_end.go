@@ -29,6 +29,17 @@ type overlayEnd struct {
 
 func (*overlayEnd) tree() bool { return false }
 
+// addRoute registers key at the peer as it is, whatever the place's
+// Covering says: an overlay link carries an event only under a proxy
+// filter of the event's own type, so a key on a supertype does not stand
+// for one on a subtype here.
+func (*overlayEnd) addRoute(r *router, key routeKey, ttl int) []*linkAck {
+	return []*linkAck{r.register(key, ttl)}
+}
+
+// removeRoute releases key at the peer.
+func (*overlayEnd) removeRoute(r *router, key routeKey, ttl int) { r.release(key, ttl) }
+
 // forward sends e to the peer when a proxy filter of e's own type matched
 // it — the peer is on e's type's tree (S3 request or advertisement path)
 // — and the switch's bypass rules let it (bypass.go).

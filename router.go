@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/ontology"
@@ -54,6 +55,8 @@ type router struct {
 	mu     sync.Mutex
 	closed bool                      // mu
 	routes map[routeKey]*route       // mu; propagated to the peer
+	covers map[coverSlot][]*route    // mu; registered routes that may cover others (PlaceConfig.Covering)
+	nCover int                       // mu; routes counted under another (not registered themselves)
 	acks   map[uint64]*linkAck       // mu; registers and markers sent, not yet acknowledged
 	next   uint64                    // mu; the last key or ack number given out
 	err    error                     // mu; why the link ended
@@ -129,13 +132,22 @@ type linkEnd interface {
 // that need it and the TTLs they need it to have at the peer. The key is
 // registered with the largest TTL asked for: again, under the same ID,
 // when a larger one is asked for; never lowered until it is released.
+// Under PlaceConfig.Covering a key may instead be counted under another
+// route that covers it (routes_cover.go).
 type route struct {
 	id   uint64      // the key's ID at the peer
 	key  routeKey    // the proxy filter's text and places
 	refs int         // subscriptions that need it
 	ttls map[int]int // of those, how many need each TTL
-	sent int         // the TTL registered at the peer
-	last *linkAck    // the acknowledgement of the last register
+	sent int         // the TTL registered at the peer; -1: not registered
+	last *linkAck    // the acknowledgement of the last register; nil while covered and never registered
+
+	// Covering (routes_cover.go); zero without it.
+	f       *filter.Filter      // the key's filter, compiled and resolved once; nil: it takes no part
+	slot    coverSlot           // its place in router.covers
+	pos     int                 // its index in router.covers[slot]; -1: not there
+	cover   *route              // the registered route it is counted under; nil: none
+	covered map[*route]struct{} // the routes counted under it
 }
 
 // linkAck is an acknowledgement a router waits for: of a register (S2
@@ -535,31 +547,45 @@ func (r *router) register(key routeKey, ttl int) *linkAck {
 	}
 	rt := r.routes[key]
 	if rt == nil {
-		r.next++
-		rt = &route{id: r.next, key: key, ttls: map[int]int{}, sent: -1}
-		r.routes[key] = rt
+		rt = r.newRoute(key)
 	}
 	rt.refs++
 	rt.ttls[ttl]++
 	if ttl > rt.sent {
-		n, a := r.newAck()
-		// Under mu: registers and releases of one key leave in the order
-		// of their reference-count changes.
-		if err := r.sendControl(&linkctl.Register{Key: rt.id, Ack: n, Filter: key.filter, TTL: ttl, Places: key.placeList()}); err != nil {
-			// Not registered (at this TTL): the contract that waits on it
-			// fails with err, and the key's release sends nothing the
-			// peer has not had.
-			delete(r.acks, n)
-			a.err = err
-			close(a.done)
-			if rt.last == nil {
-				rt.last = a
-			}
-			return a
-		}
-		rt.sent, rt.last = ttl, a
+		return r.registerAt(rt, ttl)
 	}
 	return rt.last
+}
+
+// newRoute puts a route for key, with no subscription yet, into the
+// table. mu must be held.
+func (r *router) newRoute(key routeKey) *route {
+	r.next++
+	rt := &route{id: r.next, key: key, ttls: map[int]int{}, sent: -1, pos: -1}
+	r.routes[key] = rt
+	return rt
+}
+
+// registerAt registers rt's key at the peer with ttl — again, under the
+// same ID, when it is registered with less — and returns the
+// acknowledgement. mu must be held: registers and releases of one key
+// leave in the order of their reference-count changes.
+func (r *router) registerAt(rt *route, ttl int) *linkAck {
+	n, a := r.newAck()
+	if err := r.sendControl(&linkctl.Register{Key: rt.id, Ack: n, Filter: rt.key.filter, TTL: ttl, Places: rt.key.placeList()}); err != nil {
+		// Not registered (at this TTL): the contract that waits on it
+		// fails with err, and the key's release sends nothing the peer
+		// has not had.
+		delete(r.acks, n)
+		a.err = err
+		close(a.done)
+		if rt.last == nil {
+			rt.last = a
+		}
+		return a
+	}
+	rt.sent, rt.last = ttl, a
+	return a
 }
 
 // release counts one subscription fewer needing key with ttl and
