@@ -190,6 +190,14 @@ func (s *rvSwitch) advertise(ctx context.Context, sess *Session, ads []Advertise
 	}
 	s.mu.Unlock()
 	sw.routeMu.Unlock()
+	return sw.awaitAdvertised(ctx, waits, "on the way to its rendezvous switch")
+}
+
+// awaitAdvertised waits until every one of waits — acknowledgements an
+// advertisement's contract waits on — is acknowledged, the place's
+// ContractTimeout passes, or ctx ends; where names the switches waited on
+// in the timeout's error.
+func (sw *Switch) awaitAdvertised(ctx context.Context, waits []*linkAck, where string) error {
 	t := time.NewTimer(sw.place.cfg.ContractTimeout)
 	defer t.Stop()
 	for _, a := range waits {
@@ -199,7 +207,7 @@ func (s *rvSwitch) advertise(ctx context.Context, sess *Session, ads []Advertise
 				return fmt.Errorf("%w: advertisement: %w", ErrNotGranted, a.err)
 			}
 		case <-t.C:
-			return fmt.Errorf("%w: advertisement not installed on the way to its rendezvous switch within %v: the link to %q has not acknowledged it", ErrNotGranted, sw.place.cfg.ContractTimeout, a.peer)
+			return fmt.Errorf("%w: advertisement not installed %s within %v: the link to %q has not acknowledged it", ErrNotGranted, where, sw.place.cfg.ContractTimeout, a.peer)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: advertisement: %w", ErrNotGranted, ctx.Err())
 		}
@@ -234,7 +242,7 @@ func (s *rvSwitch) publishing(sess *Session, e *Event) error {
 // acknowledges it once the path on to the rendezvous switch has it and
 // the neighbour has this switch's register of the type.
 func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
-	if err := s.checkDetail(m.Type, m.Attrs); err != nil {
+	if err := checkDetail(s.sw.place.Ontology(), m.Type, m.Attrs); err != nil {
 		r.sendAck(m.Ack, fmt.Sprintf("switch %q: %v", s.sw.cfg.Name, err))
 		return nil
 	}
@@ -272,15 +280,20 @@ func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
 const maxAdvertsPerLink = 4096
 
 // checkDetail checks an advertisement that came over a link as Advertise
-// checks a session's: a known type, not reserved, whose attributes are in
-// its vocabulary with values of their kinds (as classValue's text).
-func (s *rvSwitch) checkDetail(typ string, attrs []linkctl.AttrDetail) error {
-	o := s.sw.place.Ontology()
+// checks a session's, against ontology o: a known type by its canonical
+// name, not reserved, whose attributes are in its vocabulary by their
+// canonical names with values of their kinds (as classValue's text).
+func checkDetail(o *ontology.Ontology, typ string, attrs []linkctl.AttrDetail) error {
 	et, ok := o.Lookup(typ)
 	if !ok || ontology.IsReserved(typ) || et.Name != typ {
 		return fmt.Errorf("%w %q in an advertisement", ErrUnknownEventType, typ)
 	}
+	seen := make(map[string]bool, len(attrs))
 	for _, a := range attrs {
+		if seen[a.Name] {
+			return fmt.Errorf("%w: attribute %q appears twice in an advertisement", ErrInvalidEvent, a.Name)
+		}
+		seen[a.Name] = true
 		at, ok := o.Attribute(et.ID, a.Name)
 		if !ok || at.Name != a.Name {
 			return fmt.Errorf("%w: attribute %q of an advertisement is not in %s's vocabulary", ErrInvalidEvent, a.Name, typ)
