@@ -219,7 +219,9 @@ type Ack struct {
 
 // Synced follows the Registers a router sends when its link comes up: on
 // its arrival the peer holds the sender's initial interest (S1 event
-// path). It has no fields.
+// path). Where the sender also sends its advertisement table as the link
+// comes up (an S1 place that requires advertisements), Synced waits for
+// the Acks of those Advertises too. It has no fields.
 type Synced struct{}
 
 // Probe is an n-hop probe along shared links (S1 membership: finding
