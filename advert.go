@@ -16,7 +16,8 @@ import (
 
 // ErrNotAdvertised is wrapped by Publish's error for an event whose type
 // (and attribute detail) the session has not advertised, in a place
-// routed by rendezvous (S3); see Session.Advertise.
+// routed by rendezvous (S3) or one with PlaceConfig.RequireAdvertisements
+// (S1 places); see Session.Advertise. Test it with errors.Is.
 var ErrNotAdvertised = errors.New("sion: event not advertised")
 
 // Advertisement declares events a session will publish (S3
@@ -37,10 +38,22 @@ type Advertisement struct {
 // advertisement table, so that events of the type find their way to the
 // rendezvous switch; Advertise returns once every switch on those paths
 // has it (as Subscribe's contract), and from then on the session may
-// publish such events — Publish refuses others with ErrNotAdvertised. In
-// other places Advertise only records the advertisements (the S2 agent
-// reads them); Publish does not check them. Advertisements stay until the
-// session ends.
+// publish such events — Publish refuses others with ErrNotAdvertised.
+//
+// In a place with PlaceConfig.RequireAdvertisements Publish refuses them
+// too, whatever the routing. Under RouteByFilter and RouteByEventType
+// (S1) each advertisement also floods the place's tree of shared links,
+// entering every switch's advertisement table, and each switch registers
+// over the link toward the publisher the subscriptions (its own and the
+// proxies of its other links, within their TTL) whose filter's type
+// overlaps the advertised one; Advertise returns once every switch has
+// done so and the acknowledgements are back (S2 contract): an event
+// published after Advertise returns reaches every subscription whose
+// Subscribe returned before it was called.
+//
+// In other places Advertise only records the advertisements (the S2
+// agent reads them); Publish does not check them. Advertisements stay
+// until the session ends, and are then withdrawn from every table.
 //
 // On a remote session (Dial) each advertisement is a request of its own,
 // sent in order: Advertise stops at the first that fails; those before it

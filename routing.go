@@ -28,8 +28,10 @@ import (
 // concurrent use. Its methods are unexported: a new routing is written in
 // this package, in a file of its own (routing_*.go). Its one method,
 // attach, gives each switch its own part (switchRouting), which holds what
-// the switch keeps for the routing — nothing for the S1 modes; the
-// overlay, advertisement table and traffic meter for S3's.
+// the switch keeps for the routing — nothing for the S1 modes, or an
+// advertisement table when their place requires advertisements
+// (routing_advertised.go); the overlay, advertisement table and traffic
+// meter for S3's.
 type Routing interface {
 	// String names the routing ("by-filter", "by-event-type",
 	// "unconditional", "rendezvous").
@@ -95,10 +97,13 @@ type switchRouting interface {
 }
 
 // stateless adapts an S1 routing, which keeps nothing per switch, to
-// switchRouting.
+// switchRouting. checkAds makes Publish refuse what the publishing
+// session has not advertised (PlaceConfig.RequireAdvertisements under
+// RouteUnconditional, which has nothing to prune).
 type stateless struct {
-	key     func(sub *Subscription) (routeKey, int, bool)
-	perLink []routeKey
+	key      func(sub *Subscription) (routeKey, int, bool)
+	perLink  []routeKey
+	checkAds bool
 }
 
 func (s stateless) keys(r *router, sub *Subscription, reg func(routeKey, int)) {
@@ -123,8 +128,16 @@ func (stateless) peerAdvert(*router, linkctl.Message) (bool, error) { return fal
 // the session (for S2's agent); the S1 modes route by interest alone.
 func (stateless) advertise(context.Context, *Session, []Advertisement) error { return nil }
 func (stateless) withdraw(*Session)                                          {}
-func (stateless) publishing(*Session, *Event) error                          { return nil }
 func (stateless) routed(*Subscription) []*linkAck                            { return nil }
+
+// publishing admits every event, or, with checkAds, those the session has
+// advertised.
+func (s stateless) publishing(sess *Session, e *Event) error {
+	if !s.checkAds {
+		return nil
+	}
+	return advertised(sess.sw.place.Ontology(), sess, e)
+}
 
 func (stateless) join(context.Context, transport.Transport, string) error {
 	return fmt.Errorf("%w: Join is for places routed by rendezvous (RouteByRendezvous); link the switches of this place with Link", ErrInvalidConfig)
