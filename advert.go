@@ -16,7 +16,8 @@ import (
 
 // ErrNotAdvertised is wrapped by Publish's error for an event whose type
 // (and attribute detail) the session has not advertised, in a place
-// routed by rendezvous (S3); see Session.Advertise.
+// routed by rendezvous (S3) or one with PlaceConfig.RequireAdvertisements
+// (S1 places); see Session.Advertise. Test it with errors.Is.
 var ErrNotAdvertised = errors.New("sion: event not advertised")
 
 // Advertisement declares events a session will publish (S3
@@ -37,10 +38,22 @@ type Advertisement struct {
 // advertisement table, so that events of the type find their way to the
 // rendezvous switch; Advertise returns once every switch on those paths
 // has it (as Subscribe's contract), and from then on the session may
-// publish such events — Publish refuses others with ErrNotAdvertised. In
-// other places Advertise only records the advertisements (the S2 agent
-// reads them); Publish does not check them. Advertisements stay until the
-// session ends.
+// publish such events — Publish refuses others with ErrNotAdvertised.
+//
+// In a place with PlaceConfig.RequireAdvertisements Publish refuses them
+// too, whatever the routing. Under RouteByFilter and RouteByEventType
+// (S1) each advertisement also floods the place's tree of shared links,
+// entering every switch's advertisement table, and each switch registers
+// over the link toward the publisher the subscriptions (its own and the
+// proxies of its other links, within their TTL) whose filter's type
+// overlaps the advertised one; Advertise returns once every switch has
+// done so and the acknowledgements are back (S2 contract): an event
+// published after Advertise returns reaches every subscription whose
+// Subscribe returned before it was called.
+//
+// In other places Advertise only records the advertisements (the S2
+// agent reads them); Publish does not check them. Advertisements stay
+// until the session ends, and are then withdrawn from every table.
 //
 // On a remote session (Dial) each advertisement is a request of its own,
 // sent in order: Advertise stops at the first that fails; those before it
@@ -190,6 +203,14 @@ func (s *rvSwitch) advertise(ctx context.Context, sess *Session, ads []Advertise
 	}
 	s.mu.Unlock()
 	sw.routeMu.Unlock()
+	return sw.awaitAdvertised(ctx, waits, "on the way to its rendezvous switch")
+}
+
+// awaitAdvertised waits until every one of waits — acknowledgements an
+// advertisement's contract waits on — is acknowledged, the place's
+// ContractTimeout passes, or ctx ends; where names the switches waited on
+// in the timeout's error.
+func (sw *Switch) awaitAdvertised(ctx context.Context, waits []*linkAck, where string) error {
 	t := time.NewTimer(sw.place.cfg.ContractTimeout)
 	defer t.Stop()
 	for _, a := range waits {
@@ -199,7 +220,7 @@ func (s *rvSwitch) advertise(ctx context.Context, sess *Session, ads []Advertise
 				return fmt.Errorf("%w: advertisement: %w", ErrNotGranted, a.err)
 			}
 		case <-t.C:
-			return fmt.Errorf("%w: advertisement not installed on the way to its rendezvous switch within %v: the link to %q has not acknowledged it", ErrNotGranted, sw.place.cfg.ContractTimeout, a.peer)
+			return fmt.Errorf("%w: advertisement not installed %s within %v: the link to %q has not acknowledged it", ErrNotGranted, where, sw.place.cfg.ContractTimeout, a.peer)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: advertisement: %w", ErrNotGranted, ctx.Err())
 		}
@@ -234,7 +255,7 @@ func (s *rvSwitch) publishing(sess *Session, e *Event) error {
 // acknowledges it once the path on to the rendezvous switch has it and
 // the neighbour has this switch's register of the type.
 func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
-	if err := s.checkDetail(m.Type, m.Attrs); err != nil {
+	if err := checkDetail(s.sw.place.Ontology(), m.Type, m.Attrs); err != nil {
 		r.sendAck(m.Ack, fmt.Sprintf("switch %q: %v", s.sw.cfg.Name, err))
 		return nil
 	}
@@ -272,15 +293,20 @@ func (s *rvSwitch) handleAdvertise(r *router, m *linkctl.Advertise) error {
 const maxAdvertsPerLink = 4096
 
 // checkDetail checks an advertisement that came over a link as Advertise
-// checks a session's: a known type, not reserved, whose attributes are in
-// its vocabulary with values of their kinds (as classValue's text).
-func (s *rvSwitch) checkDetail(typ string, attrs []linkctl.AttrDetail) error {
-	o := s.sw.place.Ontology()
+// checks a session's, against ontology o: a known type by its canonical
+// name, not reserved, whose attributes are in its vocabulary by their
+// canonical names with values of their kinds (as classValue's text).
+func checkDetail(o *ontology.Ontology, typ string, attrs []linkctl.AttrDetail) error {
 	et, ok := o.Lookup(typ)
 	if !ok || ontology.IsReserved(typ) || et.Name != typ {
 		return fmt.Errorf("%w %q in an advertisement", ErrUnknownEventType, typ)
 	}
+	seen := make(map[string]bool, len(attrs))
 	for _, a := range attrs {
+		if seen[a.Name] {
+			return fmt.Errorf("%w: attribute %q appears twice in an advertisement", ErrInvalidEvent, a.Name)
+		}
+		seen[a.Name] = true
 		at, ok := o.Attribute(et.ID, a.Name)
 		if !ok || at.Name != a.Name {
 			return fmt.Errorf("%w: attribute %q of an advertisement is not in %s's vocabulary", ErrInvalidEvent, a.Name, typ)

@@ -335,7 +335,7 @@ func (a *Agent) sinksOf(adj map[string][]string, q agentRequest, d *deployment) 
 				continue
 			}
 			for _, sub := range md.sws[f.cons.sw].subs {
-				if sub.session == f.cons.session && typesOverlap(md.o, sub.f.Type(), q.typ) {
+				if sub.session == f.cons.session && filterOverlaps(md.o, sub.f.Type(), q.typ) {
 					out = append(out, f)
 					break
 				}

@@ -203,25 +203,16 @@ func (md *agentModel) consumer(c consKey) *modelFilter {
 	return mf
 }
 
-// typesOverlap reports whether an event may have both a type a filter
-// on ft matches and advertised type at: they share a descendant (one is
-// the other's ancestor, or both are a common subtype's); "*" overlaps
-// every type that is not reserved.
-func typesOverlap(o *ontology.Ontology, ft, at string) bool {
+// filterOverlaps reports whether an event may be both of a type a filter
+// on ft matches and of advertised type at: "*" overlaps every type that
+// is not reserved; others, when they share a descendant (typesOverlap).
+func filterOverlaps(o *ontology.Ontology, ft, at string) bool {
 	if ft == filter.AnyType {
 		return !ontology.IsReserved(at)
 	}
 	f, ok1 := o.Lookup(ft)
 	a, ok2 := o.Lookup(at)
-	if !ok1 || !ok2 {
-		return false
-	}
-	for _, d := range o.Descendants(a.ID) {
-		if o.IsA(d, f.ID) {
-			return true
-		}
-	}
-	return false
+	return ok1 && ok2 && typesOverlap(o, f.ID, a.ID)
 }
 
 // adFilter returns the filter on every event of advertised type t.
@@ -258,7 +249,7 @@ func (md *agentModel) optimal(adj map[string][]string, d dirKey) []string {
 // wanted reports whether filter f may match an event of one of ads.
 func (md *agentModel) wanted(f *filter.Filter, ads []modelAd) bool {
 	for _, a := range ads {
-		if typesOverlap(md.o, f.Type(), a.typ) {
+		if filterOverlaps(md.o, f.Type(), a.typ) {
 			return true
 		}
 	}
@@ -321,7 +312,7 @@ func (md *agentModel) producersOf(f *filter.Filter) []string {
 	var out []string
 	for name, s := range md.sws {
 		for _, a := range s.ads {
-			if typesOverlap(md.o, f.Type(), a.typ) {
+			if filterOverlaps(md.o, f.Type(), a.typ) {
 				out = append(out, name)
 				break
 			}
@@ -337,7 +328,7 @@ func (md *agentModel) consumersOf(t string) []string {
 	var out []string
 	for name, s := range md.sws {
 		for _, sub := range s.subs {
-			if typesOverlap(md.o, sub.f.Type(), t) {
+			if filterOverlaps(md.o, sub.f.Type(), t) {
 				out = append(out, name)
 				break
 			}

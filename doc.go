@@ -175,7 +175,10 @@
 //     (switchRouting: told of links coming and going, of advertisements
 //     and publishes); by filter, by event type and flood are its stateless
 //     implementations (routing_filter.go, routing_type.go,
-//     routing_flood.go), rendezvous its stateful one
+//     routing_flood.go) — the first two stateful, with an advertisement
+//     table that prunes propagation, in a place that requires
+//     advertisements (routing_advertised.go, advertised_info.go) —
+//     rendezvous its stateful one
 //     (routing_rendezvous.go, with overlay_member.go, overlay_end.go,
 //     advert.go, bypass.go and rendezvous_info.go).
 //   - the front (front, relay.go): what the switch does with its own

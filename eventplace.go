@@ -76,6 +76,32 @@ type PlaceConfig struct {
 	// say the same; each link decides alone, so switches that differ
 	// still deliver exactly.
 	Covering bool
+	// RequireAdvertisements makes every session declare what it publishes
+	// (Session.Advertise) before it publishes it: Publish refuses an event
+	// that none of its session's advertisements covers with an error
+	// wrapping ErrNotAdvertised, as a place routed by rendezvous always
+	// does (S3). Under RouteByFilter and RouteByEventType it also prunes
+	// S1 propagation (DESIGN.md "Beyond one tree"): the switches tell
+	// each other, over the shared links of the place's tree, which event
+	// types and attribute details are advertised behind each link
+	// (reference counted per link, at most 4096 entries from one link's
+	// peer), and a subscription is registered over a link only when an
+	// advertisement behind it may produce events its filter's type
+	// matches — the advertised type and the filter's are one, one is a
+	// subtype of the other, or they share a subtype. Filters on sion's
+	// reserved types (discovery, whose publishers do not advertise) are
+	// never pruned, and a gateway counts as advertising every type, since
+	// the events of other places enter through it. Advertise then returns
+	// once every switch has registered toward the publisher the
+	// subscriptions within their TTL that may match (S2 contract), so an
+	// event published after it returns reaches every subscription whose
+	// Subscribe returned before. Under RouteUnconditional only Publish is
+	// checked. false, the default: Publish checks no advertisement, and
+	// interest spreads as far as its TTL allows. Advertisements cost
+	// control messages of their own (LinkInfo.ControlSent); the saving is
+	// in the subscriptions that no longer travel toward switches without
+	// a publisher of their types.
+	RequireAdvertisements bool
 	// ContractTimeout bounds how long Subscribe waits for the switches
 	// within the filter's TTL to acknowledge it (S2 subscription
 	// contract) before refusing it with ErrNotGranted; 0 means

@@ -154,9 +154,12 @@ func (r *router) receiveEvent(ctx context.Context, w *wire.Event, what string, a
 }
 
 // control handles the control of the place's tree (S1): n-hop probes and
-// their replies (membership.go), and the peer's Leave — from the parent,
+// their replies (membership.go), the peer's Leave — from the parent,
 // re-link to m.Parent ("" makes this switch a root); from a child it
-// means nothing, the link just ends.
+// means nothing, the link just ends — and hands the rest to the routing
+// (switchRouting.linkControl): advertisements where the place keeps a
+// table of them (PlaceConfig.RequireAdvertisements), bleeders in a
+// managed place (S2); other routings refuse them.
 func (*sharedEnd) control(r *router, m linkctl.Message) (bool, error) {
 	switch m := m.(type) {
 	case *linkctl.Probe:

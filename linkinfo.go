@@ -20,7 +20,8 @@ type LinkInfo struct {
 	// EventsSent and EventsReceived count the data events that crossed
 	// the link; ControlSent and ControlReceived the link's control
 	// messages (filter registers and releases, markers,
-	// acknowledgements, probes, the handshake's request and accept).
+	// acknowledgements, probes, advertisements where the place requires
+	// them, the handshake's request and accept).
 	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
 	// Dropped counts events not forwarded because the link's queue was
 	// full or the event did not fit a frame; Expired those not forwarded

@@ -370,10 +370,10 @@ func (s *rvSwitch) acceptOverlay(ctx context.Context, conn transport.Conn, sess 
 // routeMu): its peer enters the table, and the link becomes the way to it
 // if there was none. The subscriptions' initial registers over r follow;
 // those over other links are moved by the rerouter.
-func (s *rvSwitch) linkUp(r *router) []routeKey {
+func (s *rvSwitch) linkUp(r *router) ([]routeKey, []*linkAck) {
 	oe, ok := r.end.(*overlayEnd)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	s.links[r] = oe.node
@@ -384,8 +384,9 @@ func (s *rvSwitch) linkUp(r *router) []routeKey {
 	s.tableAdd(oe.node)
 	s.mu.Unlock()
 	s.kick()
-	return nil
+	return nil, nil
 }
+
 
 // linkDown forgets overlay link r as it ends (Switch.removeRouter, under
 // routeMu): another link to its peer takes its place, or the peer is dead

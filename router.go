@@ -194,12 +194,25 @@ func (sw *Switch) openRouterSession(peer string) (*Session, error) {
 
 // start puts the router into the switch's table, queues its initial
 // registers, and starts its goroutines: the writer, the reader (which
-// shuts the router down when the connection ends) and a watcher that
-// closes up once the initial exchange is acknowledged. ctx is the link's
-// context newRouter returned.
+// shuts the router down when the connection ends), the sender of the
+// Synced when it must wait (addRouter), and a watcher that closes up
+// once the initial exchange is acknowledged and the peer's Synced has
+// arrived. ctx is the link's context newRouter returned.
 func (r *router) start(ctx context.Context) {
-	initial := r.sw.addRouter(r)
+	initial, before := r.sw.addRouter(r)
 	r.wg.Go(func() { r.write(ctx) })
+	if len(before) > 0 {
+		r.wg.Go(func() {
+			for _, a := range before {
+				select {
+				case <-a.done:
+				case <-r.done:
+					return
+				}
+			}
+			r.sendControl(&linkctl.Synced{})
+		})
+	}
 	r.wg.Go(func() {
 		for _, a := range initial {
 			select {
@@ -534,6 +547,20 @@ func (r *router) addRoute(key routeKey, ttl int) []*linkAck { return r.end.addRo
 
 // removeRoute undoes one addRoute. Switch.routeMu must be held.
 func (r *router) removeRoute(key routeKey, ttl int) { r.end.removeRoute(r, key, ttl) }
+
+// pendingRoutes returns the acknowledgements still awaited of the keys
+// registered at the peer.
+func (r *router) pendingRoutes() []*linkAck {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*linkAck
+	for _, rt := range r.routes {
+		if rt.last != nil && !chanClosed(rt.last.done) {
+			out = append(out, rt.last)
+		}
+	}
+	return out
+}
 
 // register counts one more subscription needing key at the peer with ttl
 // and registers it there on 0→1, or again when ttl is larger than the

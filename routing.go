@@ -28,8 +28,10 @@ import (
 // concurrent use. Its methods are unexported: a new routing is written in
 // this package, in a file of its own (routing_*.go). Its one method,
 // attach, gives each switch its own part (switchRouting), which holds what
-// the switch keeps for the routing — nothing for the S1 modes; the
-// overlay, advertisement table and traffic meter for S3's.
+// the switch keeps for the routing — nothing for the S1 modes, or an
+// advertisement table when their place requires advertisements
+// (routing_advertised.go); the overlay, advertisement table and traffic
+// meter for S3's.
 type Routing interface {
 	// String names the routing ("by-filter", "by-event-type",
 	// "unconditional", "rendezvous").
@@ -53,14 +55,17 @@ type Routing interface {
 //   - linkUp(r) is told that link r comes up, before the subscriptions'
 //     keys are registered over it, and returns the keys the link
 //     registers at its peer whatever the subscriptions (flooding
-//     registers "every event"); linkDown(r) that it has ended.
+//     registers "every event") and what the Synced that ends this side's
+//     initial exchange waits for (the acknowledgements of the
+//     advertisements it sent over r, in an S1 place that requires them);
+//     linkDown(r) that it has ended.
 //
 // What a switch registered for a subscription is recorded (routedSub), so
 // that its cancellation releases exactly that, and a routing whose answer
 // changes (an overlay that learns a closer switch) calls Switch.reroute.
 type switchRouting interface {
 	keys(r *router, sub *Subscription, reg func(k routeKey, ttl int))
-	linkUp(r *router) []routeKey
+	linkUp(r *router) (keys []routeKey, waits []*linkAck)
 	linkDown(r *router)
 	// join makes the switch a member of the routing's overlay (Switch.Join)
 	// and acceptOverlay serves a neighbour's overlay link request; a
@@ -80,8 +85,11 @@ type switchRouting interface {
 	// unrouted is told that sub has ended (Switch.routeRemove).
 	unrouted(sub *Subscription)
 	// linkControl handles a control message of the routing's own that
-	// arrived over shared link r (S2: a bleeder), reporting false for
-	// one it does not carry, which ends the link (ErrProtocol).
+	// arrived over shared link r (sharedEnd.control): an Advertise or
+	// Unadvertise in a place whose S1 routing keeps an advertisement
+	// table (PlaceConfig.RequireAdvertisements), a Bleeder in a managed
+	// place (S2). It reports false for one it does not carry, which ends
+	// the link (ErrProtocol), as does an error. Called from r's reader.
 	linkControl(r *router, m linkctl.Message) (bool, error)
 	// acceptAgent serves an agent's request to manage the switch (S2);
 	// a routing that is not managed refuses it.
@@ -95,10 +103,13 @@ type switchRouting interface {
 }
 
 // stateless adapts an S1 routing, which keeps nothing per switch, to
-// switchRouting.
+// switchRouting. checkAds makes Publish refuse what the publishing
+// session has not advertised (PlaceConfig.RequireAdvertisements under
+// RouteUnconditional, which has nothing to prune).
 type stateless struct {
-	key     func(sub *Subscription) (routeKey, int, bool)
-	perLink []routeKey
+	key      func(sub *Subscription) (routeKey, int, bool)
+	perLink  []routeKey
+	checkAds bool
 }
 
 func (s stateless) keys(r *router, sub *Subscription, reg func(routeKey, int)) {
@@ -110,19 +121,21 @@ func (s stateless) keys(r *router, sub *Subscription, reg func(routeKey, int)) {
 	}
 }
 
-func (s stateless) linkUp(*router) []routeKey { return s.perLink }
-func (stateless) linkDown(*router)            {}
-func (stateless) leave(context.Context) error { return nil }
-func (stateless) close()                      {}
+func (s stateless) linkUp(*router) ([]routeKey, []*linkAck) { return s.perLink, nil }
+func (stateless) linkDown(*router)                          {}
+func (stateless) leave(context.Context) error               { return nil }
+func (stateless) close()                                    {}
 
 // advertise accepts the advertisements: Session.Advertise keeps them on
 // the session (for S2's agent); the S1 modes route by interest alone.
 func (stateless) advertise(context.Context, *Session, []Advertisement) error { return nil }
 func (stateless) withdraw(*Session)                                          {}
-func (stateless) publishing(*Session, *Event) error                          { return nil }
 func (stateless) routed(*Subscription) []*linkAck                            { return nil }
 func (stateless) unrouted(*Subscription)                                     {}
-func (stateless) linkControl(*router, linkctl.Message) (bool, error)         { return false, nil }
+
+// linkControl refuses what a routing carries over shared links of its own
+// (advertisements, bleeders): these routings carry none.
+func (stateless) linkControl(*router, linkctl.Message) (bool, error) { return false, nil }
 
 func (stateless) acceptAgent(ctx context.Context, conn transport.Conn, sess *Session, _ *linkctl.Manage) {
 	refuseAgent(ctx, conn, sess)
@@ -132,6 +145,15 @@ func (stateless) acceptAgent(ctx context.Context, conn transport.Conn, sess *Ses
 // is not managed.
 func refuseAgent(ctx context.Context, conn transport.Conn, sess *Session) {
 	sess.sw.refuseRequest(ctx, conn, "sion: agent refused", codeLinkRefused, fmt.Errorf("%w: place %q is not managed (RouteManaged); it has no agent", ErrLinkRefused, sess.sw.place.Name()))
+}
+
+// publishing admits every event, or, with checkAds, those the session has
+// advertised.
+func (s stateless) publishing(sess *Session, e *Event) error {
+	if !s.checkAds {
+		return nil
+	}
+	return advertised(sess.sw.place.Ontology(), sess, e)
 }
 
 func (stateless) join(context.Context, transport.Transport, string) error {
@@ -297,6 +319,31 @@ func (sw *Switch) reroute() {
 	}
 }
 
+// rerouteOver is reroute for link r alone: it asks the routing again
+// what every propagated subscription registers over r and makes it so,
+// new before gone. A routing whose answers for r changed calls it (S1
+// pruning: an advertisement appeared behind r, or the last one of a type
+// went). routeMu must be held.
+func (sw *Switch) rerouteOver(r *router) {
+	for _, rs := range sw.routedInOrder() {
+		var old []routeReg
+		n := 0
+		for _, g := range rs.regs {
+			if g.r == r {
+				old = append(old, g)
+			} else {
+				rs.regs[n] = g
+				n++
+			}
+		}
+		rs.regs = rs.regs[:n]
+		sw.registerOver(r, rs, nil)
+		for _, g := range old {
+			r.removeRoute(g.k, g.ttl)
+		}
+	}
+}
+
 // routedInOrder returns the propagated subscriptions in the order they
 // were made. routeMu must be held.
 func (sw *Switch) routedInOrder() []*routedSub {
@@ -312,20 +359,30 @@ func (sw *Switch) routedInOrder() []*routedSub {
 // initial registers — the link's own keys, and the keys of every
 // subscription the switch has propagated, so that whatever was subscribed
 // or cancelled while the link was down is right — and a Synced. It
-// returns the initial routes.
-func (sw *Switch) addRouter(r *router) []*linkAck {
+// returns the initial routes. When the routing sends more as the link
+// comes up (the advertisement table, in an S1 place that requires
+// advertisements), it returns their acknowledgements as before too, and
+// leaves the Synced to the caller, to send once they are all back: the
+// peer, whose link is up when the Synced arrives, then knows that this
+// side has done everything the peer's coming up needs of it (the
+// subscriptions behind the peer that this side's advertisements need are
+// registered toward it).
+func (sw *Switch) addRouter(r *router) (initial, before []*linkAck) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.routers = append(sw.routers, r)
-	var out []*linkAck
-	for _, k := range sw.routing.linkUp(r) {
-		out = append(out, r.addRoute(k, 0)...)
+	keys, before := sw.routing.linkUp(r)
+	initial = slices.Clone(before)
+	for _, k := range keys {
+		initial = append(initial, r.addRoute(k, 0)...)
 	}
 	for _, rs := range sw.routedInOrder() {
-		out = sw.registerOver(r, rs, out)
+		initial = sw.registerOver(r, rs, initial)
 	}
-	r.sendControl(&linkctl.Synced{})
-	return out
+	if len(before) == 0 {
+		r.sendControl(&linkctl.Synced{})
+	}
+	return initial, before
 }
 
 // removeRouter takes r out of the switch's table and forgets what the

@@ -151,14 +151,14 @@ func (m *managedSwitch) keys(r *router, sub *Subscription, reg func(routeKey, in
 	}
 }
 
-func (m *managedSwitch) linkUp(r *router) []routeKey {
+func (m *managedSwitch) linkUp(r *router) ([]routeKey, []*linkAck) {
 	if r.end.tree() {
 		m.mu.Lock()
 		m.filters[r] = &netFilter{active: map[string]*Subscription{}}
 		m.report(&linkctl.ModelChange{Op: linkctl.ChangeLinkUp, Peer: r.peer})
 		m.mu.Unlock()
 	}
-	return nil
+	return nil, nil
 }
 
 func (m *managedSwitch) linkDown(r *router) {

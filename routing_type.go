@@ -3,7 +3,8 @@ package sion
 import "github.com/sion-go/sion/filter"
 
 // RouteByEventType propagates only the event types of filters (S1
-// "vocabulary concept").
+// "vocabulary concept"). With PlaceConfig.RequireAdvertisements a type
+// goes only toward links behind which an advertisement overlaps it.
 var RouteByEventType Routing = byEventType{}
 
 // byEventType is S1's routing by event type ("vocabulary concept"): each
@@ -22,7 +23,15 @@ func (byEventType) key(sub *Subscription) (routeKey, int, bool) {
 	return newRouteKey(typeFilter(sub.f.Type()), sub.places), sub.ttl - 1, true
 }
 
-func (b byEventType) attach(*Switch) switchRouting { return stateless{key: b.key} }
+// attach gives sw nothing of its own, or, in a place that requires
+// advertisements, the advertisement table that prunes propagation
+// (routing_advertised.go).
+func (b byEventType) attach(sw *Switch) switchRouting {
+	if sw.place.cfg.RequireAdvertisements {
+		return newAdvertised(sw, b.key)
+	}
+	return stateless{key: b.key}
+}
 
 // typeFilter returns the text of the filter on event type t alone.
 func typeFilter(t string) string {

@@ -26,8 +26,8 @@ const (
 	KindAnnounce       Kind = 14 // switch → each node of its state: here, or leaving
 	KindLeafSetRequest Kind = 15 // either way: send me your leaf set (repair)
 	KindLeafSetReply   Kind = 16 // either way: the answer to a LeafSetRequest
-	KindAdvertise      Kind = 17 // overlay hop → hop: an advertisement toward the rendezvous switch
-	KindUnadvertise    Kind = 18 // overlay hop → hop: withdraw an Advertise
+	KindAdvertise      Kind = 17 // overlay hop → hop: an advertisement toward the rendezvous switch; or over the tree of an S1 place
+	KindUnadvertise    Kind = 18 // the way its Advertise went: withdraw it
 	KindPathChange     Kind = 19 // along a distribution path: find the branch (or merge) point
 	KindBranchPoint    Kind = 20 // back along the path: the branch (or merge) point's answer
 	KindOverlayLink    Kind = 21 // requester → switch: open an overlay link (S3)
@@ -235,7 +235,9 @@ type Ack struct {
 
 // Synced follows the Registers a router sends when its link comes up: on
 // its arrival the peer holds the sender's initial interest (S1 event
-// path). It has no fields.
+// path). Where the sender also sends its advertisement table as the link
+// comes up (an S1 place that requires advertisements), Synced waits for
+// the Acks of those Advertises too. It has no fields.
 type Synced struct{}
 
 // Probe is an n-hop probe along shared links (S1 membership: finding
@@ -386,6 +388,14 @@ type LeafSetReply struct {
 // table under Key, passes it on toward the rendezvous switch, and
 // answers Ack with Ack once it is installed there (as for Register, the
 // S2 contract). An Advertise of a Key already installed replaces it.
+//
+// In an S1 place that requires advertisements (the root package's
+// PlaceConfig.RequireAdvertisements) it travels over the shared links of
+// the place's tree instead, flooding it: it tells the peer that events
+// of Type (with that detail) may come from behind the sender — Type "*"
+// with no detail: events of every type, through a gateway — and the peer
+// registers toward the sender the subscriptions they may match before it
+// answers.
 type Advertise struct {
 	// Key names the advertisement on this link; Unadvertise names it
 	// again.
@@ -400,7 +410,8 @@ type Advertise struct {
 }
 
 // Unadvertise withdraws the advertisement Key that an Advertise
-// installed (S3 advertisement routing). It is not answered.
+// installed (S3 advertisement routing, or the tree of an S1 place that
+// requires advertisements). It is not answered.
 type Unadvertise struct {
 	// Key is the Advertise's Key.
 	Key uint64
