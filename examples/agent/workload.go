@@ -35,9 +35,9 @@ import (
 // made, and publishes its features in the feed's order.
 //
 // Consumers. Sessions at random switches (a switch may hold several, a
-// producer's switch too), each with 2 to 4 subscriptions. Each filter is
-// one of a few shapes, with its values taken from a feature of the week
-// drawn at random — a magnitude range, a region (the end of the
+// producer's switch too), each with 2 to 4 subscriptions (the last one
+// with what remains). Each filter is one of a few shapes, with its
+// values taken from a feature of the week drawn at random — a magnitude range, a region (the end of the
 // feature's place) alone or with a lower magnitude bound, a depth range,
 // the feature's type or its parent with a magnitude bound, "stronger
 // than this one anywhere" — or one of the examples' own subscribers
