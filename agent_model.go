@@ -216,7 +216,7 @@ func filterOverlaps(o *ontology.Ontology, ft, at string) bool {
 }
 
 // adFilter returns the filter on every event of advertised type t.
-func adFilter(t string) *filter.Filter { return filter.MustCompile("{type ⊑ " + t + "}") }
+func adFilter(t string) *filter.Filter { return typeOnly(t) }
 
 // optimal computes the optimal constraint of direction d from its sides.
 func (md *agentModel) optimal(adj map[string][]string, d dirKey) []string {

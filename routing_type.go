@@ -1,6 +1,10 @@
 package sion
 
-import "github.com/sion-go/sion/filter"
+import (
+	"strconv"
+
+	"github.com/sion-go/sion/filter"
+)
 
 // RouteByEventType propagates only the event types of filters (S1
 // "vocabulary concept"). With PlaceConfig.RequireAdvertisements a type
@@ -33,7 +37,11 @@ func (b byEventType) attach(sw *Switch) switchRouting {
 	return stateless{key: b.key}
 }
 
-// typeFilter returns the text of the filter on event type t alone.
-func typeFilter(t string) string {
-	return filter.MustCompile("{type ⊑ " + t + "}").String()
+// typeFilter returns the text of the filter on event type t alone; t
+// is quoted, since type names may hold spaces ("ice quake").
+func typeFilter(t string) string { return typeOnly(t).String() }
+
+// typeOnly returns the filter on event type t alone.
+func typeOnly(t string) *filter.Filter {
+	return filter.MustCompile("{type ⊑ " + strconv.Quote(t) + "}")
 }

@@ -46,4 +46,24 @@ type mode struct {
 // advertisements), so no other part of the harness changes.
 var modes = []mode{
 	{name: "by-filter", configure: func(c *sion.PlaceConfig) { c.Routing = sion.RouteByFilter }},
+	{name: "pruning", configure: func(c *sion.PlaceConfig) { c.Routing, c.RequireAdvertisements = sion.RouteByFilter, true }},
+	{name: "covering", configure: func(c *sion.PlaceConfig) { c.Routing, c.Covering = sion.RouteByFilter, true }},
+	{name: "both", configure: func(c *sion.PlaceConfig) {
+		c.Routing, c.RequireAdvertisements, c.Covering = sion.RouteByFilter, true, true
+	}, goal: true},
+	{name: "managed", configure: func(c *sion.PlaceConfig) { c.Routing = sion.RouteManaged }, start: startAgent, goal: true},
+}
+
+// startAgent starts the place's agent (S2), connected to every switch of
+// net.
+func startAgent(ctx context.Context, net *network) (func() error, error) {
+	addrs := make([]string, len(net.switches))
+	for i, sw := range net.switches {
+		addrs[i] = sw.Name()
+	}
+	a, err := sion.StartAgent(ctx, sion.AgentConfig{Name: "agent", Place: net.place, Transport: net.tr, Switches: addrs})
+	if err != nil {
+		return nil, err
+	}
+	return a.Close, nil
 }

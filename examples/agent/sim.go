@@ -42,6 +42,7 @@ const quietFor = 50 * time.Millisecond
 // serving on its own listener of one transport/mem network.
 type network struct {
 	tr       *mem.Network
+	place    *sion.EventPlace
 	switches []*sion.Switch
 	served   []chan error
 }
@@ -57,7 +58,7 @@ func startNetwork(ctx context.Context, w *workload, place *sion.EventPlace) (*ne
 	if err != nil {
 		return nil, err
 	}
-	net := &network{tr: tr}
+	net := &network{tr: tr, place: place}
 	for i := range w.n {
 		sw, err := sion.NewSwitch(sion.SwitchConfig{Name: switchName(i), Place: place})
 		if err != nil {
@@ -93,11 +94,16 @@ func (net *network) close() error {
 	return errors.Join(errs...)
 }
 
-// totals sums the link counters of every switch.
+// totals sums the link counters of every switch. ControlSent includes
+// the messages on a managed place's agent connections (S2: reports,
+// Deploy, Detected, Verdict), which are not links: each is counted once,
+// at the switch that sent or received it.
 func (net *network) totals() sion.LinkTotals {
 	var t sion.LinkTotals
 	for _, sw := range net.switches {
-		l := sw.Stats().Links
+		st := sw.Stats()
+		l := st.Links
+		t.ControlSent += st.AgentSent + st.AgentReceived
 		t.EventsSent += l.EventsSent
 		t.EventsReceived += l.EventsReceived
 		t.ControlSent += l.ControlSent
