@@ -53,7 +53,7 @@ type Deployment struct {
 	// ID numbers the deployment; the bleeders carry it.
 	ID uint64
 	// Requests names the subscriptions and advertisements it answers,
-	// e.g. `subscribe N3/session 4 {type ⊑ hazard.Earthquake}`; none for
+	// e.g. `subscribe N3/C1 {type ⊑ hazard.Earthquake}`; none for
 	// a deployment that follows a cancel, a withdrawal or a change of
 	// links, which grants nothing and so waits for no bleeder.
 	Requests []string
@@ -61,7 +61,7 @@ type Deployment struct {
 	// "X→Y": the constraint on what switch X forwards to switch Y.
 	SetA []string
 	// SetB is the model filters of the deployment, in ID order: set A's,
-	// and the requesting consumers' ("S/session n").
+	// and the requesting consumers' ("S/NAME": session NAME of switch S).
 	SetB []DeploymentFilter
 	// Granted reports that every confirm flag was set in time: the
 	// requests were granted. Err says why they were refused otherwise.
@@ -73,8 +73,9 @@ type Deployment struct {
 
 // DeploymentFilter is one model filter of a deployment's set B (S2).
 type DeploymentFilter struct {
-	// Name names the model filter: "X→Y" for a network filter, "S/session
-	// n" for a consumer filter.
+	// Name names the model filter: "X→Y" for a network filter, "S/NAME"
+	// for the consumer filter of session NAME of switch S ("S/session n"
+	// when the session has no name or shares it).
 	Name string
 	// Old and Constraint are a network filter's constraint before and
 	// after: the canonical texts of its filters, sorted; ["{type ⊑ *}"]

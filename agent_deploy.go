@@ -131,6 +131,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			for _, l := range m.Links {
 				s.links[l.Peer] = true
 			}
+			md.linksChanged()
 			s.ads = map[uint64]modelAd{}
 			for _, ad := range m.Adverts {
 				s.ads[ad.Key] = modelAd{session: ad.Session, typ: ad.Type, attrs: ad.Attrs}
@@ -139,6 +140,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			for _, sub := range m.Subs {
 				if f, err := filter.Compile(sub.Filter); err == nil {
 					s.subs[sub.Key] = modelSub{session: sub.Session, f: f}
+					md.consumer(consKey{in.sw, sub.Session}, sub.Name)
 				}
 			}
 			for _, c := range m.Constraints {
@@ -151,6 +153,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 				if !s.links[m.Peer] {
 					delete(s.links, m.Peer)
 				}
+				md.linksChanged()
 				all = true
 			}
 		}
@@ -171,12 +174,12 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			if md0, ok := in.msg.(*linkctl.Model); ok {
 				for _, sub := range md0.Subs {
 					if sub.Pending {
-						reqs = append(reqs, a.subRequest(in.sw, sub.Key, sub.Session, sub.Filter))
+						reqs = append(reqs, a.subRequest(in.sw, sub.Key, sub.Session, sub.Name, sub.Filter))
 					}
 				}
 				for _, ad := range md0.Adverts {
 					if ad.Pending {
-						reqs = append(reqs, agentRequest{sw: in.sw, key: ad.Key, advert: true, typ: ad.Type, what: fmt.Sprintf("advertise %s/session %d %s", in.sw, ad.Session, ad.Type)})
+						reqs = append(reqs, agentRequest{sw: in.sw, key: ad.Key, advert: true, typ: ad.Type, what: fmt.Sprintf("advertise %s/%s %s", in.sw, ad.Name, ad.Type)})
 					}
 				}
 			}
@@ -191,8 +194,8 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 				continue
 			}
 			c := consKey{in.sw, m.Session}
-			touched = append(touched, md.addSub(adj, c, m.Key, f)...)
-			reqs = append(reqs, a.subRequest(in.sw, m.Key, m.Session, m.Text))
+			touched = append(touched, md.addSub(adj, c, m.Name, m.Key, f)...)
+			reqs = append(reqs, a.subRequest(in.sw, m.Key, m.Session, m.Name, m.Text))
 		case linkctl.ChangeCancel:
 			if sub, ok := s.subs[m.Key]; ok {
 				delete(s.subs, m.Key)
@@ -202,7 +205,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		case linkctl.ChangeAdvertise:
 			s.ads[m.Key] = modelAd{session: m.Session, typ: m.Text, attrs: m.Attrs}
 			stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(m.Text))...)
-			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/session %d %s", in.sw, m.Session, m.Text)})
+			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
 		case linkctl.ChangeWithdraw:
 			if ad, ok := s.ads[m.Key]; ok {
 				delete(s.ads, m.Key)
@@ -218,8 +221,8 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 	return reqs, append(touched, stale...)
 }
 
-func (a *Agent) subRequest(sw string, key, session uint64, text string) agentRequest {
-	return agentRequest{sw: sw, key: key, cons: consKey{sw, session}, what: fmt.Sprintf("subscribe %s/session %d %s", sw, session, text)}
+func (a *Agent) subRequest(sw string, key, session uint64, name, text string) agentRequest {
+	return agentRequest{sw: sw, key: key, cons: consKey{sw, session}, what: fmt.Sprintf("subscribe %s/%s %s", sw, name, text)}
 }
 
 // deploy starts the deployment of the directions among touched whose

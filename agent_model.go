@@ -3,6 +3,7 @@ package sion
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/sion-go/sion/filter"
@@ -41,6 +42,7 @@ type agentModel struct {
 	cons   map[consKey]*modelFilter
 	byID   map[uint64]*modelFilter
 	nextID uint64
+	adj    map[string][]string // the neighbours of each switch; nil: to build
 }
 
 // dirKey names a link direction: what from forwards to to.
@@ -109,35 +111,37 @@ func (md *agentModel) linked(a, b string) bool {
 	return sa != nil && sa.links[b] || sb != nil && sb.links[a]
 }
 
-// neighbours returns the switches linked to name, sorted.
-func (md *agentModel) neighbours(name string) []string {
-	set := map[string]bool{}
-	if s := md.sws[name]; s != nil {
+// adjacency returns every switch's neighbours, sorted, for walks: built
+// in O(N + links) after the links changed (linksChanged), else kept.
+func (md *agentModel) adjacency() map[string][]string {
+	if md.adj != nil {
+		return md.adj
+	}
+	sets := map[string]map[string]bool{}
+	add := func(a, b string) {
+		if sets[a] == nil {
+			sets[a] = map[string]bool{}
+		}
+		sets[a][b] = true
+	}
+	for name, s := range md.sws {
+		if sets[name] == nil {
+			sets[name] = map[string]bool{}
+		}
 		for p := range s.links {
-			set[p] = true
+			add(name, p)
+			add(p, name)
 		}
 	}
-	for _, s := range md.sws {
-		if s.links[name] {
-			set[s.name] = true
-		}
+	md.adj = map[string][]string{}
+	for name, set := range sets {
+		md.adj[name] = slices.Sorted(maps.Keys(set))
 	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return md.adj
 }
 
-// adjacency returns every switch's neighbours, for walks.
-func (md *agentModel) adjacency() map[string][]string {
-	adj := map[string][]string{}
-	for name := range md.sws {
-		adj[name] = md.neighbours(name)
-	}
-	return adj
-}
+// linksChanged forgets the adjacency, after a switch's links changed.
+func (md *agentModel) linksChanged() { md.adj = nil }
 
 // side returns the switches reachable from to without crossing the link
 // to from (to's side of the link from→to), to first.
@@ -191,12 +195,21 @@ func (md *agentModel) dir(d dirKey) *modelFilter {
 	return mf
 }
 
-// consumer returns the model filter of consumer c, adding it if new.
-func (md *agentModel) consumer(c consKey) *modelFilter {
+// consumer returns the model filter of consumer c, session name of its
+// switch, adding it if new. It is named "S/name", or "S/session n" when
+// the session has no name or shares it with another consumer of S.
+func (md *agentModel) consumer(c consKey, name string) *modelFilter {
 	mf := md.cons[c]
 	if mf == nil {
 		md.nextID++
-		mf = &modelFilter{id: md.nextID, name: fmt.Sprintf("%s/session %d", c.sw, c.session), cons: c, consumer: true}
+		label := c.sw + "/" + name
+		for o := range md.cons {
+			if name == "" || o.sw == c.sw && md.cons[o].name == label {
+				label = fmt.Sprintf("%s/session %d", c.sw, c.session)
+				break
+			}
+		}
+		mf = &modelFilter{id: md.nextID, name: label, cons: c, consumer: true}
 		md.cons[c] = mf
 		md.byID[mf.id] = mf
 	}
@@ -341,9 +354,9 @@ func (md *agentModel) consumersOf(t string) []string {
 // addSub enters subscription f of consumer c into the model and updates
 // the constraints on the paths from its producers incrementally; it
 // returns the directions whose optimal constraint changed.
-func (md *agentModel) addSub(adj map[string][]string, c consKey, key uint64, f *filter.Filter) []dirKey {
+func (md *agentModel) addSub(adj map[string][]string, c consKey, name string, key uint64, f *filter.Filter) []dirKey {
 	md.sw(c.sw).subs[key] = modelSub{session: c.session, f: f}
-	md.consumer(c)
+	md.consumer(c, name)
 	var changed []dirKey
 	seen := map[dirKey]bool{}
 	for _, p := range md.producersOf(f) {

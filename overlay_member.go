@@ -387,7 +387,6 @@ func (s *rvSwitch) linkUp(r *router) ([]routeKey, []*linkAck) {
 	return nil, nil
 }
 
-
 // linkDown forgets overlay link r as it ends (Switch.removeRouter, under
 // routeMu): another link to its peer takes its place, or the peer is dead
 // to the overlay, and the leaf set is repaired.

@@ -107,6 +107,7 @@ type managedSwitch struct {
 type managedRequest struct {
 	key     uint64
 	session uint64
+	name    string // the session's
 	text    string // a subscription's filter, an advertisement's type
 	attrs   []linkctl.AttrDetail
 	sess    *Session
@@ -195,8 +196,8 @@ func (m *managedSwitch) routed(sub *Subscription) []*linkAck {
 	a := &linkAck{done: make(chan struct{}), peer: "the agent"}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.subs[sub.id] = &managedRequest{key: sub.id, session: sub.sess.id, text: sub.f.String(), verdict: a}
-	m.report(&linkctl.ModelChange{Op: linkctl.ChangeSubscribe, Key: sub.id, Session: sub.sess.id, Text: sub.f.String()})
+	m.subs[sub.id] = &managedRequest{key: sub.id, session: sub.sess.id, name: sub.sess.name, text: sub.f.String(), verdict: a}
+	m.report(&linkctl.ModelChange{Op: linkctl.ChangeSubscribe, Key: sub.id, Session: sub.sess.id, Name: sub.sess.name, Text: sub.f.String()})
 	return []*linkAck{a}
 }
 
@@ -220,10 +221,10 @@ func (m *managedSwitch) advertise(ctx context.Context, s *Session, ads []Adverti
 	for _, ad := range ads {
 		m.nextAd++
 		d, _ := detailOf(ad.Attrs)
-		q := &managedRequest{key: m.nextAd, session: s.id, text: ad.Type, attrs: d, sess: s, ad: ad, verdict: &linkAck{done: make(chan struct{}), peer: "the agent"}}
+		q := &managedRequest{key: m.nextAd, session: s.id, name: s.name, text: ad.Type, attrs: d, sess: s, ad: ad, verdict: &linkAck{done: make(chan struct{}), peer: "the agent"}}
 		m.ads[q.key] = q
 		m.sessAds[s] = append(m.sessAds[s], q.key)
-		m.report(&linkctl.ModelChange{Op: linkctl.ChangeAdvertise, Key: q.key, Session: s.id, Text: ad.Type, Attrs: d})
+		m.report(&linkctl.ModelChange{Op: linkctl.ChangeAdvertise, Key: q.key, Session: s.id, Name: s.name, Text: ad.Type, Attrs: d})
 		reqs, waits = append(reqs, q), append(waits, q.verdict)
 	}
 	m.mu.Unlock()
@@ -547,10 +548,10 @@ func (m *managedSwitch) model() *linkctl.Model {
 	slices.SortFunc(md.Links, func(a, b linkctl.ModelLink) int { return cmp.Compare(a.Peer, b.Peer) })
 	slices.SortFunc(md.Constraints, func(a, b linkctl.Constraint) int { return cmp.Compare(a.Peer, b.Peer) })
 	for _, q := range sortedRequests(m.ads) {
-		md.Adverts = append(md.Adverts, linkctl.ModelAdvert{Key: q.key, Session: q.session, Type: q.text, Attrs: q.attrs, Pending: q.verdict != nil})
+		md.Adverts = append(md.Adverts, linkctl.ModelAdvert{Key: q.key, Session: q.session, Name: q.name, Type: q.text, Attrs: q.attrs, Pending: q.verdict != nil})
 	}
 	for _, q := range sortedRequests(m.subs) {
-		md.Subs = append(md.Subs, linkctl.ModelSub{Key: q.key, Session: q.session, Filter: q.text, Pending: q.verdict != nil})
+		md.Subs = append(md.Subs, linkctl.ModelSub{Key: q.key, Session: q.session, Name: q.name, Filter: q.text, Pending: q.verdict != nil})
 	}
 	return md
 }

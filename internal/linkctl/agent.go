@@ -41,8 +41,10 @@ type ModelLink struct {
 
 // ModelAdvert is one advertisement of a session of the switch.
 type ModelAdvert struct {
-	// Key names it at the switch; Session is its session's number.
+	// Key names it at the switch; Session is its session's number and
+	// Name the session's name.
 	Key, Session uint64
+	Name         string
 	// Type and Attrs are the advertisement (canonical type, attribute
 	// detail as AttrDetail's text).
 	Type  string
@@ -54,8 +56,10 @@ type ModelAdvert struct {
 
 // ModelSub is one subscription of a session of the switch.
 type ModelSub struct {
-	// Key names it at the switch; Session is its session's number.
+	// Key names it at the switch; Session is its session's number and
+	// Name the session's name.
 	Key, Session uint64
+	Name         string
 	// Filter is its filter's canonical text.
 	Filter string
 	// Pending reports that the switch waits for the agent's Verdict on
@@ -86,8 +90,10 @@ const (
 type ModelChange struct {
 	// Op is one of ChangeLinkUp … ChangeCancel.
 	Op byte
-	// Key names the advertisement or subscription; Session its session.
+	// Key names the advertisement or subscription; Session its session,
+	// and Name the session's name.
 	Key, Session uint64
+	Name         string
 	// Peer and Addr name a link's peer and where it serves.
 	Peer, Addr string
 	// Text is an advertisement's type or a subscription's filter; Attrs
@@ -219,6 +225,7 @@ func (m *Model) encode(e *encoder) {
 		a := &m.Adverts[i]
 		e.uvarint(a.Key)
 		e.uvarint(a.Session)
+		e.text("name", a.Name)
 		e.text("type", a.Type)
 		e.attrs("attrs", a.Attrs)
 		e.bool(a.Pending)
@@ -227,6 +234,7 @@ func (m *Model) encode(e *encoder) {
 		s := &m.Subs[i]
 		e.uvarint(s.Key)
 		e.uvarint(s.Session)
+		e.text("name", s.Name)
 		e.text("filter", s.Filter)
 		e.bool(s.Pending)
 	})
@@ -243,17 +251,19 @@ func (m *Model) decode(d *decoder) {
 		l.Addr = d.text("addr")
 		return l
 	})
-	m.Adverts = decodeList(d, "adverts", 5, func() (a ModelAdvert) {
+	m.Adverts = decodeList(d, "adverts", 6, func() (a ModelAdvert) {
 		a.Key = d.uvarint("key")
 		a.Session = d.uvarint("session")
+		a.Name = d.text("name")
 		a.Type = d.text("type")
 		a.Attrs = d.attrs("attrs")
 		a.Pending = d.bool("pending")
 		return a
 	})
-	m.Subs = decodeList(d, "subs", 4, func() (s ModelSub) {
+	m.Subs = decodeList(d, "subs", 5, func() (s ModelSub) {
 		s.Key = d.uvarint("key")
 		s.Session = d.uvarint("session")
+		s.Name = d.text("name")
 		s.Filter = d.text("filter")
 		s.Pending = d.bool("pending")
 		return s
@@ -272,6 +282,7 @@ func (m *ModelChange) encode(e *encoder) {
 	e.byteIn("op", m.Op, ChangeLinkUp, ChangeCancel)
 	e.uvarint(m.Key)
 	e.uvarint(m.Session)
+	e.text("name", m.Name)
 	e.text("peer", m.Peer)
 	e.text("addr", m.Addr)
 	e.text("text", m.Text)
@@ -282,6 +293,7 @@ func (m *ModelChange) decode(d *decoder) {
 	m.Op = d.byteIn("op", ChangeLinkUp, ChangeCancel)
 	m.Key = d.uvarint("key")
 	m.Session = d.uvarint("session")
+	m.Name = d.text("name")
 	m.Peer = d.text("peer")
 	m.Addr = d.text("addr")
 	m.Text = d.text("text")

@@ -82,10 +82,10 @@
 //
 //	Manage      = text(Agent) text(Place) .
 //	Model       = text(Switch) list(text(Peer) text(Addr))
-//	              list(uvarint(Key) uvarint(Session) text(Type) attrs(Attrs) bool(Pending))
-//	              list(uvarint(Key) uvarint(Session) text(Filter) bool(Pending))
+//	              list(uvarint(Key) uvarint(Session) text(Name) text(Type) attrs(Attrs) bool(Pending))
+//	              list(uvarint(Key) uvarint(Session) text(Name) text(Filter) bool(Pending))
 //	              list(text(Peer) list(text)) .
-//	ModelChange = byte(Op 1…6) uvarint(Key) uvarint(Session) text(Peer) text(Addr) text(Text) attrs(Attrs) .
+//	ModelChange = byte(Op 1…6) uvarint(Key) uvarint(Session) text(Name) text(Peer) text(Addr) text(Text) attrs(Attrs) .
 //	Deploy      = uvarint(Deployment)
 //	              list(uvarint(ID) text(Peer) uvarint(Session) list(text) list(uvarint) bool(Send))
 //	              list(uvarint(Bleeder) names(To)) .
