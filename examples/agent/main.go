@@ -1,6 +1,10 @@
-// Command agent measures what routing interest costs in a place of many
-// switches (issue 17, item 6): S1's whole-filter propagation against the
-// modes that shrink it, on one workload of real data.
+// Command agent shows S2's agent at work and measures what routing
+// interest costs in a place of many switches: first S2's Fig. 1 in a
+// managed place (sion.RouteManaged), step by step — the deployment's set A
+// and set B with each filter's bag, send flag and confirm flag, the grant,
+// the constraints deployed (fig1.go); then S1's whole-filter propagation
+// against the modes that shrink it — advertisement pruning, covering,
+// both, and the agent — on one workload of real data.
 //
 //	go run ./examples/agent [-switches 100] [-subs 200] [-events 0] [-producers 4] [-seed 1]
 //
@@ -53,9 +57,10 @@ func main() {
 	ctx := context.Background()
 
 	// The parts of the program, in order; each prints its lines and
-	// reports whether its checks held. The Fig. 1 walk-through (issue 17,
-	// item 7) is a second part, after the table.
+	// reports whether its checks held: S2's Fig. 1 step by step
+	// (fig1.go), then the table.
 	parts := []func(context.Context, options) (bool, error){
+		fig1,
 		comparison,
 	}
 	ok := true
