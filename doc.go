@@ -133,6 +133,21 @@
 //     point (the first upstream where its advertisements merge) are found
 //     by path changes along the tables, and the merge point sends the
 //     class straight to the branch point (bypass.go).
+//   - Managed place (S2, RouteManaged, routing_managed.go): the switches
+//     propagate no interest; an Agent (agent.go, agent_model.go,
+//     agent_deploy.go; agent_conn.go is the switch's end of its
+//     connection) keeps the network model — links, advertisements
+//     (producers), subscriptions (consumers) — and deploys the optimal
+//     constraint of every network filter (a link direction: what its
+//     upstream switch forwards, as proxy subscriptions there) with S2's
+//     procedure: set A, set B, per model filter a bag, a send flag and a
+//     confirm flag; in-band bleeder messages prove to each filter that
+//     the filters upstream have their new constraints; the agent grants
+//     a subscription or advertisement when every confirm flag is set, and
+//     refuses it and rolls back when its timer expires.
+//   - Covering (beyond S1, PlaceConfig.Covering, routes_cover.go): over a
+//     shared link, a filter that one registered there already covers
+//     (filter.Covers) is counted under it instead of registered.
 //   - Relay (S4, SwitchConfig.Relay, relay.go): code outside the switch
 //     that carries its own entities' publishes and subscriptions elsewhere
 //     and brings the matching events back (RelayPort.Deliver), delivered
@@ -143,7 +158,9 @@
 //     their link — link and federation requests and accepts, registers and
 //     releases of proxy filters, markers and acknowledgements, probes,
 //     Leave, and in a rendezvous place the overlay's join, leave and
-//     repair, advertisements and the bypass's path changes — is
+//     repair, advertisements and the bypass's path changes, in an S1
+//     place that requires advertisements its advertisement table, in a
+//     managed place the bleeders — is
 //     link-local: typed messages (internal/linkctl) in the same
 //     ordered stream as the link's data events, so that a marker proves
 //     the order (S2). Control that must find its way by meaning —
@@ -173,14 +190,17 @@
 //   - the routing (Routing, routing.go): which keys a subscription
 //     registers at which peers, through the part of it each switch keeps
 //     (switchRouting: told of links coming and going, of advertisements
-//     and publishes); by filter, by event type and flood are its stateless
+//     and publishes, of subscriptions routed and ended, and handed the
+//     control it carries over shared links of its own and an agent's
+//     request); by filter, by event type and flood are its stateless
 //     implementations (routing_filter.go, routing_type.go,
 //     routing_flood.go) — the first two stateful, with an advertisement
 //     table that prunes propagation, in a place that requires
 //     advertisements (routing_advertised.go, advertised_info.go) —
 //     rendezvous its stateful one
 //     (routing_rendezvous.go, with overlay_member.go, overlay_end.go,
-//     advert.go, bypass.go and rendezvous_info.go).
+//     advert.go, bypass.go and rendezvous_info.go), managed the one whose
+//     keys come from its agent (routing_managed.go).
 //   - the front (front, relay.go): what the switch does with its own
 //     entities' publishes and subscriptions — match them here
 //     (localFront), or hand them to an exported Relay (relayFront), the
