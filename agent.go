@@ -137,14 +137,16 @@ type Agent struct {
 
 // agentInput is what the connections hand the agent's loop.
 type agentInput struct {
-	sw    string
-	link  *agentLink
-	msg   linkctl.Message // *Model, *ModelChange or *Detected
-	ended bool
+	sw     string
+	link   *agentLink
+	msg    linkctl.Message        // *Model, *ModelChange or *Detected
+	follow []*linkctl.ModelChange // with a Model: the changes that complete it
+	ended  bool
 }
 
 // agentLink is the agent's connection to one switch.
 type agentLink struct {
+	log  *slog.Logger
 	sw   string
 	addr string
 	conn transport.Conn
@@ -221,8 +223,9 @@ func (a *Agent) AddSwitch(ctx context.Context, addr string) error {
 }
 
 // connect dials the switch at addr, opens the agent's session and asks
-// to manage it; it returns the connection and the switch's Model.
-func (a *Agent) connect(ctx context.Context, addr string) (*agentLink, *linkctl.Model, error) {
+// to manage it; it returns the connection and the switch's part of the
+// model.
+func (a *Agent) connect(ctx context.Context, addr string) (*agentLink, *snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
 	defer cancel()
 	stop := context.AfterFunc(a.life, cancel)
@@ -233,7 +236,7 @@ func (a *Agent) connect(ctx context.Context, addr string) (*agentLink, *linkctl.
 	}
 	lim := wire.DefaultLimits()
 	lim.MaxFrameBytes = conn.MaxFrameBytes()
-	fail := func(err error) (*agentLink, *linkctl.Model, error) {
+	fail := func(err error) (*agentLink, *snapshot, error) {
 		conn.Close()
 		return nil, nil, fmt.Errorf("sion: agent %q to %s: %w", a.cfg.Name, addr, err)
 	}
@@ -261,16 +264,48 @@ func (a *Agent) connect(ctx context.Context, addr string) (*agentLink, *linkctl.
 		return fail(fmt.Errorf("%w: the switch answered Manage with a %v", ErrProtocol, m.Kind()))
 	}
 	a.recv.Add(1)
-	return &agentLink{sw: md.Switch, addr: addr, conn: conn, lim: lim, wake: make(chan struct{}, 1)}, md, nil
+	snap := &snapshot{model: md}
+	for range md.Follow {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		w, err := wire.Decode(f, lim)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+		}
+		c, ok := w.(*wire.Control)
+		if !ok {
+			return fail(fmt.Errorf("%w: the switch completed its Model with a %v frame", ErrProtocol, w.Kind()))
+		}
+		m, err := linkctl.Decode(c)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+		}
+		ch, ok := m.(*linkctl.ModelChange)
+		if !ok || ch.Op != linkctl.ChangeAdvertise && ch.Op != linkctl.ChangeSubscribe {
+			return fail(fmt.Errorf("%w: the switch completed its Model with a %v", ErrProtocol, m.Kind()))
+		}
+		a.recv.Add(1)
+		snap.follow = append(snap.follow, ch)
+	}
+	return &agentLink{log: a.log, sw: md.Switch, addr: addr, conn: conn, lim: lim, wake: make(chan struct{}, 1)}, snap, nil
+}
+
+// snapshot is a switch's whole part of the model: its Model and the
+// changes that complete it.
+type snapshot struct {
+	model  *linkctl.Model
+	follow []*linkctl.ModelChange
 }
 
 // serve runs the connection l — its writer, and its reader handing the
 // loop what the switch sends — and makes it again when it ends, until
 // the agent closes.
-func (a *Agent) serve(l *agentLink, md *linkctl.Model) {
+func (a *Agent) serve(l *agentLink, snap *snapshot) {
 	wait := 100 * time.Millisecond
 	for {
-		a.input(agentInput{sw: l.sw, link: l, msg: md})
+		a.input(agentInput{sw: l.sw, link: l, msg: snap.model, follow: snap.follow})
 		ctx, cancel := context.WithCancel(a.life)
 		var wg sync.WaitGroup
 		wg.Go(func() { l.write(ctx, &a.sent) })
@@ -290,9 +325,9 @@ func (a *Agent) serve(l *agentLink, md *linkctl.Model) {
 				return
 			}
 			wait = min(2*wait, 5*time.Second)
-			nl, nmd, err := a.connect(a.life, l.addr)
+			nl, nsnap, err := a.connect(a.life, l.addr)
 			if err == nil {
-				l, md, wait = nl, nmd, 100*time.Millisecond
+				l, snap, wait = nl, nsnap, 100*time.Millisecond
 				break
 			}
 		}
@@ -339,10 +374,14 @@ func (a *Agent) read(ctx context.Context, l *agentLink) error {
 	}
 }
 
-// send queues m for the switch at the other end of l.
+// send queues m for the switch at the other end of l. A message that
+// cannot be encoded — a Deploy whose constraints do not fit the
+// connection's frames — is logged and not sent: the deployment waiting
+// on it is refused when the timer expires.
 func (l *agentLink) send(m linkctl.Message) {
 	f, err := linkctl.Encode(m, l.lim)
 	if err != nil {
+		l.log.Warn("sion: agent's message not sent", "switch", l.sw, "kind", m.Kind().String(), "err", err)
 		return
 	}
 	l.mu.Lock()

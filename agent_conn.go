@@ -3,6 +3,7 @@ package sion
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -17,6 +18,8 @@ import (
 // subscriptions and advertisements) and written in order by one
 // goroutine.
 type agentConn struct {
+	sw   string // the switch's name
+	log  *slog.Logger
 	name string // the agent's name
 	conn transport.Conn
 	lim  wire.Limits
@@ -30,15 +33,17 @@ type agentConn struct {
 }
 
 // send queues m for the agent; nothing when a is nil (no agent is
-// connected) or m cannot be encoded (logged by the caller's switch via
-// the agent noticing the gap is not needed: a message that does not fit
-// the frame names a filter the switch accepted, which fits).
+// connected). A message that cannot be encoded — a Model whose
+// constraints do not fit the connection's frames — is logged and not
+// sent; what waits on it (the agent's connection, a request) runs into
+// its timeout.
 func (a *agentConn) send(m linkctl.Message) {
 	if a == nil {
 		return
 	}
 	f, err := linkctl.Encode(m, a.lim)
 	if err != nil {
+		a.log.Warn("sion: message to the agent not sent", "switch", a.sw, "agent", a.name, "kind", m.Kind().String(), "err", err)
 		return
 	}
 	a.mu.Lock()
@@ -95,7 +100,7 @@ func (m *managedSwitch) acceptAgent(ctx context.Context, conn transport.Conn, se
 	}
 	lim := wire.DefaultLimits()
 	lim.MaxFrameBytes = conn.MaxFrameBytes()
-	a := &agentConn{name: req.Agent, conn: conn, lim: lim, wake: make(chan struct{}, 1), ended: make(chan struct{}), sent: &sw.agentSent, received: &sw.agentReceived}
+	a := &agentConn{sw: sw.cfg.Name, log: sw.log, name: req.Agent, conn: conn, lim: lim, wake: make(chan struct{}, 1), ended: make(chan struct{}), sent: &sw.agentSent, received: &sw.agentReceived}
 	m.mu.Lock()
 	if old := m.agent; old != nil {
 		if old.name != req.Agent {
@@ -113,7 +118,9 @@ func (m *managedSwitch) acceptAgent(ctx context.Context, conn transport.Conn, se
 		return
 	}
 	m.agent = a
-	a.send(m.model()) // under mu: before any change
+	for _, msg := range m.model() { // under mu: before any change
+		a.send(msg)
+	}
 	m.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(ctx)

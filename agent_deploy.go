@@ -132,17 +132,10 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 				s.links[l.Peer] = true
 			}
 			md.linksChanged()
+			// Its advertisements and subscriptions follow (in.follow),
+			// applied below as changes.
 			s.ads = map[uint64]modelAd{}
-			for _, ad := range m.Adverts {
-				s.ads[ad.Key] = modelAd{session: ad.Session, typ: ad.Type, attrs: ad.Attrs}
-			}
 			s.subs = map[uint64]modelSub{}
-			for _, sub := range m.Subs {
-				if f, err := filter.Compile(sub.Filter); err == nil {
-					s.subs[sub.Key] = modelSub{session: sub.Session, f: f}
-					md.consumer(consKey{in.sw, sub.Session}, sub.Name)
-				}
-			}
 			for _, c := range m.Constraints {
 				md.dir(dirKey{in.sw, c.Peer}).deployed = slices.Sorted(slices.Values(c.Filters))
 			}
@@ -168,23 +161,17 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		touched = append(touched, d)
 	}
 	clear(a.dirty)
+	var changes []agentInput // the changes, a Model's completion included
 	for _, in := range queue {
-		m, ok := in.msg.(*linkctl.ModelChange)
-		if !ok {
-			if md0, ok := in.msg.(*linkctl.Model); ok {
-				for _, sub := range md0.Subs {
-					if sub.Pending {
-						reqs = append(reqs, a.subRequest(in.sw, sub.Key, sub.Session, sub.Name, sub.Filter))
-					}
-				}
-				for _, ad := range md0.Adverts {
-					if ad.Pending {
-						reqs = append(reqs, agentRequest{sw: in.sw, key: ad.Key, advert: true, typ: ad.Type, what: fmt.Sprintf("advertise %s/%s %s", in.sw, ad.Name, ad.Type)})
-					}
-				}
-			}
-			continue
+		for _, c := range in.follow {
+			changes = append(changes, agentInput{sw: in.sw, msg: c})
 		}
+		if _, ok := in.msg.(*linkctl.ModelChange); ok {
+			changes = append(changes, in)
+		}
+	}
+	for _, in := range changes {
+		m := in.msg.(*linkctl.ModelChange)
 		s := md.sw(in.sw)
 		switch m.Op {
 		case linkctl.ChangeSubscribe:

@@ -532,9 +532,10 @@ func (m *managedSwitch) verdict(v *linkctl.Verdict) {
 	q.verdict = nil
 }
 
-// model returns the switch's whole part of the network model. mu must
-// be held.
-func (m *managedSwitch) model() *linkctl.Model {
+// model returns the switch's whole part of the network model: the Model
+// and the ModelChange messages that complete it (its advertisements and
+// subscriptions, each a request the agent answers). mu must be held.
+func (m *managedSwitch) model() []linkctl.Message {
 	md := &linkctl.Model{Switch: m.sw.cfg.Name}
 	for r, nf := range m.filters {
 		md.Links = append(md.Links, linkctl.ModelLink{Peer: r.peer})
@@ -547,13 +548,15 @@ func (m *managedSwitch) model() *linkctl.Model {
 	}
 	slices.SortFunc(md.Links, func(a, b linkctl.ModelLink) int { return cmp.Compare(a.Peer, b.Peer) })
 	slices.SortFunc(md.Constraints, func(a, b linkctl.Constraint) int { return cmp.Compare(a.Peer, b.Peer) })
+	out := []linkctl.Message{md}
 	for _, q := range sortedRequests(m.ads) {
-		md.Adverts = append(md.Adverts, linkctl.ModelAdvert{Key: q.key, Session: q.session, Name: q.name, Type: q.text, Attrs: q.attrs, Pending: q.verdict != nil})
+		out = append(out, &linkctl.ModelChange{Op: linkctl.ChangeAdvertise, Key: q.key, Session: q.session, Name: q.name, Text: q.text, Attrs: q.attrs})
 	}
 	for _, q := range sortedRequests(m.subs) {
-		md.Subs = append(md.Subs, linkctl.ModelSub{Key: q.key, Session: q.session, Name: q.name, Filter: q.text, Pending: q.verdict != nil})
+		out = append(out, &linkctl.ModelChange{Op: linkctl.ChangeSubscribe, Key: q.key, Session: q.session, Name: q.name, Text: q.text})
 	}
-	return md
+	md.Follow = uint64(len(out) - 1)
+	return out
 }
 
 func sortedRequests(t map[uint64]*managedRequest) []*managedRequest {

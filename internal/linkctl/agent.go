@@ -16,20 +16,22 @@ type Manage struct {
 }
 
 // Model is a switch's part of the agent's network model, whole: sent
-// when the agent connects; ModelChange messages follow it.
+// when the agent connects, followed by Follow ModelChange messages — a
+// ChangeAdvertise for each of its sessions' advertisements (the
+// producers) and a ChangeSubscribe for each of their subscriptions (the
+// consumers) — that complete it; ModelChange messages follow as the
+// switch changes. (Its sessions' advertisements and subscriptions travel
+// one per message, so that a switch with many fits any frame.)
 type Model struct {
 	// Switch names the switch.
 	Switch string
 	// Links are its shared links of the place's tree that are up.
 	Links []ModelLink
-	// Adverts are its sessions' advertisements (the producers) and Subs
-	// its sessions' subscriptions (the consumers), each with a key the
-	// switch gives it.
-	Adverts []ModelAdvert
-	Subs    []ModelSub
 	// Constraints are the constraints deployed at the switch now: what it
 	// forwards over each link (an agent that restarts learns them here).
 	Constraints []Constraint
+	// Follow is the number of ModelChange messages that complete it.
+	Follow uint64
 }
 
 // ModelLink is one shared link of a switch.
@@ -37,34 +39,6 @@ type ModelLink struct {
 	// Peer names the switch at the other end; Addr is where the peer
 	// serves links and agents, "" when the switch does not know.
 	Peer, Addr string
-}
-
-// ModelAdvert is one advertisement of a session of the switch.
-type ModelAdvert struct {
-	// Key names it at the switch; Session is its session's number and
-	// Name the session's name.
-	Key, Session uint64
-	Name         string
-	// Type and Attrs are the advertisement (canonical type, attribute
-	// detail as AttrDetail's text).
-	Type  string
-	Attrs []AttrDetail
-	// Pending reports that the switch waits for the agent's Verdict on
-	// it.
-	Pending bool
-}
-
-// ModelSub is one subscription of a session of the switch.
-type ModelSub struct {
-	// Key names it at the switch; Session is its session's number and
-	// Name the session's name.
-	Key, Session uint64
-	Name         string
-	// Filter is its filter's canonical text.
-	Filter string
-	// Pending reports that the switch waits for the agent's Verdict on
-	// it.
-	Pending bool
 }
 
 // Constraint is the constraint a switch applies to what it forwards over
@@ -79,9 +53,9 @@ type Constraint struct {
 const (
 	ChangeLinkUp    = 1 // a shared link to Peer came up (Addr: where Peer serves)
 	ChangeLinkDown  = 2 // the link to Peer ended
-	ChangeAdvertise = 3 // advertisement Key of Session: Text is its type; a request, answered by Verdict
+	ChangeAdvertise = 3 // advertisement Key of Session: Text is its type; a request, answered by Verdict (also when it completes a Model)
 	ChangeWithdraw  = 4 // advertisement Key is withdrawn
-	ChangeSubscribe = 5 // subscription Key of Session: Text is its filter; a request, answered by Verdict
+	ChangeSubscribe = 5 // subscription Key of Session: Text is its filter; a request, answered by Verdict (also when it completes a Model)
 	ChangeCancel    = 6 // subscription Key is cancelled
 )
 
@@ -221,27 +195,11 @@ func (m *Model) encode(e *encoder) {
 		e.text("peer", m.Links[i].Peer)
 		e.text("addr", m.Links[i].Addr)
 	})
-	e.list("adverts", len(m.Adverts), func(i int) {
-		a := &m.Adverts[i]
-		e.uvarint(a.Key)
-		e.uvarint(a.Session)
-		e.text("name", a.Name)
-		e.text("type", a.Type)
-		e.attrs("attrs", a.Attrs)
-		e.bool(a.Pending)
-	})
-	e.list("subs", len(m.Subs), func(i int) {
-		s := &m.Subs[i]
-		e.uvarint(s.Key)
-		e.uvarint(s.Session)
-		e.text("name", s.Name)
-		e.text("filter", s.Filter)
-		e.bool(s.Pending)
-	})
 	e.list("constraints", len(m.Constraints), func(i int) {
 		e.text("peer", m.Constraints[i].Peer)
 		e.texts("filters", m.Constraints[i].Filters)
 	})
+	e.uvarint(m.Follow)
 }
 
 func (m *Model) decode(d *decoder) {
@@ -251,28 +209,12 @@ func (m *Model) decode(d *decoder) {
 		l.Addr = d.text("addr")
 		return l
 	})
-	m.Adverts = decodeList(d, "adverts", 6, func() (a ModelAdvert) {
-		a.Key = d.uvarint("key")
-		a.Session = d.uvarint("session")
-		a.Name = d.text("name")
-		a.Type = d.text("type")
-		a.Attrs = d.attrs("attrs")
-		a.Pending = d.bool("pending")
-		return a
-	})
-	m.Subs = decodeList(d, "subs", 5, func() (s ModelSub) {
-		s.Key = d.uvarint("key")
-		s.Session = d.uvarint("session")
-		s.Name = d.text("name")
-		s.Filter = d.text("filter")
-		s.Pending = d.bool("pending")
-		return s
-	})
 	m.Constraints = decodeList(d, "constraints", 2, func() (c Constraint) {
 		c.Peer = d.text("peer")
 		c.Filters = d.texts("filters")
 		return c
 	})
+	m.Follow = d.uvarint("follow")
 }
 
 func (m *ModelChange) encode(e *encoder) {

@@ -81,10 +81,7 @@
 //	BypassEnd      = class(Class) uvarint(Seq) uvarint(Ack) .
 //
 //	Manage      = text(Agent) text(Place) .
-//	Model       = text(Switch) list(text(Peer) text(Addr))
-//	              list(uvarint(Key) uvarint(Session) text(Name) text(Type) attrs(Attrs) bool(Pending))
-//	              list(uvarint(Key) uvarint(Session) text(Name) text(Filter) bool(Pending))
-//	              list(text(Peer) list(text)) .
+//	Model       = text(Switch) list(text(Peer) text(Addr)) list(text(Peer) list(text)) uvarint(Follow) .
 //	ModelChange = byte(Op 1…6) uvarint(Key) uvarint(Session) text(Name) text(Peer) text(Addr) text(Text) attrs(Attrs) .
 //	Deploy      = uvarint(Deployment)
 //	              list(uvarint(ID) text(Peer) uvarint(Session) list(text) list(uvarint) bool(Send))
