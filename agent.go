@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -179,6 +180,10 @@ func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 	if a.timeout <= 0 {
 		a.timeout = cfg.Place.cfg.ContractTimeout / 2
 	}
+	// Deployments are numbered from a random start, so that the bleeders
+	// of an earlier agent's deployments still on the links never pass
+	// for this one's.
+	a.dep = rand.Uint64() >> 2
 	a.life, a.cancel = context.WithCancel(context.Background())
 	a.wg.Go(a.loop)
 	errs := make(chan error, len(cfg.Switches))

@@ -118,6 +118,10 @@ func (m *managedSwitch) acceptAgent(ctx context.Context, conn transport.Conn, se
 		return
 	}
 	m.agent = a
+	// A new agent numbers its deployments afresh: what an earlier one
+	// left pending here is over.
+	m.dep, m.waits, m.relays = 0, map[uint64]*bagWait{}, nil
+	m.early, m.earlyOf = map[uint64]bool{}, 0
 	for _, msg := range m.model() { // under mu: before any change
 		a.send(msg)
 	}

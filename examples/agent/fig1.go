@@ -139,7 +139,7 @@ func fig1(ctx context.Context, _ options) (bool, error) {
 	for _, n := range d.SetA {
 		setA = append(setA, label(n))
 	}
-	fmt.Printf("fig. 1: deployment %d answers %q\n", d.ID, d.Requests)
+	fmt.Printf("fig. 1: the deployment answers %q\n", d.Requests)
 	fmt.Printf("fig. 1: set A: %s\n", strings.Join(setA, ", "))
 	for _, f := range d.SetB {
 		slices.SortFunc(f.Bag, byFig)
