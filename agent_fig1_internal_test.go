@@ -342,3 +342,61 @@ func sortedLike(got []string, want ...string) []string {
 	}
 	return out
 }
+
+// TestCaseB28ManagedRefusalRollsBack is B28 in a managed place: a
+// subscription the agent's timer refuses (N1 holds its bleeders), and one
+// whose caller gives up (its context ends) before the verdict, leave no
+// constraint and no reference anywhere; an event of its type crosses no
+// link and reaches nobody; subscribed again, it receives the next event
+// exactly once.
+func TestCaseB28ManagedRefusalRollsBack(t *testing.T) {
+	f := newFig1(t, 300*time.Millisecond)
+	ctx := context.Background()
+	before := f.constraints()
+	sentN1N3 := func() uint64 {
+		for _, l := range f.sw["N1"].Links() {
+			if l.Peer == "N3" {
+				return l.EventsSent
+			}
+		}
+		return 0
+	}
+	n1 := f.sw["N1"].routing.(*managedSwitch)
+
+	n1.hold.Store(true)
+	_, err := f.c1.Subscribe(ctx, "{type ⊑ Reading}")
+	require.ErrorIs(t, err, ErrNotGranted)
+	n1.hold.Store(false)
+	require.Eventually(t, func() bool { return equalMaps(before, f.constraints()) }, 5*time.Second, 5*time.Millisecond)
+
+	// The caller gives up before the verdict: the subscription is taken
+	// out, and the constraints come back to what they were.
+	n1.hold.Store(true)
+	gone, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = f.c1.Subscribe(gone, "{type ⊑ Reading}")
+	cancel()
+	require.ErrorIs(t, err, ErrNotGranted)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	n1.hold.Store(false)
+	require.Eventually(t, func() bool { return equalMaps(before, f.constraints()) }, 5*time.Second, 5*time.Millisecond)
+	assert.Zero(t, f.c1.subsLen(), "C1 holds no subscription")
+
+	sent := sentN1N3()
+	require.NoError(t, f.prod["P1"].Publish(ctx, &Event{Type: "Reading", Attrs: []ontology.Attr{{Name: "n", Value: ontology.Int(1)}}}))
+	require.NoError(t, f.sw["P1"].Flush(ctx))
+	require.NoError(t, f.sw["N1"].Flush(ctx))
+	assert.Equal(t, sent, sentN1N3(), "the Reading does not cross N1→N3")
+
+	sub, err := f.c1.Subscribe(ctx, "{type ⊑ Reading}")
+	require.NoError(t, err)
+	require.NoError(t, f.prod["P1"].Publish(ctx, &Event{Type: "Reading", Attrs: []ontology.Attr{{Name: "n", Value: ontology.Int(2)}}}))
+	got := recvAll(t, sub, 1)
+	v, _ := got[0].Event.Value("n")
+	assert.Equal(t, int64(2), v.Int())
+}
+
+func (s *Session) subsLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}

@@ -404,9 +404,19 @@ func TestCaseB08OverlappingSubscriptionsOneHop(t *testing.T) {
 // TestCaseB11InterestAfterReestablishment: R1 ⇄ R2, R2 dials R1,
 // publisher on R1. Case a: subscriptions made and cancelled while the
 // link is down. Case b: a subscription at a random point of R1's restart,
-// 50 times.
+// 50 times. By filter, and with covering and advertisement pruning (the
+// publisher advertises after each restart: the subscriptions made while
+// R1 was down must reach it then).
 func TestCaseB11InterestAfterReestablishment(t *testing.T) {
-	overTransports(t, sion.PlaceConfig{}, []int{-1, 0}, func(t *testing.T, n *network) {
+	for _, cfg := range []sion.PlaceConfig{{}, {Covering: true}, {RequireAdvertisements: true, Covering: true}} {
+		t.Run(fmt.Sprintf("covering=%v,advertisements=%v", cfg.Covering, cfg.RequireAdvertisements), func(t *testing.T) {
+			checkB11(t, cfg)
+		})
+	}
+}
+
+func checkB11(t *testing.T, cfg sion.PlaceConfig) {
+	overTransports(t, cfg, []int{-1, 0}, func(t *testing.T, n *network) {
 		ctx := context.Background()
 		restart := func() {
 			require.NoError(t, n.sws[0].Close())
@@ -426,7 +436,7 @@ func TestCaseB11InterestAfterReestablishment(t *testing.T) {
 			require.NoError(t, s2.Cancel())
 			n.start(0, n.addrs[0]) // start R1
 			up()
-			pub := open(t, n.sws[0], "pub")
+			pub := publisher(t, n.sws[0], cfg)
 			publish(t, pub, &sion.Event{Type: "Alarm"})
 			publish(t, pub, &sion.Event{Type: "Notice"})
 			n.flush()
@@ -449,7 +459,7 @@ func TestCaseB11InterestAfterReestablishment(t *testing.T) {
 				s3, err := r2.Subscribe(ctx, fmt.Sprintf(`{type ⊑ Reading; n == %d}`, k))
 				require.NoError(t, err)
 				up()
-				publish(t, open(t, n.sws[0], "pub"), &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
+				publish(t, publisher(t, n.sws[0], cfg), &sion.Event{Type: "Reading", Attrs: attrs("n", k)})
 				n.flush()
 				assert.Equal(t, 1, count(s3), "round %d", k)
 				require.NoError(t, s3.Cancel())
@@ -457,6 +467,17 @@ func TestCaseB11InterestAfterReestablishment(t *testing.T) {
 			assert.Equal(t, rounds+2, n.links[1].Establishments())
 		})
 	})
+}
+
+// publisher opens a session on sw that, where the place requires it,
+// advertises what B11 publishes.
+func publisher(t *testing.T, sw *sion.Switch, cfg sion.PlaceConfig) *sion.Session {
+	t.Helper()
+	pub := open(t, sw, "pub")
+	if cfg.RequireAdvertisements {
+		require.NoError(t, pub.Advertise(context.Background(), sion.Advertisement{Type: "Alarm"}, sion.Advertisement{Type: "Notice"}, sion.Advertisement{Type: "Reading"}))
+	}
+	return pub
 }
 
 // TestCaseB14SlowSubscriberAcrossLink is B14's variant: the publisher on
