@@ -92,6 +92,9 @@ func (a *Agent) take(in agentInput) {
 		return
 	case *linkctl.Model:
 		a.links[in.sw] = in.link
+		// Number deployments above whatever the switch carried out: it
+		// ignores a Deploy numbered below (an agent that restarts).
+		a.dep = max(a.dep, m.Deployment)
 	}
 	if in.ended {
 		if a.links[in.sw] == in.link {

@@ -535,7 +535,7 @@ func (m *managedSwitch) verdict(v *linkctl.Verdict) {
 // model returns the switch's whole part of the network model. mu must
 // be held.
 func (m *managedSwitch) model() *linkctl.Model {
-	md := &linkctl.Model{Switch: m.sw.cfg.Name}
+	md := &linkctl.Model{Switch: m.sw.cfg.Name, Deployment: m.dep}
 	for r, nf := range m.filters {
 		md.Links = append(md.Links, linkctl.ModelLink{Peer: r.peer})
 		c := linkctl.Constraint{Peer: r.peer}

@@ -30,6 +30,10 @@ type Model struct {
 	// Constraints are the constraints deployed at the switch now: what it
 	// forwards over each link (an agent that restarts learns them here).
 	Constraints []Constraint
+	// Deployment is the last deployment the switch carried out (0:
+	// none). A switch ignores a Deploy numbered below it, so an agent
+	// that restarts numbers its deployments above every switch's.
+	Deployment uint64
 }
 
 // ModelLink is one shared link of a switch.
@@ -242,6 +246,7 @@ func (m *Model) encode(e *encoder) {
 		e.text("peer", m.Constraints[i].Peer)
 		e.texts("filters", m.Constraints[i].Filters)
 	})
+	e.uvarint(m.Deployment)
 }
 
 func (m *Model) decode(d *decoder) {
@@ -273,6 +278,7 @@ func (m *Model) decode(d *decoder) {
 		c.Filters = d.texts("filters")
 		return c
 	})
+	m.Deployment = d.uvarint("deployment")
 }
 
 func (m *ModelChange) encode(e *encoder) {

@@ -26,6 +26,7 @@ func s2Samples() []sample {
 				{Key: 2, Session: 4, Type: "hazard.Tsunami", Pending: true}},
 			Subs:        []ModelSub{{Key: 7, Session: 5, Name: "C1", Filter: `{type ⊑ hazard.Earthquake} && mag >= 4.5`, Pending: true}},
 			Constraints: []Constraint{{Peer: "N3", Filters: []string{"{}", "{type ⊑ a}\n"}}, {Peer: "P1"}},
+			Deployment:  12,
 		}},
 		{"Model/extreme", &Model{Switch: long, Subs: []ModelSub{{Key: math.MaxUint64, Session: math.MaxUint64, Filter: long}}}},
 		{"ModelChange/link up", &ModelChange{Op: ChangeLinkUp, Peer: "N3", Addr: "10.0.0.3:7010"}},
