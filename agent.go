@@ -167,7 +167,7 @@ func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 		return nil, fmt.Errorf("%w: place %q is routed %v, not managed (RouteManaged)", ErrInvalidConfig, cfg.Place.Name(), cfg.Place.cfg.Routing)
 	}
 	if err := checkName("AgentConfig.Name", cfg.Name); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, timeout: cfg.Timeout, in: make(chan agentInput, 256),
 		md: newAgentModel(cfg.Place.Ontology()), links: map[string]*agentLink{}, addrs: map[string]bool{}, dirty: map[dirKey]bool{}}
