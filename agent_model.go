@@ -24,7 +24,11 @@ import (
 // X's side, less those another of them covers (filter.Covers); when they
 // cover every advertisement of X's side the constraint would discard
 // nothing, and the direction gets none ("{}", every event); with no such
-// filter it passes nothing.
+// filter it passes nothing. A switch the agent knows only from a
+// neighbour's link — one it has not heard from, as while it starts, or
+// one not among its Switches — may have any consumer and any producer:
+// it counts as wanting every event and advertising every type, so that
+// the agent never narrows what the switch's consumers were granted.
 //
 // Cost: a subscription changes only the directions on the paths from
 // the switches that advertise a type its filter may match to its own
@@ -105,10 +109,13 @@ func (md *agentModel) sw(name string) *modelSwitch {
 	return s
 }
 
-// linked reports whether a and b are linked: either has reported it.
+// linked reports whether a and b are linked: either has reported it and
+// is connected to the agent. What a switch whose connection has ended
+// reported is not current — it may have died, and its links with it —
+// so its links count only as far as its neighbours report them.
 func (md *agentModel) linked(a, b string) bool {
 	sa, sb := md.sws[a], md.sws[b]
-	return sa != nil && sa.links[b] || sb != nil && sb.links[a]
+	return sa != nil && sa.connected && sa.links[b] || sb != nil && sb.connected && sb.links[a]
 }
 
 // adjacency returns every switch's neighbours, sorted, for walks: built
@@ -129,8 +136,10 @@ func (md *agentModel) adjacency() map[string][]string {
 			sets[name] = map[string]bool{}
 		}
 		for p := range s.links {
-			add(name, p)
-			add(p, name)
+			if md.linked(name, p) {
+				add(name, p)
+				add(p, name)
+			}
 		}
 	}
 	md.adj = map[string][]string{}
@@ -223,31 +232,40 @@ func filterOverlaps(o *ontology.Ontology, ft, at string) bool {
 	if ft == filter.AnyType {
 		return !ontology.IsReserved(at)
 	}
+	if at == filter.AnyType {
+		return !ontology.IsReserved(ft)
+	}
 	f, ok1 := o.Lookup(ft)
 	a, ok2 := o.Lookup(at)
 	return ok1 && ok2 && typesOverlap(o, f.ID, a.ID)
 }
 
 // adFilter returns the filter on every event of advertised type t.
-func adFilter(t string) *filter.Filter { return typeOnly(t) }
+func adFilter(t string) *filter.Filter {
+	if t == filter.AnyType {
+		return anyEvent
+	}
+	return typeOnly(t)
+}
+
+// anyEvent matches every event; unknownAd stands for what a switch the
+// agent has not heard from may advertise: every type.
+var (
+	anyEvent  = filter.MustCompile("{}")
+	unknownAd = modelAd{typ: filter.AnyType}
+)
 
 // optimal computes the optimal constraint of direction d from its sides.
 func (md *agentModel) optimal(adj map[string][]string, d dirKey) []string {
-	var ups []modelAd
-	for _, n := range side(adj, d.to, d.from) {
-		if s := md.sws[n]; s != nil {
-			for _, a := range s.ads {
-				ups = append(ups, a)
-			}
-		}
-	}
+	ups := md.upstreamAds(adj, d)
 	if len(ups) == 0 {
 		return nil
 	}
 	var set []*filter.Filter
 	for _, n := range side(adj, d.from, d.to) {
 		s := md.sws[n]
-		if s == nil {
+		if s == nil { // not heard from: it may want anything
+			set = md.insert(set, anyEvent)
 			continue
 		}
 		for _, k := range sortedKeys(s.subs) {
@@ -306,23 +324,38 @@ func (md *agentModel) finish(set []*filter.Filter, ups []modelAd) []string {
 	return slices.Compact(out)
 }
 
-// upstreamAds returns the advertisements on from's side of direction d.
+// upstreamAds returns the advertisements on from's side of direction d
+// (unknownAd for a switch not heard from).
 func (md *agentModel) upstreamAds(adj map[string][]string, d dirKey) []modelAd {
 	var ups []modelAd
 	for _, n := range side(adj, d.to, d.from) {
-		if s := md.sws[n]; s != nil {
-			for _, a := range s.ads {
-				ups = append(ups, a)
-			}
+		s := md.sws[n]
+		if s == nil {
+			ups = append(ups, unknownAd)
+			continue
+		}
+		for _, a := range s.ads {
+			ups = append(ups, a)
 		}
 	}
 	return ups
 }
 
-// producersOf returns the switches with an advertisement filter f may
-// match, sorted.
-func (md *agentModel) producersOf(f *filter.Filter) []string {
+// unknown returns the switches of adj the agent has not heard from.
+func (md *agentModel) unknown(adj map[string][]string) []string {
 	var out []string
+	for name := range adj {
+		if md.sws[name] == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// producersOf returns the switches with an advertisement filter f may
+// match, and those not heard from, sorted.
+func (md *agentModel) producersOf(adj map[string][]string, f *filter.Filter) []string {
+	out := md.unknown(adj)
 	for name, s := range md.sws {
 		for _, a := range s.ads {
 			if filterOverlaps(md.o, f.Type(), a.typ) {
@@ -336,9 +369,9 @@ func (md *agentModel) producersOf(f *filter.Filter) []string {
 }
 
 // consumersOf returns the switches with a subscription that may match an
-// event of advertised type t, sorted.
-func (md *agentModel) consumersOf(t string) []string {
-	var out []string
+// event of advertised type t, and those not heard from, sorted.
+func (md *agentModel) consumersOf(adj map[string][]string, t string) []string {
+	out := md.unknown(adj)
 	for name, s := range md.sws {
 		for _, sub := range s.subs {
 			if filterOverlaps(md.o, sub.f.Type(), t) {
@@ -359,7 +392,7 @@ func (md *agentModel) addSub(adj map[string][]string, c consKey, name string, ke
 	md.consumer(c, name)
 	var changed []dirKey
 	seen := map[dirKey]bool{}
-	for _, p := range md.producersOf(f) {
+	for _, p := range md.producersOf(adj, f) {
 		for _, d := range path(adj, p, c.sw) {
 			if seen[d] {
 				continue
@@ -464,6 +497,18 @@ func (md *agentModel) downstream(adj map[string][]string, mf *modelFilter) []*mo
 	}
 	slices.SortFunc(out, func(a, b *modelFilter) int { return cmp.Compare(a.id, b.id) })
 	return out
+}
+
+// covers reports whether constraint old passes every event constraint
+// new does (filter.Covers: sound, not complete).
+func (md *agentModel) covers(old, new []string) bool {
+	olds := compileAll(old)
+	for _, f := range compileAll(new) {
+		if !slices.ContainsFunc(olds, func(g *filter.Filter) bool { return filter.Covers(md.o, g, f) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func compileAll(texts []string) []*filter.Filter {
