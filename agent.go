@@ -128,6 +128,7 @@ type Agent struct {
 	stats AgentStats            // mu
 	addrs map[string]bool       // mu; addresses being served
 	cur   *deployment           // loop only
+	ready bool                  // loop only: the Models of StartAgent's switches are in
 	dep   uint64                // loop only: the last deployment's ID
 	queue []agentInput          // loop only: changes waiting for the deployment in flight
 	dirty map[dirKey]bool       // loop only: directions to deploy although no request asks
@@ -141,6 +142,7 @@ type agentInput struct {
 	link  *agentLink
 	msg   linkctl.Message // *Model, *ModelChange or *Detected
 	ended bool
+	ready bool // StartAgent has every switch's Model: deploy from now on
 }
 
 // agentLink is the agent's connection to one switch.
@@ -191,6 +193,9 @@ func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 		a.Close()
 		return nil, err
 	}
+	// Deploy only from a whole model: a switch not heard from yet could
+	// neither take its part of a deployment nor pass its bleeders on.
+	a.input(agentInput{ready: true})
 	return a, nil
 }
 
@@ -216,7 +221,8 @@ func (a *Agent) AddSwitch(ctx context.Context, addr string) error {
 		a.mu.Unlock()
 		return err
 	}
-	a.wg.Go(func() { a.serve(l, md) })
+	a.input(agentInput{sw: l.sw, link: l, msg: md}) // before StartAgent's ready
+	a.wg.Go(func() { a.serve(l) })
 	return nil
 }
 
@@ -264,13 +270,12 @@ func (a *Agent) connect(ctx context.Context, addr string) (*agentLink, *linkctl.
 	return &agentLink{sw: md.Switch, addr: addr, conn: conn, lim: lim, wake: make(chan struct{}, 1)}, md, nil
 }
 
-// serve runs the connection l — its writer, and its reader handing the
-// loop what the switch sends — and makes it again when it ends, until
-// the agent closes.
-func (a *Agent) serve(l *agentLink, md *linkctl.Model) {
+// serve runs the connection l, whose Model the loop has — its writer,
+// and its reader handing the loop what the switch sends — and makes it
+// again when it ends, until the agent closes.
+func (a *Agent) serve(l *agentLink) {
 	wait := 100 * time.Millisecond
 	for {
-		a.input(agentInput{sw: l.sw, link: l, msg: md})
 		ctx, cancel := context.WithCancel(a.life)
 		var wg sync.WaitGroup
 		wg.Go(func() { l.write(ctx, &a.sent) })
@@ -290,9 +295,10 @@ func (a *Agent) serve(l *agentLink, md *linkctl.Model) {
 				return
 			}
 			wait = min(2*wait, 5*time.Second)
-			nl, nmd, err := a.connect(a.life, l.addr)
+			nl, md, err := a.connect(a.life, l.addr)
 			if err == nil {
-				l, md, wait = nl, nmd, 100*time.Millisecond
+				l, wait = nl, 100*time.Millisecond
+				a.input(agentInput{sw: l.sw, link: l, msg: md})
 				break
 			}
 		}

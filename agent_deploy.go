@@ -62,7 +62,9 @@ func (a *Agent) loop() {
 					more = false
 				}
 			}
-			a.step()
+			if a.ready {
+				a.step()
+			}
 			a.mu.Unlock()
 		case <-timeout:
 			a.mu.Lock()
@@ -84,6 +86,10 @@ func (a *Agent) loop() {
 // model changes now or, while a deployment is in flight, after it. mu
 // must be held.
 func (a *Agent) take(in agentInput) {
+	if in.ready {
+		a.ready = true
+		return
+	}
 	switch m := in.msg.(type) {
 	case *linkctl.Detected:
 		if a.cur != nil && m.Deployment == a.cur.id {
