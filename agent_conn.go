@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
@@ -159,6 +160,9 @@ func (m *managedSwitch) readAgent(ctx context.Context, a *agentConn) error {
 		a.received.Add(1)
 		switch msg := msg.(type) {
 		case *linkctl.Deploy:
+			if err := checkDeploy(msg); err != nil {
+				return fmt.Errorf("%w: agent %q: %w", ErrProtocol, a.name, err)
+			}
 			m.deploy(msg)
 		case *linkctl.Verdict:
 			m.verdict(msg)
@@ -166,4 +170,18 @@ func (m *managedSwitch) readAgent(ctx context.Context, a *agentConn) error {
 			return fmt.Errorf("%w: agent %q sent a %v message", ErrProtocol, a.name, msg.Kind())
 		}
 	}
+}
+
+// checkDeploy refuses a Deploy with a constraint that does not compile:
+// carried out, it would leave the link without what the agent meant it
+// to pass. The filters are compiled again when they are installed.
+func checkDeploy(d *linkctl.Deploy) error {
+	for _, f := range d.Filters {
+		for _, text := range f.Constraint {
+			if _, err := filter.Compile(text); err != nil {
+				return fmt.Errorf("deployment %d: filter %q of the constraint toward %q does not compile: %w", d.Deployment, text, f.Peer, err)
+			}
+		}
+	}
+	return nil
 }
