@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -129,6 +128,7 @@ type Agent struct {
 	stats AgentStats            // mu
 	addrs map[string]bool       // mu; addresses being served
 	cur   *deployment           // loop only
+	ready bool                  // loop only: the Models of StartAgent's switches are in
 	dep   uint64                // loop only: the last deployment's ID
 	queue []agentInput          // loop only: changes waiting for the deployment in flight
 	dirty map[dirKey]bool       // loop only: directions to deploy although no request asks
@@ -143,6 +143,7 @@ type agentInput struct {
 	msg    linkctl.Message        // *Model, *ModelChange or *Detected
 	follow []*linkctl.ModelChange // with a Model: the changes that complete it
 	ended  bool
+	ready  bool // StartAgent has every switch's Model: deploy from now on
 }
 
 // agentLink is the agent's connection to one switch.
@@ -170,7 +171,7 @@ func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 		return nil, fmt.Errorf("%w: place %q is routed %v, not managed (RouteManaged)", ErrInvalidConfig, cfg.Place.Name(), cfg.Place.cfg.Routing)
 	}
 	if err := checkName("AgentConfig.Name", cfg.Name); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, timeout: cfg.Timeout, in: make(chan agentInput, 256),
 		md: newAgentModel(cfg.Place.Ontology()), links: map[string]*agentLink{}, addrs: map[string]bool{}, dirty: map[dirKey]bool{}}
@@ -180,10 +181,6 @@ func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 	if a.timeout <= 0 {
 		a.timeout = cfg.Place.cfg.ContractTimeout / 2
 	}
-	// Deployments are numbered from a random start, so that the bleeders
-	// of an earlier agent's deployments still on the links never pass
-	// for this one's.
-	a.dep = rand.Uint64() >> 2
 	a.life, a.cancel = context.WithCancel(context.Background())
 	a.wg.Go(a.loop)
 	errs := make(chan error, len(cfg.Switches))
@@ -198,6 +195,9 @@ func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 		a.Close()
 		return nil, err
 	}
+	// Deploy only from a whole model: a switch not heard from yet could
+	// neither take its part of a deployment nor pass its bleeders on.
+	a.input(agentInput{ready: true})
 	return a, nil
 }
 
@@ -223,7 +223,8 @@ func (a *Agent) AddSwitch(ctx context.Context, addr string) error {
 		a.mu.Unlock()
 		return err
 	}
-	a.wg.Go(func() { a.serve(l, md) })
+	a.input(agentInput{sw: l.sw, link: l, msg: md.model, follow: md.follow}) // before StartAgent's ready
+	a.wg.Go(func() { a.serve(l) })
 	return nil
 }
 
@@ -304,13 +305,12 @@ type snapshot struct {
 	follow []*linkctl.ModelChange
 }
 
-// serve runs the connection l — its writer, and its reader handing the
-// loop what the switch sends — and makes it again when it ends, until
-// the agent closes.
-func (a *Agent) serve(l *agentLink, snap *snapshot) {
+// serve runs the connection l, whose Model the loop has — its writer,
+// and its reader handing the loop what the switch sends — and makes it
+// again when it ends, until the agent closes.
+func (a *Agent) serve(l *agentLink) {
 	wait := 100 * time.Millisecond
 	for {
-		a.input(agentInput{sw: l.sw, link: l, msg: snap.model, follow: snap.follow})
 		ctx, cancel := context.WithCancel(a.life)
 		var wg sync.WaitGroup
 		wg.Go(func() { l.write(ctx, &a.sent) })
@@ -330,9 +330,10 @@ func (a *Agent) serve(l *agentLink, snap *snapshot) {
 				return
 			}
 			wait = min(2*wait, 5*time.Second)
-			nl, nsnap, err := a.connect(a.life, l.addr)
+			nl, snap, err := a.connect(a.life, l.addr)
 			if err == nil {
-				l, snap, wait = nl, nsnap, 100*time.Millisecond
+				l, wait = nl, 100*time.Millisecond
+				a.input(agentInput{sw: l.sw, link: l, msg: snap.model, follow: snap.follow})
 				break
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/wire"
 	"github.com/sion-go/sion/transport"
@@ -118,10 +119,6 @@ func (m *managedSwitch) acceptAgent(ctx context.Context, conn transport.Conn, se
 		return
 	}
 	m.agent = a
-	// A new agent numbers its deployments afresh: what an earlier one
-	// left pending here is over.
-	m.dep, m.waits, m.relays = 0, map[uint64]*bagWait{}, nil
-	m.early, m.earlyOf = map[uint64]bool{}, 0
 	for _, msg := range m.model() { // under mu: before any change
 		a.send(msg)
 	}
@@ -170,6 +167,9 @@ func (m *managedSwitch) readAgent(ctx context.Context, a *agentConn) error {
 		a.received.Add(1)
 		switch msg := msg.(type) {
 		case *linkctl.Deploy:
+			if err := checkDeploy(msg); err != nil {
+				return fmt.Errorf("%w: agent %q: %w", ErrProtocol, a.name, err)
+			}
 			m.deploy(msg)
 		case *linkctl.Verdict:
 			m.verdict(msg)
@@ -177,4 +177,18 @@ func (m *managedSwitch) readAgent(ctx context.Context, a *agentConn) error {
 			return fmt.Errorf("%w: agent %q sent a %v message", ErrProtocol, a.name, msg.Kind())
 		}
 	}
+}
+
+// checkDeploy refuses a Deploy with a constraint that does not compile:
+// carried out, it would leave the link without what the agent meant it
+// to pass. The filters are compiled again when they are installed.
+func checkDeploy(d *linkctl.Deploy) error {
+	for _, f := range d.Filters {
+		for _, text := range f.Constraint {
+			if _, err := filter.Compile(text); err != nil {
+				return fmt.Errorf("deployment %d: filter %q of the constraint toward %q does not compile: %w", d.Deployment, text, f.Peer, err)
+			}
+		}
+	}
+	return nil
 }

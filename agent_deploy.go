@@ -36,7 +36,9 @@ type deployment struct {
 	bag      map[uint64][]uint64
 	send     map[uint64]bool
 	confirm  map[uint64]bool
-	switches []string // those sent a Deploy
+	switches []string                   // those with a part in it
+	parts    map[string]*linkctl.Deploy // their parts, by switch
+	reached  map[string]bool            // those sent their part
 	timer    *time.Timer
 	start    time.Time
 }
@@ -60,7 +62,9 @@ func (a *Agent) loop() {
 					more = false
 				}
 			}
-			a.step()
+			if a.ready {
+				a.step()
+			}
 			a.mu.Unlock()
 		case <-timeout:
 			a.mu.Lock()
@@ -82,6 +86,10 @@ func (a *Agent) loop() {
 // model changes now or, while a deployment is in flight, after it. mu
 // must be held.
 func (a *Agent) take(in agentInput) {
+	if in.ready {
+		a.ready = true
+		return
+	}
 	switch m := in.msg.(type) {
 	case *linkctl.Detected:
 		if a.cur != nil && m.Deployment == a.cur.id {
@@ -92,6 +100,15 @@ func (a *Agent) take(in agentInput) {
 		return
 	case *linkctl.Model:
 		a.links[in.sw] = in.link
+		// A switch that connects while a deployment waits for it gets its
+		// part now.
+		if d := a.cur; d != nil && d.parts[in.sw] != nil && !d.reached[in.sw] {
+			in.link.send(d.parts[in.sw])
+			d.reached[in.sw] = true
+		}
+		// Number deployments above whatever the switch carried out: it
+		// ignores a Deploy numbered below (an agent that restarts).
+		a.dep = max(a.dep, m.Deployment)
 	}
 	if in.ended {
 		if a.links[in.sw] == in.link {
@@ -151,7 +168,9 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			}
 		}
 		if in.ended {
-			s.connected = false
+			s.connected = false // its links now count as its neighbours report them
+			md.linksChanged()
+			all = true
 		}
 	}
 	adj := md.adjacency()
@@ -186,17 +205,17 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		case linkctl.ChangeCancel:
 			if sub, ok := s.subs[m.Key]; ok {
 				delete(s.subs, m.Key)
-				stale = append(stale, md.pathsBetween(md.producersOf(sub.f), []string{in.sw})...)
+				stale = append(stale, md.pathsBetween(md.producersOf(adj, sub.f), []string{in.sw})...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return !q.advert && q.sw == in.sw && q.key == m.Key })
 		case linkctl.ChangeAdvertise:
 			s.ads[m.Key] = modelAd{session: m.Session, typ: m.Text, attrs: m.Attrs}
-			stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(m.Text))...)
+			stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(adj, m.Text))...)
 			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
 		case linkctl.ChangeWithdraw:
 			if ad, ok := s.ads[m.Key]; ok {
 				delete(s.ads, m.Key)
-				stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(ad.typ))...)
+				stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(adj, ad.typ))...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return q.advert && q.sw == in.sw && q.key == m.Key })
 		}
@@ -224,6 +243,13 @@ func (a *Agent) deploy(reqs []agentRequest, touched []dirKey) {
 	for _, k := range touched {
 		mf := md.dirs[k]
 		if seen[k] || mf == nil || slices.Equal(mf.want, mf.deployed) || !md.linked(k.from, k.to) {
+			continue
+		}
+		// A switch the agent has not heard from gets no part: it could
+		// neither be told nor answer. Nor does one it is not connected to
+		// now when its change only narrows, which no request needs: it is
+		// deployed when the switch connects again (its Model).
+		if md.sws[k.from] == nil || a.links[k.from] == nil && md.covers(mf.deployed, mf.want) {
 			continue
 		}
 		seen[k] = true
@@ -300,10 +326,12 @@ func (a *Agent) deploy(reqs []agentRequest, touched []dirKey) {
 			m.Relays = append(m.Relays, linkctl.Relay{Bleeder: f.id, To: to})
 		}
 	}
+	d.parts, d.reached = msgs, map[string]bool{}
 	for _, sw := range slices.Sorted(maps.Keys(msgs)) {
 		d.switches = append(d.switches, sw)
 		if l := a.links[sw]; l != nil {
 			l.send(msgs[sw])
+			d.reached[sw] = true
 		}
 	}
 	d.timer = time.NewTimer(a.timeout)
@@ -390,7 +418,11 @@ func (a *Agent) finish(err error) {
 	refusal := ""
 	if err == nil {
 		for _, k := range d.changed {
-			md.dirs[k].deployed = md.dirs[k].want
+			// A switch the agent is not connected to has not changed; it
+			// says what it has when it connects (Model).
+			if d.reached[k.from] {
+				md.dirs[k].deployed = md.dirs[k].want
+			}
 		}
 		verdicts = d.reqs
 		a.stats.Granted += uint64(len(d.reqs))

@@ -24,7 +24,11 @@ import (
 // X's side, less those another of them covers (filter.Covers); when they
 // cover every advertisement of X's side the constraint would discard
 // nothing, and the direction gets none ("{}", every event); with no such
-// filter it passes nothing.
+// filter it passes nothing. A switch the agent knows only from a
+// neighbour's link — one it has not heard from, as while it starts, or
+// one not among its Switches — may have any consumer and any producer:
+// it counts as wanting every event and advertising every type, so that
+// the agent never narrows what the switch's consumers were granted.
 //
 // Cost: a subscription changes only the directions on the paths from
 // the switches that advertise a type its filter may match to its own
@@ -114,10 +118,13 @@ func (md *agentModel) sw(name string) *modelSwitch {
 	return s
 }
 
-// linked reports whether a and b are linked: either has reported it.
+// linked reports whether a and b are linked: either has reported it and
+// is connected to the agent. What a switch whose connection has ended
+// reported is not current — it may have died, and its links with it —
+// so its links count only as far as its neighbours report them.
 func (md *agentModel) linked(a, b string) bool {
 	sa, sb := md.sws[a], md.sws[b]
-	return sa != nil && sa.links[b] || sb != nil && sb.links[a]
+	return sa != nil && sa.connected && sa.links[b] || sb != nil && sb.connected && sb.links[a]
 }
 
 // adjacency returns every switch's neighbours, sorted, for walks: built
@@ -138,8 +145,10 @@ func (md *agentModel) adjacency() map[string][]string {
 			sets[name] = map[string]bool{}
 		}
 		for p := range s.links {
-			add(name, p)
-			add(p, name)
+			if md.linked(name, p) {
+				add(name, p)
+				add(p, name)
+			}
 		}
 	}
 	md.adj = map[string][]string{}
@@ -272,6 +281,9 @@ func filterOverlaps(o *ontology.Ontology, ft, at string) bool {
 	if ft == filter.AnyType {
 		return !ontology.IsReserved(at)
 	}
+	if at == filter.AnyType {
+		return !ontology.IsReserved(ft)
+	}
 	f, ok1 := o.Lookup(ft)
 	a, ok2 := o.Lookup(at)
 	return ok1 && ok2 && typesOverlap(o, f.ID, a.ID)
@@ -279,8 +291,18 @@ func filterOverlaps(o *ontology.Ontology, ft, at string) bool {
 
 // adFilter returns the filter on every event of advertised type t.
 func (md *agentModel) adFilter(t string) *filter.Filter {
+	if t == filter.AnyType {
+		return anyEvent
+	}
 	return md.compile(typeFilter(t))
 }
+
+// anyEvent matches every event; unknownAd stands for what a switch the
+// agent has not heard from may advertise: every type.
+var (
+	anyEvent  = filter.MustCompile("{}")
+	unknownAd = modelAd{typ: filter.AnyType}
+)
 
 // compile returns the filter of canonical text, compiled once: the
 // constraints are kept as texts and compared as such.
@@ -302,16 +324,21 @@ func (md *agentModel) compile(text string) *filter.Filter {
 // maxCompiled bounds the agent's cache of compiled constraint filters.
 const maxCompiled = 1 << 16
 
-// optimal computes the optimal constraint of direction d from its sides.
+// optimal computes the optimal constraint of direction d from its sides
+// (the model's adjacency and index must be current: adjacency()).
 func (md *agentModel) optimal(d dirKey) []string {
 	ups := md.upstreamAds(d)
 	if len(ups) == 0 {
 		return nil
 	}
 	var set []*filter.Filter
-	for _, name := range slices.Sorted(maps.Keys(md.sws)) {
-		s := md.sws[name]
-		if len(s.subs) == 0 || !md.onSideOf(name, d.from, d.to) {
+	for _, n := range slices.Sorted(maps.Keys(md.adj)) {
+		if !md.onSideOf(n, d.from, d.to) {
+			continue
+		}
+		s := md.sws[n]
+		if s == nil { // not heard from: it may want anything
+			set = md.insert(set, anyEvent)
 			continue
 		}
 		for _, k := range sortedKeys(s.subs) {
@@ -370,23 +397,41 @@ func (md *agentModel) finish(set []*filter.Filter, ups []modelAd) []string {
 	return slices.Compact(out)
 }
 
-// upstreamAds returns the advertisements on from's side of direction d.
+// upstreamAds returns the advertisements on from's side of direction d
+// (unknownAd for a switch not heard from).
 func (md *agentModel) upstreamAds(d dirKey) []modelAd {
 	var ups []modelAd
-	for name, s := range md.sws {
-		if len(s.ads) > 0 && md.onSideOf(name, d.to, d.from) {
-			for _, a := range s.ads {
-				ups = append(ups, a)
-			}
+	for n := range md.adj {
+		if !md.onSideOf(n, d.to, d.from) {
+			continue
+		}
+		s := md.sws[n]
+		if s == nil {
+			ups = append(ups, unknownAd)
+			continue
+		}
+		for _, a := range s.ads {
+			ups = append(ups, a)
 		}
 	}
 	return ups
 }
 
-// producersOf returns the switches with an advertisement filter f may
-// match, sorted.
-func (md *agentModel) producersOf(f *filter.Filter) []string {
+// unknown returns the switches of adj the agent has not heard from.
+func (md *agentModel) unknown(adj map[string][]string) []string {
 	var out []string
+	for name := range adj {
+		if md.sws[name] == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// producersOf returns the switches with an advertisement filter f may
+// match, and those not heard from, sorted.
+func (md *agentModel) producersOf(adj map[string][]string, f *filter.Filter) []string {
+	out := md.unknown(adj)
 	for name, s := range md.sws {
 		for _, a := range s.ads {
 			if filterOverlaps(md.o, f.Type(), a.typ) {
@@ -400,9 +445,9 @@ func (md *agentModel) producersOf(f *filter.Filter) []string {
 }
 
 // consumersOf returns the switches with a subscription that may match an
-// event of advertised type t, sorted.
-func (md *agentModel) consumersOf(t string) []string {
-	var out []string
+// event of advertised type t, and those not heard from, sorted.
+func (md *agentModel) consumersOf(adj map[string][]string, t string) []string {
+	out := md.unknown(adj)
 	for name, s := range md.sws {
 		for _, sub := range s.subs {
 			if filterOverlaps(md.o, sub.f.Type(), t) {
@@ -423,7 +468,7 @@ func (md *agentModel) addSub(adj map[string][]string, c consKey, name string, ke
 	md.consumer(c, name)
 	var changed []dirKey
 	seen := map[dirKey]bool{}
-	for _, p := range md.producersOf(f) {
+	for _, p := range md.producersOf(adj, f) {
 		for _, d := range md.path(p, c.sw) {
 			if seen[d] {
 				continue
@@ -528,6 +573,18 @@ func (md *agentModel) downstream(adj map[string][]string, mf *modelFilter) []*mo
 	}
 	slices.SortFunc(out, func(a, b *modelFilter) int { return cmp.Compare(a.id, b.id) })
 	return out
+}
+
+// covers reports whether constraint old passes every event constraint
+// new does (filter.Covers: sound, not complete).
+func (md *agentModel) covers(old, new []string) bool {
+	olds := md.compileAll(old)
+	for _, f := range md.compileAll(new) {
+		if !slices.ContainsFunc(olds, func(g *filter.Filter) bool { return filter.Covers(md.o, g, f) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func (md *agentModel) compileAll(texts []string) []*filter.Filter {

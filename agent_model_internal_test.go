@@ -34,6 +34,7 @@ func randomModel(t testing.TB, n int, rng *rand.Rand) (*agentModel, map[string][
 	md := newAgentModel(modelOntology(t))
 	for i := range n {
 		s := md.sw(fmt.Sprintf("s%d", i))
+		s.connected = true
 		if i > 0 {
 			s.links[fmt.Sprintf("s%d", rng.IntN(i))] = true
 		}
@@ -81,7 +82,7 @@ func TestAgentModelIncremental(t *testing.T) {
 			for name, s := range md.sws {
 				if sub, ok := s.subs[k]; ok {
 					delete(s.subs, k)
-					md.recompute(adj, md.pathsBetween(md.producersOf(sub.f), []string{name}))
+					md.recompute(adj, md.pathsBetween(md.producersOf(adj, sub.f), []string{name}))
 				}
 			}
 		}
@@ -97,7 +98,7 @@ func TestAgentModelOptimal(t *testing.T) {
 	md := newAgentModel(modelOntology(t))
 	for _, l := range [][2]string{{"A", "P"}, {"B", "A"}, {"C", "B"}} {
 		md.sw(l[0]).links[l[1]] = true
-		md.sw(l[1])
+		md.sw(l[0]).connected, md.sw(l[1]).connected = true, true
 	}
 	md.sw("P").ads[1] = modelAd{typ: "t0"}
 	md.sw("C").ads[1] = modelAd{typ: "t1"}

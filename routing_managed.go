@@ -536,7 +536,7 @@ func (m *managedSwitch) verdict(v *linkctl.Verdict) {
 // and the ModelChange messages that complete it (its advertisements and
 // subscriptions, each a request the agent answers). mu must be held.
 func (m *managedSwitch) model() []linkctl.Message {
-	md := &linkctl.Model{Switch: m.sw.cfg.Name}
+	md := &linkctl.Model{Switch: m.sw.cfg.Name, Deployment: m.dep}
 	for r, nf := range m.filters {
 		md.Links = append(md.Links, linkctl.ModelLink{Peer: r.peer})
 		c := linkctl.Constraint{Peer: r.peer}

@@ -32,6 +32,10 @@ type Model struct {
 	Constraints []Constraint
 	// Follow is the number of ModelChange messages that complete it.
 	Follow uint64
+	// Deployment is the last deployment the switch carried out (0:
+	// none). A switch ignores a Deploy numbered below it, so an agent
+	// that restarts numbers its deployments above every switch's.
+	Deployment uint64
 }
 
 // ModelLink is one shared link of a switch.
@@ -200,6 +204,7 @@ func (m *Model) encode(e *encoder) {
 		e.texts("filters", m.Constraints[i].Filters)
 	})
 	e.uvarint(m.Follow)
+	e.uvarint(m.Deployment)
 }
 
 func (m *Model) decode(d *decoder) {
@@ -215,6 +220,7 @@ func (m *Model) decode(d *decoder) {
 		return c
 	})
 	m.Follow = d.uvarint("follow")
+	m.Deployment = d.uvarint("deployment")
 }
 
 func (m *ModelChange) encode(e *encoder) {

@@ -81,7 +81,8 @@
 //	BypassEnd      = class(Class) uvarint(Seq) uvarint(Ack) .
 //
 //	Manage      = text(Agent) text(Place) .
-//	Model       = text(Switch) list(text(Peer) text(Addr)) list(text(Peer) list(text)) uvarint(Follow) .
+//	Model       = text(Switch) list(text(Peer) text(Addr)) list(text(Peer) list(text)) uvarint(Follow)
+//	              uvarint(Deployment) .
 //	ModelChange = byte(Op 1…6) uvarint(Key) uvarint(Session) text(Name) text(Peer) text(Addr) text(Text) attrs(Attrs) .
 //	Deploy      = uvarint(Deployment)
 //	              list(uvarint(ID) text(Peer) uvarint(Session) list(text) list(uvarint) bool(Send))

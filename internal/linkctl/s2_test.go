@@ -24,6 +24,7 @@ func s2Samples() []sample {
 			Links:       []ModelLink{{Peer: "P1", Addr: "P1"}, {Peer: "N3"}},
 			Constraints: []Constraint{{Peer: "N3", Filters: []string{"{}", "{type ⊑ a}\n"}}, {Peer: "P1"}},
 			Follow:      3,
+			Deployment:  12,
 		}},
 		{"Model/extreme", &Model{Switch: long, Constraints: []Constraint{{Peer: long, Filters: []string{long}}}, Follow: math.MaxUint64}},
 		{"ModelChange/subscribe", &ModelChange{Op: ChangeSubscribe, Key: 7, Session: 5, Name: "C1", Text: `{type ⊑ hazard.Earthquake} && mag >= 4.5`}},
