@@ -160,6 +160,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 					md.consumer(consKey{in.sw, sub.Session}, sub.Name)
 				}
 			}
+			md.forgetIdle(in.sw)
 			for _, c := range m.Constraints {
 				md.dir(dirKey{in.sw, c.Peer}).deployed = slices.Sorted(slices.Values(c.Filters))
 			}
@@ -218,6 +219,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		case linkctl.ChangeCancel:
 			if sub, ok := s.subs[m.Key]; ok {
 				delete(s.subs, m.Key)
+				md.forget(consKey{in.sw, sub.session})
 				stale = append(stale, pathsBetween(adj, md.producersOf(adj, sub.f), []string{in.sw})...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return !q.advert && q.sw == in.sw && q.key == m.Key })
@@ -475,6 +477,9 @@ func (a *Agent) finish(err error) {
 	}
 	for _, q := range verdicts {
 		a.verdictTo(q.sw, q.key, q.advert, refusal)
+		if err != nil && !q.advert {
+			md.forget(q.cons) // after the record, which names it
+		}
 	}
 }
 

@@ -225,6 +225,41 @@ func (md *agentModel) consumer(c consKey, name string) *modelFilter {
 	return mf
 }
 
+// forget forgets consumer c's model filter when its session has no
+// subscription left. Never while a deployment is in flight.
+func (md *agentModel) forget(c consKey) {
+	mf := md.cons[c]
+	if mf == nil {
+		return
+	}
+	if s := md.sws[c.sw]; s != nil {
+		for _, sub := range s.subs {
+			if sub.session == c.session {
+				return
+			}
+		}
+	}
+	delete(md.cons, c)
+	delete(md.byID, mf.id)
+}
+
+// forgetIdle forgets the model filters of switch sw's consumers whose
+// sessions have no subscription left.
+func (md *agentModel) forgetIdle(sw string) {
+	live := map[uint64]bool{}
+	if s := md.sws[sw]; s != nil {
+		for _, sub := range s.subs {
+			live[sub.session] = true
+		}
+	}
+	for c, mf := range md.cons {
+		if c.sw == sw && !live[c.session] {
+			delete(md.cons, c)
+			delete(md.byID, mf.id)
+		}
+	}
+}
+
 // filterOverlaps reports whether an event may be both of a type a filter
 // on ft matches and of advertised type at: "*" overlaps every type that
 // is not reserved; others, when they share a descendant (typesOverlap).
