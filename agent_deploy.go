@@ -226,11 +226,16 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		case linkctl.ChangeAdvertise:
 			s.ads[m.Key] = modelAd{session: m.Session, typ: m.Text, attrs: m.Attrs}
 			stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(adj, m.Text))...)
+			// A direction that passed everything its side made may not
+			// pass everything of the new type.
+			stale = append(stale, md.awayFrom(adj, in.sw, func(want []string) bool { return slices.Equal(want, []string{passAll}) })...)
 			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
 		case linkctl.ChangeWithdraw:
 			if ad, ok := s.ads[m.Key]; ok {
 				delete(s.ads, m.Key)
 				stale = append(stale, pathsBetween(adj, []string{in.sw}, md.consumersOf(adj, ad.typ))...)
+				// A direction may now pass everything its side makes.
+				stale = append(stale, md.awayFrom(adj, in.sw, func(want []string) bool { return len(want) > 0 })...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return q.advert && q.sw == in.sw && q.key == m.Key })
 		}

@@ -37,8 +37,10 @@ import (
 // paths of D links and constraints of C filters, plus O(N) to find the
 // paths in a place of N switches. A cancel, an advertisement or a
 // withdrawal recomputes the directions on the paths it concerns from
-// their sides: O(D · (N + F·C)) for F filters; a link that comes or goes
-// recomputes every direction: O(N · (N + F·C)).
+// their sides: O(D · (N + F·C)) for F filters — an advertisement or a
+// withdrawal also those leading away from its switch that pass
+// everything, or something: up to O(N · (N + F·C)); a link that comes or
+// goes recomputes every direction: O(N · (N + F·C)).
 type agentModel struct {
 	o      *ontology.Ontology
 	sws    map[string]*modelSwitch
@@ -466,6 +468,25 @@ func (md *agentModel) recompute(adj map[string][]string, ds []dirKey) []dirKey {
 		}
 	}
 	return changed
+}
+
+// awayFrom returns the directions that lead away from switch p (X→Y
+// with Y farther from p than X) whose optimal constraint keep accepts.
+func (md *agentModel) awayFrom(adj map[string][]string, p string, keep func(want []string) bool) []dirKey {
+	var out []dirKey
+	seen := map[string]bool{p: true}
+	for q := []string{p}; len(q) > 0; q = q[1:] {
+		for _, n := range adj[q[0]] {
+			if !seen[n] {
+				seen[n] = true
+				q = append(q, n)
+				if mf := md.dirs[dirKey{q[0], n}]; mf != nil && keep(mf.want) {
+					out = append(out, mf.dir)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pathsBetween returns the directions on the paths from each of froms
