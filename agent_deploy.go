@@ -205,19 +205,30 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 		case linkctl.ChangeCancel:
 			if sub, ok := s.subs[m.Key]; ok {
 				delete(s.subs, m.Key)
+				md.forget(consKey{in.sw, sub.session})
 				stale = append(stale, md.pathsBetween(md.producersOf(adj, sub.f), []string{in.sw})...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return !q.advert && q.sw == in.sw && q.key == m.Key })
 		case linkctl.ChangeAdvertise:
 			s.ads[m.Key] = modelAd{session: m.Session, typ: m.Text, attrs: m.Attrs}
 			stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(adj, m.Text))...)
+			// A direction that passed everything its side made may not
+			// pass everything of the new type.
+			stale = append(stale, md.awayFrom(adj, in.sw, func(want []string) bool { return slices.Equal(want, []string{passAll}) })...)
 			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
 		case linkctl.ChangeWithdraw:
 			if ad, ok := s.ads[m.Key]; ok {
 				delete(s.ads, m.Key)
 				stale = append(stale, md.pathsBetween([]string{in.sw}, md.consumersOf(adj, ad.typ))...)
+				// A direction may now pass everything its side makes.
+				stale = append(stale, md.awayFrom(adj, in.sw, func(want []string) bool { return len(want) > 0 })...)
 			}
 			reqs = slices.DeleteFunc(reqs, func(q agentRequest) bool { return q.advert && q.sw == in.sw && q.key == m.Key })
+		}
+	}
+	for _, in := range queue {
+		if _, ok := in.msg.(*linkctl.Model); ok {
+			md.forgetIdle(in.sw) // consumers whose sessions have no subscription left
 		}
 	}
 	if all {
@@ -462,6 +473,9 @@ func (a *Agent) finish(err error) {
 	}
 	for _, q := range verdicts {
 		a.verdictTo(q.sw, q.key, q.advert, refusal)
+		if err != nil && !q.advert {
+			md.forget(q.cons) // after the record, which names it
+		}
 	}
 }
 

@@ -41,8 +41,10 @@ import (
 // 0.1 ms per subscription on 100 switches and 0.25 ms on 1,000, with
 // 1,000 subscriptions held. A cancel, an advertisement or a withdrawal
 // recomputes the directions on the paths it concerns from their sides:
-// O(D · (N + F·C)) for F filters; a link that comes or goes recomputes
-// every direction: O(N · (N + F·C)).
+// O(D · (N + F·C)) for F filters — an advertisement or a withdrawal also
+// those leading away from its switch that pass everything, or something:
+// up to O(N · (N + F·C)); a link that comes or goes recomputes every
+// direction: O(N · (N + F·C)).
 type agentModel struct {
 	o      *ontology.Ontology
 	sws    map[string]*modelSwitch
@@ -272,6 +274,41 @@ func (md *agentModel) consumer(c consKey, name string) *modelFilter {
 		md.byID[mf.id] = mf
 	}
 	return mf
+}
+
+// forget forgets consumer c's model filter when its session has no
+// subscription left. Never while a deployment is in flight.
+func (md *agentModel) forget(c consKey) {
+	mf := md.cons[c]
+	if mf == nil {
+		return
+	}
+	if s := md.sws[c.sw]; s != nil {
+		for _, sub := range s.subs {
+			if sub.session == c.session {
+				return
+			}
+		}
+	}
+	delete(md.cons, c)
+	delete(md.byID, mf.id)
+}
+
+// forgetIdle forgets the model filters of switch sw's consumers whose
+// sessions have no subscription left.
+func (md *agentModel) forgetIdle(sw string) {
+	live := map[uint64]bool{}
+	if s := md.sws[sw]; s != nil {
+		for _, sub := range s.subs {
+			live[sub.session] = true
+		}
+	}
+	for c, mf := range md.cons {
+		if c.sw == sw && !live[c.session] {
+			delete(md.cons, c)
+			delete(md.byID, mf.id)
+		}
+	}
 }
 
 // filterOverlaps reports whether an event may be both of a type a filter
@@ -507,6 +544,25 @@ func (md *agentModel) recompute(adj map[string][]string, ds []dirKey) []dirKey {
 		}
 	}
 	return changed
+}
+
+// awayFrom returns the directions that lead away from switch p (X→Y
+// with Y farther from p than X) whose optimal constraint keep accepts.
+func (md *agentModel) awayFrom(adj map[string][]string, p string, keep func(want []string) bool) []dirKey {
+	var out []dirKey
+	seen := map[string]bool{p: true}
+	for q := []string{p}; len(q) > 0; q = q[1:] {
+		for _, n := range adj[q[0]] {
+			if !seen[n] {
+				seen[n] = true
+				q = append(q, n)
+				if mf := md.dirs[dirKey{q[0], n}]; mf != nil && keep(mf.want) {
+					out = append(out, mf.dir)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pathsBetween returns the directions on the paths from each of froms

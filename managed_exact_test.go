@@ -76,8 +76,10 @@ var bgmWorkload = exactWorkload{
 
 // TestManagedExact: on random trees with random producers (types and
 // subtypes of the ontology, multiple inheritance too) and consumers
-// (content filters, "*" filters, subtype and supertype filters), once
-// every request is granted the agent's constraints are the switches',
+// (content filters, "*" filters, subtype and supertype filters), some
+// of which subscribe and cancel first, the advertisements before the
+// subscriptions or among them: once every request is granted the
+// agent's constraints are the switches',
 // every subscription receives exactly the events its filter matches
 // (filter.BruteForce), once each, and an event crosses a link exactly
 // when a consumer beyond it wants it (LinkInfo.EventsSent against a
@@ -88,6 +90,7 @@ func TestManagedExact(t *testing.T) {
 		prods: []exactProd{{0, "Reading"}, {4, "Alarm"}, {2, "Changed"}},
 		cons: []exactCons{{4, 0, `{type ⊑ TempReading; celsius > 20}`}, {3, 0, `{type ⊑ Reading; n >= 5}`}, {1, 0, `{type ⊑ FireAlarm}`},
 			{0, 0, `{type ⊑ *; entity == "user"}`}, {2, 0, `{type ⊑ Alarm}`}, {4, 1, `{type ⊑ Created}`}, {4, 1, `{type ⊑ Reading; tier == 2}`}},
+		gone: []exactCons{{3, 9, `{type ⊑ *}`}, {1, 9, `{type ⊑ Event}`}, {4, 0, `{type ⊑ Reading}`}},
 	}
 	// A star around 0: BGM is-a Music and is-a Seasonal, so consumers of
 	// Seasonal want BGM from the producers of Music and of Media.
@@ -95,6 +98,7 @@ func TestManagedExact(t *testing.T) {
 		prods: []exactProd{{1, "Music"}, {2, "Talk"}, {3, "Media"}},
 		cons: []exactCons{{4, 0, `{type ⊑ Seasonal}`}, {5, 0, `{type ⊑ Music}`}, {0, 0, `{type ⊑ BGM}`},
 			{3, 0, `{type ⊑ Talk}`}, {2, 0, `{type ⊑ Weather}`}, {1, 0, `{type ⊑ Seasonal}`}},
+		gone: []exactCons{{4, 9, `{type ⊑ Media}`}, {0, 9, `{type ⊑ *}`}},
 	}
 	for _, tc := range []struct {
 		name   string
@@ -102,12 +106,18 @@ func TestManagedExact(t *testing.T) {
 		parent []int
 		plan   *exactPlan
 		seed   uint64
+		mixed  bool
 	}{
-		{"line-5", ont1Workload, line(5), &small, 1},
-		{"star-6", bgmWorkload, star(6), &bgm, 2},
-		{"random-20", ont1Workload, nil, nil, 3},
-		{"random-20-bis", ont1Workload, nil, nil, 4},
-		{"random-20-bgm", bgmWorkload, nil, nil, 5},
+		{"line-5", ont1Workload, line(5), &small, 1, false},
+		{"line-5/mixed", ont1Workload, line(5), &small, 1, true},
+		{"star-6", bgmWorkload, star(6), &bgm, 2, false},
+		{"star-6/mixed", bgmWorkload, star(6), &bgm, 2, true},
+		{"random-20", ont1Workload, nil, nil, 3, false},
+		{"random-20/mixed", ont1Workload, nil, nil, 3, true},
+		{"random-20-bis", ont1Workload, nil, nil, 4, false},
+		{"random-20-bgm", bgmWorkload, nil, nil, 5, false},
+		{"random-20-bgm/mixed", bgmWorkload, nil, nil, 5, true},
+		{"random-20-bgm/mixed-bis", bgmWorkload, nil, nil, 11, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(tc.seed, 17))
@@ -119,16 +129,20 @@ func TestManagedExact(t *testing.T) {
 			if plan == nil {
 				plan = randomPlan(tc.w, len(parent), rng)
 			}
-			checkManagedExact(t, tc.w, parent, *plan, rng)
+			checkManagedExact(t, tc.w, parent, *plan, tc.mixed, rng)
 		})
 	}
 }
 
 // exactPlan places producers (a switch and the type it advertises) and
-// consumers (a switch, a session there, a filter).
+// consumers (a switch, a session there, a filter); gone are
+// subscriptions made and cancelled before those of cons at the same
+// switch (whose contracts wait for the agent to have taken the cancels:
+// they come over the same connection).
 type exactPlan struct {
 	prods []exactProd
 	cons  []exactCons
+	gone  []exactCons
 }
 
 type exactProd struct {
@@ -154,10 +168,14 @@ func randomPlan(w exactWorkload, switches int, rng *rand.Rand) *exactPlan {
 			p.cons = append(p.cons, exactCons{at, s, w.filters[rng.IntN(len(w.filters))]})
 		}
 	}
+	for range switches / 2 {
+		c := p.cons[rng.IntN(len(p.cons))]
+		p.gone = append(p.gone, exactCons{c.at, 1000 + rng.IntN(2), w.filters[rng.IntN(len(w.filters))]})
+	}
 	return p
 }
 
-func checkManagedExact(t *testing.T, w exactWorkload, parent []int, plan exactPlan, rng *rand.Rand) {
+func checkManagedExact(t *testing.T, w exactWorkload, parent []int, plan exactPlan, mixed bool, rng *rand.Rand) {
 	ctx := context.Background()
 	n := newMnet(t, sion.PlaceConfig{Ontology: w.ont(t), TTL: 64}, parent)
 	n.startAgent("agent")
@@ -167,10 +185,16 @@ func checkManagedExact(t *testing.T, w exactWorkload, parent []int, plan exactPl
 		typ  string
 	}
 	var prods []producer
-	for i, pp := range plan.prods {
+	advertise := func(i int) {
+		pp := plan.prods[i]
 		p := producer{sess: open(t, n.sws[pp.at], fmt.Sprintf("p%d", i)), at: pp.at, typ: pp.typ}
 		require.NoError(t, p.sess.Advertise(ctx, sion.Advertisement{Type: p.typ}), "sw%d %s", p.at, p.typ)
 		prods = append(prods, p)
+	}
+	if !mixed {
+		for i := range plan.prods {
+			advertise(i)
+		}
 	}
 	type consumer struct {
 		sub *sion.Subscription
@@ -179,7 +203,7 @@ func checkManagedExact(t *testing.T, w exactWorkload, parent []int, plan exactPl
 	}
 	var cons []consumer
 	sessions := map[[2]int]*sion.Session{}
-	for _, c := range plan.cons {
+	subscribeTo := func(c exactCons) *sion.Subscription {
 		sess := sessions[[2]int{c.at, c.session}]
 		if sess == nil {
 			sess = open(t, n.sws[c.at], fmt.Sprintf("c%d", c.session))
@@ -187,7 +211,25 @@ func checkManagedExact(t *testing.T, w exactWorkload, parent []int, plan exactPl
 		}
 		sub, err := sess.Subscribe(ctx, c.src, sion.WithQueue(4096))
 		require.NoError(t, err, "sw%d %s", c.at, c.src)
-		cons = append(cons, consumer{sub: sub, at: c.at, bf: oracleOf(t, n.place, c.src)})
+		return sub
+	}
+	var gone []*sion.Subscription
+	for _, c := range plan.gone {
+		gone = append(gone, subscribeTo(c))
+	}
+	for _, sub := range gone {
+		require.NoError(t, sub.Cancel())
+	}
+	// In a random order; mixed, the advertisements come among the
+	// subscriptions.
+	for _, k := range rng.Perm(len(plan.cons) + len(plan.prods)) {
+		switch {
+		case k < len(plan.cons):
+			c := plan.cons[k]
+			cons = append(cons, consumer{sub: subscribeTo(c), at: c.at, bf: oracleOf(t, n.place, c.src)})
+		case mixed:
+			advertise(k - len(plan.cons))
+		}
 	}
 	t.Logf("%d switches, %d producers, %d subscriptions", len(n.sws), len(prods), len(cons))
 	n.settled()

@@ -80,3 +80,40 @@ func TestManagedEarlyBleedersBounded(t *testing.T) {
 	got := recvAll(t, sub, 1)
 	assert.Equal(t, "Alarm", got[0].Event.Type)
 }
+
+// TestManagedAgentForgetsConsumers: the agent's model keeps a consumer
+// filter while its session has subscriptions, and no longer: sessions
+// that come, subscribe and go — or are refused — leave nothing behind.
+func TestManagedAgentForgetsConsumers(t *testing.T) {
+	f := newFig1(t, 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	model := func() (cons, byID, dirs int) {
+		f.agent.mu.Lock()
+		defer f.agent.mu.Unlock()
+		return len(f.agent.md.cons), len(f.agent.md.byID), len(f.agent.md.dirs)
+	}
+	cons0, _, dirs0 := model()
+	require.Equal(t, 2, cons0, "C2 and C3")
+	for i := range 30 {
+		s := f.open("N3", "passing")
+		_, err := s.Subscribe(ctx, "{type ⊑ Alarm}")
+		require.NoError(t, err, "session %d", i)
+		_, err = s.Subscribe(ctx, "{type ⊑ Reading}")
+		require.NoError(t, err, "session %d", i)
+		require.NoError(t, s.Close())
+		f.drain() // OnDeployment must not block
+	}
+	c1, err := f.c1.Subscribe(ctx, "{type ⊑ Changed}")
+	require.NoError(t, err)
+	require.NoError(t, c1.Cancel())
+	// A refused subscription too: N1 holds its bleeders.
+	f.sw["N1"].routing.(*managedSwitch).hold.Store(true)
+	_, err = f.open("N4", "refused").Subscribe(ctx, "{type ⊑ Alarm}")
+	require.ErrorIs(t, err, ErrNotGranted)
+	f.sw["N1"].routing.(*managedSwitch).hold.Store(false)
+	require.Eventually(t, func() bool {
+		cons, byID, dirs := model()
+		return cons == cons0 && dirs == dirs0 && byID == cons+dirs
+	}, 10*time.Second, time.Millisecond, "the model keeps C2 and C3 alone")
+}

@@ -604,3 +604,33 @@ func TestManagedTopologyChange(t *testing.T) {
 		assert.Len(t, queued(sub), 1)
 	})
 }
+
+// TestManagedAdvertisementNarrowsNoConstraint: a direction with no
+// constraint — everything its side makes is wanted beyond it — gets one
+// when a producer of something else appears on its side, so that the new
+// events do not cross where nobody wants them; and loses it again when
+// that producer goes.
+func TestManagedAdvertisementNarrowsNoConstraint(t *testing.T) {
+	ctx := context.Background()
+	// 0 — 1 — 2, Reading from 0 to 2.
+	n := newMnet(t, sion.PlaceConfig{}, line(3))
+	n.startAgent("agent")
+	p := open(t, n.sws[0], "p")
+	require.NoError(t, p.Advertise(ctx, sion.Advertisement{Type: "Reading"}))
+	sub := subscribe(t, open(t, n.sws[2], "c"), `{type ⊑ Reading}`, sion.WithQueue(4096))
+	all := map[string][]string{"sw0→sw1": {"{type ⊑ *}"}, "sw1→sw2": {"{type ⊑ *}"}}
+	n.settledAt(all)
+
+	alarms := open(t, n.sws[0], "alarms")
+	require.NoError(t, alarms.Advertise(ctx, sion.Advertisement{Type: "Alarm"}))
+	n.settledAt(map[string][]string{"sw0→sw1": {"{type ⊑ Reading}"}, "sw1→sw2": {"{type ⊑ Reading}"}})
+	sentBefore := n.sws[0].Stats().Links.EventsSent
+	publish(t, alarms, &sion.Event{Type: "Alarm"})
+	publish(t, p, &sion.Event{Type: "TempReading"})
+	n.flush(0)
+	assert.Len(t, queued(sub), 1)
+	assert.Equal(t, sentBefore+1, n.sws[0].Stats().Links.EventsSent, "the Alarm stays at sw0")
+
+	require.NoError(t, alarms.Close())
+	n.settledAt(all)
+}
