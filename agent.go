@@ -29,9 +29,12 @@ type AgentConfig struct {
 	// Switches are the addresses of the place's switches (where they
 	// Serve); the agent connects to each, and AddSwitch adds more.
 	// Required: at least one. The agent's model holds the switches it is
-	// connected to and their links; constraints at a switch it is not
-	// connected to cannot be deployed, so a request that needs one is
-	// refused when the Timeout expires.
+	// connected to and their links. A switch it has not heard from (a
+	// neighbour not among them) counts as wanting every event and making
+	// every type, so what is forwarded to it is never narrowed.
+	// Constraints at a switch it is not connected to cannot be deployed:
+	// a request that needs one waits for the switch, which gets its part
+	// when it connects, and is refused when the Timeout expires.
 	Switches []string
 	// Timeout is S2's timer: a deployment whose "all bleeders detected"
 	// messages have not all arrived within it is refused and rolled
