@@ -147,6 +147,8 @@ type agentInput struct {
 	follow []*linkctl.ModelChange // with a Model: the changes that complete it
 	ended  bool
 	ready  bool // StartAgent has every switch's Model: deploy from now on
+	// snapshot: a change that completes a switch's Model (in.follow)
+	snapshot bool
 }
 
 // agentLink is the agent's connection to one switch.

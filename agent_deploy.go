@@ -23,6 +23,7 @@ type agentRequest struct {
 	advert bool
 	cons   consKey
 	what   string // for the record
+	known  bool   // it completed a switch's Model: state, perhaps granted already
 	typ    string // an advertisement's type
 }
 
@@ -163,6 +164,11 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 				if !s.links[m.Peer] {
 					delete(s.links, m.Peer)
 				}
+				// The switch's end of a link that came up, or went, holds
+				// no network filter: whatever was deployed there is gone.
+				if mf := md.dirs[dirKey{in.sw, m.Peer}]; mf != nil {
+					mf.deployed = nil
+				}
 				md.linksChanged()
 				all = true
 			}
@@ -183,7 +189,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 	var changes []agentInput // the changes, a Model's completion included
 	for _, in := range queue {
 		for _, c := range in.follow {
-			changes = append(changes, agentInput{sw: in.sw, msg: c})
+			changes = append(changes, agentInput{sw: in.sw, msg: c, snapshot: true})
 		}
 		if _, ok := in.msg.(*linkctl.ModelChange); ok {
 			changes = append(changes, in)
@@ -201,7 +207,9 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			}
 			c := consKey{in.sw, m.Session}
 			touched = append(touched, md.addSub(adj, c, m.Name, m.Key, f)...)
-			reqs = append(reqs, a.subRequest(in.sw, m.Key, m.Session, m.Name, m.Text))
+			q := a.subRequest(in.sw, m.Key, m.Session, m.Name, m.Text)
+			q.known = in.snapshot
+			reqs = append(reqs, q)
 		case linkctl.ChangeCancel:
 			if sub, ok := s.subs[m.Key]; ok {
 				delete(s.subs, m.Key)
@@ -215,7 +223,7 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			// A direction that passed everything its side made may not
 			// pass everything of the new type.
 			stale = append(stale, md.awayFrom(adj, in.sw, func(want []string) bool { return slices.Equal(want, []string{passAll}) })...)
-			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
+			reqs = append(reqs, agentRequest{sw: in.sw, key: m.Key, advert: true, typ: m.Text, known: in.snapshot, what: fmt.Sprintf("advertise %s/%s %s", in.sw, m.Name, m.Text)})
 		case linkctl.ChangeWithdraw:
 			if ad, ok := s.ads[m.Key]; ok {
 				delete(s.ads, m.Key)
@@ -442,6 +450,13 @@ func (a *Agent) finish(err error) {
 		verdicts = d.reqs
 		a.stats.Refused += uint64(len(d.reqs))
 		for _, q := range d.reqs {
+			if q.known {
+				// It completed a Model: the switch may have granted it
+				// before (an earlier agent did) and keeps it, ignoring
+				// this refusal; if it was waiting, the switch takes it
+				// out and reports that (Cancel, Withdraw).
+				continue
+			}
 			s := md.sw(q.sw)
 			if q.advert {
 				delete(s.ads, q.key)

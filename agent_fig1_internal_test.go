@@ -400,3 +400,35 @@ func (s *Session) subsLen() int {
 	defer s.mu.Unlock()
 	return len(s.subs)
 }
+
+// TestManagedLinkFlap: a managed link that fails and is re-established
+// by itself comes back with no network filter on either end; the agent
+// hears both ends report it and deploys its constraints again, so the
+// granted contract across it holds for what is published after.
+// (Found by the new-user trial: the agent kept the old constraint as
+// deployed and deployed nothing.)
+func TestManagedLinkFlap(t *testing.T) {
+	f := newFig1(t, 2*time.Second)
+	ctx := context.Background()
+	sub, err := f.c1.Subscribe(ctx, "{type ⊑ Alarm}")
+	require.NoError(t, err)
+	want := f.constraints()
+	require.Equal(t, []string{"{type ⊑ Alarm}"}, want["N1→N3"])
+	old := routerTo(t, f.sw["N3"], "N1")
+	old.conn.Close() // N3 requested the link: it re-establishes it
+	require.Eventually(t, func() bool {
+		f.sw["N3"].routeMu.Lock()
+		defer f.sw["N3"].routeMu.Unlock()
+		for _, r := range f.sw["N3"].routers {
+			if r.peer == "N1" && r != old {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "the link comes back")
+	require.Eventually(t, func() bool { return equalMaps(want, f.constraints()) }, 10*time.Second, 5*time.Millisecond,
+		"the agent deploys the link's constraints again: want %v, have %v", want, f.constraints())
+	require.NoError(t, f.prod["P2"].Publish(ctx, &Event{Type: "Alarm"}))
+	got := recvAll(t, sub, 1)
+	assert.Equal(t, "Alarm", got[0].Event.Type)
+}
