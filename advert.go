@@ -17,7 +17,8 @@ import (
 // ErrNotAdvertised is wrapped by Publish's error for an event whose type
 // (and attribute detail) the session has not advertised, in a place
 // routed by rendezvous (S3) or one with PlaceConfig.RequireAdvertisements
-// (S1 places); see Session.Advertise. Test it with errors.Is.
+// (S1 places), or managed by an agent (RouteManaged, S2); see
+// Session.Advertise. Test it with errors.Is.
 var ErrNotAdvertised = errors.New("sion: event not advertised")
 
 // Advertisement declares events a session will publish (S3
@@ -51,9 +52,15 @@ type Advertisement struct {
 // published after Advertise returns reaches every subscription whose
 // Subscribe returned before it was called.
 //
-// In other places Advertise only records the advertisements (the S2
-// agent reads them); Publish does not check them. Advertisements stay
-// until the session ends, and are then withdrawn from every table.
+// In a managed place (RouteManaged, S2) each advertisement is a request
+// to the place's agent: Advertise returns once the agent has granted it —
+// the paths from this switch to the consumers that may want its events
+// are deployed — and a refused one is withdrawn (ErrNotGranted); Publish
+// refuses what the session has not advertised.
+//
+// In other places Advertise only records the advertisements; Publish
+// does not check them. Advertisements stay until the session ends, and
+// are then withdrawn from every table.
 //
 // On a remote session (Dial) each advertisement is a request of its own,
 // sent in order: Advertise stops at the first that fails; those before it

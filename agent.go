@@ -66,8 +66,10 @@ type Deployment struct {
 	// SetB is the model filters of the deployment, in ID order: set A's,
 	// and the requesting consumers' ("S/NAME": session NAME of switch S).
 	SetB []DeploymentFilter
-	// Granted reports that every confirm flag was set in time: the
-	// requests were granted. Err says why they were refused otherwise.
+	// Granted reports that every confirm flag was set in time and the
+	// deployment answered requests: they were granted. A deployment
+	// without requests (after a cancel, a withdrawal, a change of links)
+	// has Granted false and Err nil. Err says why requests were refused.
 	Granted bool
 	Err     error
 	// Elapsed is how long the deployment took.
@@ -165,7 +167,9 @@ type agentLink struct {
 
 // StartAgent connects an agent to every switch of cfg.Switches and
 // starts it; it returns once each has sent its part of the model, or
-// ctx's error (and a closed agent) when one cannot be reached by then.
+// ctx's error or a switch's refusal (and no agent: what it had started
+// is closed) when one cannot be reached by then. Every address must be
+// reachable: AddSwitch adds switches to a running agent.
 // Errors: ErrInvalidConfig for a missing field or a place that is not
 // managed; a switch's refusal (ErrNotAdmitted, ErrLinkRefused).
 func StartAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
