@@ -130,7 +130,11 @@ type Agent struct {
 	mu    sync.Mutex
 	md    *agentModel           // mu
 	links map[string]*agentLink // mu; by switch name
-	stats AgentStats            // mu
+	// What Stats and Constraints read without waiting for the loop,
+	// which holds mu while it computes.
+	deployments, granted, refused atomic.Uint64
+	switches                      atomic.Int64
+	deployed                      atomic.Pointer[map[string][]string]
 	addrs map[string]bool       // mu; addresses being served
 	cur   *deployment           // loop only
 	ready bool                  // loop only: the Models of StartAgent's switches are in
@@ -446,26 +450,38 @@ func (a *Agent) Close() error {
 
 // Stats returns the agent's counters.
 func (a *Agent) Stats() AgentStats {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st := a.stats
-	st.Switches = len(a.links)
-	st.Sent, st.Received = a.sent.Load(), a.recv.Load()
-	return st
+	return AgentStats{
+		Switches:    int(a.switches.Load()),
+		Deployments: a.deployments.Load(), Granted: a.granted.Load(), Refused: a.refused.Load(),
+		Sent: a.sent.Load(), Received: a.recv.Load(),
+	}
 }
 
 // Constraints returns the constraint of every link direction as the
 // agent has deployed it, by name ("X→Y": what X forwards to Y): the
 // canonical texts of its filters, sorted; ["{type ⊑ *}"] is no
-// constraint; directions that pass nothing are left out.
+// constraint; directions that pass nothing are left out. It does not
+// wait for a computation in progress: it returns what the agent had
+// deployed when its last deployment ended.
 func (a *Agent) Constraints() map[string][]string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	out := map[string][]string{}
-	for _, mf := range a.md.dirs {
-		if len(mf.deployed) > 0 {
-			out[mf.name] = slices.Clone(mf.deployed)
+	if p := a.deployed.Load(); p != nil {
+		for k, v := range *p {
+			out[k] = slices.Clone(v)
 		}
 	}
 	return out
+}
+
+// publish records what is deployed now, and the switches connected, for
+// Constraints and Stats. mu must be held.
+func (a *Agent) publish() {
+	m := map[string][]string{}
+	for _, mf := range a.md.dirs {
+		if len(mf.deployed) > 0 {
+			m[mf.name] = mf.deployed
+		}
+	}
+	a.deployed.Store(&m)
+	a.switches.Store(int64(len(a.links)))
 }

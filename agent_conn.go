@@ -25,13 +25,18 @@ type agentConn struct {
 	conn transport.Conn
 	lim  wire.Limits
 
-	mu    sync.Mutex
-	q     [][]byte // mu; frames for the writer
-	wake  chan struct{}
-	ended chan struct{} // closed when the connection is over and the switch has forgotten it
+	mu     sync.Mutex
+	q      [][]byte // mu; frames for the writer
+	qBytes int      // mu; their bytes, at most maxAgentQueueBytes
+	wake   chan struct{}
+	ended  chan struct{} // closed when the connection is over and the switch has forgotten it
 
 	sent, received *atomic.Uint64
 }
+
+// maxAgentQueueBytes bounds the bytes a switch queues for its agent: an
+// agent that stops reading costs the switch at most this much memory.
+const maxAgentQueueBytes = 256 << 20
 
 // send queues m for the agent; nothing when a is nil (no agent is
 // connected). A message that cannot be encoded — a Model whose
@@ -48,7 +53,16 @@ func (a *agentConn) send(m linkctl.Message) {
 		return
 	}
 	a.mu.Lock()
+	if a.qBytes+len(f) > maxAgentQueueBytes {
+		// An agent that does not read: end its connection (the switch
+		// forgets it; when it comes back it gets a whole Model).
+		a.mu.Unlock()
+		a.log.Warn("sion: agent does not read; connection closed", "switch", a.sw, "agent", a.name, "queued bytes", a.qBytes)
+		a.conn.Close()
+		return
+	}
 	a.q = append(a.q, f)
+	a.qBytes += len(f)
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -66,7 +80,7 @@ func (a *agentConn) write(ctx context.Context) {
 		}
 		a.mu.Lock()
 		batch := a.q
-		a.q = nil
+		a.q, a.qBytes = nil, 0
 		a.mu.Unlock()
 		for _, f := range batch {
 			if err := a.conn.Send(ctx, f); err != nil {

@@ -66,11 +66,13 @@ func (a *Agent) loop() {
 			if a.ready {
 				a.step()
 			}
+			a.publish()
 			a.mu.Unlock()
 		case <-timeout:
 			a.mu.Lock()
 			a.finish(fmt.Errorf("not every network filter confirmed its new constraint within %v (S2 timer)", a.timeout))
 			a.step()
+			a.publish()
 			a.mu.Unlock()
 		case <-a.life.Done():
 			a.mu.Lock()
@@ -302,7 +304,7 @@ func (a *Agent) deploy(reqs []agentRequest, touched []dirKey) {
 	slices.SortFunc(d.setB, func(x, y *modelFilter) int { return cmp.Compare(x.id, y.id) })
 	a.dep++
 	d.id = a.dep
-	a.stats.Deployments++
+	a.deployments.Add(1)
 	// Procedure A (Fig. 4), only when a contract is to be granted: for
 	// each target, its downstream filters of set B get its identifier in
 	// their bags, and it gets its send flag.
@@ -444,11 +446,11 @@ func (a *Agent) finish(err error) {
 			}
 		}
 		verdicts = d.reqs
-		a.stats.Granted += uint64(len(d.reqs))
+		a.granted.Add(uint64(len(d.reqs)))
 	} else {
 		refusal = fmt.Sprintf("agent %q: %v", a.cfg.Name, err)
 		verdicts = d.reqs
-		a.stats.Refused += uint64(len(d.reqs))
+		a.refused.Add(uint64(len(d.reqs)))
 		for _, q := range d.reqs {
 			if q.known {
 				// It completed a Model: the switch may have granted it
