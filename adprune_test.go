@@ -437,8 +437,22 @@ func TestHostileAdvertisements(t *testing.T) {
 	assert.Contains(t, errs[bound+1], "bound")
 	assert.Len(t, n.sws[0].Advertisements(), bound)
 	assert.Len(t, n.sws[1].Advertisements(), bound)
+
+	// A publisher behind the full link: its Advertise is refused, and its
+	// Publish too (no subscription was registered toward it: its events
+	// would be lost); it is kept in no table, so once the link's entries
+	// go it advertises afresh.
+	ctx := context.Background()
+	sub := subscribe(t, open(t, n.sws[1], "app"), `{type ⊑ Alarm}`)
+	pub := open(t, n.sws[0], "pub")
+	require.ErrorIs(t, pub.Advertise(ctx, sion.Advertisement{Type: "Alarm"}), sion.ErrNotGranted)
+	require.ErrorIs(t, pub.Publish(ctx, &sion.Event{Type: "Alarm"}), sion.ErrNotAdvertised)
+
 	m.conn.Close()
 	require.Eventually(t, func() bool { ok, _ := n.tablesEmpty(); return ok }, 10*time.Second, time.Millisecond, "the link ended: its advertisements go")
+	require.NoError(t, pub.Advertise(ctx, sion.Advertisement{Type: "Alarm"}))
+	publish(t, pub, &sion.Event{Type: "Alarm"})
+	require.Eventually(t, func() bool { return count(sub) == 1 }, 10*time.Second, time.Millisecond)
 
 	plain := adNetwork(t, sion.PlaceConfig{}, []int{-1})
 	l := dialRawLink(t, plain, 0, "mallory")

@@ -112,6 +112,18 @@ func (sw *Switch) keepAdvertisements(s *Session, ads []Advertisement) ([]Adverti
 	return canon, nil
 }
 
+// unadvertise takes ads (canonical, as keepAdvertisements returned them)
+// off session s, one occurrence each: their Advertise was refused.
+func (s *Session) unadvertise(ads []Advertisement) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ad := range ads {
+		if i := slices.IndexFunc(s.ads, func(a Advertisement) bool { return a.Type == ad.Type && slices.Equal(a.Attrs, ad.Attrs) }); i >= 0 {
+			s.ads = slices.Delete(s.ads, i, i+1)
+		}
+	}
+}
+
 // covers reports whether advertisement ad covers event e: e's type is ad's
 // or a subtype, and e carries each of ad's attribute values.
 func (ad *Advertisement) covers(o *ontology.Ontology, e *Event) bool {

@@ -338,6 +338,7 @@ func (s *adSwitch) advertise(ctx context.Context, sess *Session, ads []Advertise
 		return fmt.Errorf("%w: session %q", ErrClosed, sess.name)
 	}
 	var waits []*linkAck
+	var added []advKey
 	for _, ad := range ads {
 		et, ok := o.Lookup(ad.Type)
 		if !ok {
@@ -346,10 +347,26 @@ func (s *adSwitch) advertise(ctx context.Context, sess *Session, ads []Advertise
 		d, text := detailOf(ad.Attrs)
 		k := advKey{et.Name, text}
 		s.sessAds[sess] = append(s.sessAds[sess], k)
+		added = append(added, k)
 		waits, _ = s.addSource(k, et.ID, d, nil, waits)
 	}
 	sw.routeMu.Unlock()
-	return sw.awaitAdvertised(ctx, waits, "at the switches of the place")
+	err := sw.awaitAdvertised(ctx, waits, "at the switches of the place")
+	if err != nil {
+		// Refused: withdrawn from the tables and from the session, so
+		// that Publish refuses the events no subscription was registered
+		// for, and a later Advertise starts afresh.
+		sw.routeMu.Lock()
+		for _, k := range added {
+			if i := slices.Index(s.sessAds[sess], k); i >= 0 {
+				s.sessAds[sess] = slices.Delete(s.sessAds[sess], i, i+1)
+				s.removeSource(k, nil)
+			}
+		}
+		sw.routeMu.Unlock()
+		sess.unadvertise(ads)
+	}
+	return err
 }
 
 // withdraw removes session sess's advertisements from the table as it

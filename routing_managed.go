@@ -260,13 +260,11 @@ func (m *managedSwitch) withdrawAll(s *Session, reqs []*managedRequest) {
 		m.sessAds[s] = slices.DeleteFunc(m.sessAds[s], func(k uint64) bool { return k == q.key })
 	}
 	m.mu.Unlock()
-	s.mu.Lock()
-	for _, q := range reqs {
-		if i := slices.IndexFunc(s.ads, func(a Advertisement) bool { return a.Type == q.ad.Type && slices.Equal(a.Attrs, q.ad.Attrs) }); i >= 0 {
-			s.ads = slices.Delete(s.ads, i, i+1)
-		}
+	ads := make([]Advertisement, len(reqs))
+	for i, q := range reqs {
+		ads[i] = q.ad
 	}
-	s.mu.Unlock()
+	s.unadvertise(ads)
 }
 
 // withdraw reports the advertisements of session s, which ends.
