@@ -135,14 +135,15 @@ type Agent struct {
 	deployments, granted, refused atomic.Uint64
 	switches                      atomic.Int64
 	deployed                      atomic.Pointer[map[string][]string]
-	addrs                         map[string]bool // mu; addresses being served
-	cur                           *deployment     // loop only
-	ready                         bool            // loop only: the Models of StartAgent's switches are in
-	dep                           uint64          // loop only: the last deployment's ID
-	queue                         []agentInput    // loop only: changes waiting for the deployment in flight
-	dirty                         map[dirKey]bool // loop only: directions to deploy although no request asks
-	sent                          atomic.Uint64
-	recv                          atomic.Uint64
+
+	addrs map[string]bool // mu; addresses being served
+	cur   *deployment     // loop only
+	ready bool            // loop only: the Models of StartAgent's switches are in
+	dep   uint64          // loop only: the last deployment's ID
+	queue []agentInput    // loop only: changes waiting for the deployment in flight
+	dirty map[dirKey]bool // loop only: directions to deploy although no request asks
+	sent  atomic.Uint64
+	recv  atomic.Uint64
 }
 
 // agentInput is what the connections hand the agent's loop.
