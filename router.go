@@ -615,23 +615,34 @@ func (r *router) registerAt(rt *route, ttl int) *linkAck {
 	return a
 }
 
-// release counts one subscription fewer needing key with ttl and
-// releases the key at the peer on 1→0.
-func (r *router) release(key routeKey, ttl int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// unref counts one subscription fewer needing key with ttl and, on 1→0,
+// takes the key's route out of the table and returns it; nil while
+// others need it (or the link is closed). mu must be held.
+func (r *router) unref(key routeKey, ttl int) *route {
 	rt := r.routes[key]
 	if rt == nil || r.closed {
-		return
+		return nil
 	}
 	rt.refs--
 	if rt.ttls[ttl]--; rt.ttls[ttl] <= 0 {
 		delete(rt.ttls, ttl)
 	}
 	if rt.refs > 0 {
-		return
+		return nil
 	}
 	delete(r.routes, key)
+	return rt
+}
+
+// release counts one subscription fewer needing key with ttl and
+// releases the key at the peer on 1→0.
+func (r *router) release(key routeKey, ttl int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.unref(key, ttl)
+	if rt == nil {
+		return
+	}
 	if rt.sent >= 0 { // the peer has it
 		r.sendControl(&linkctl.Release{Key: rt.id})
 	}

@@ -96,18 +96,10 @@ func (r *router) registerCovering(key routeKey, ttl int) *linkAck {
 func (r *router) releaseCovering(key routeKey, ttl int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rt := r.routes[key]
-	if rt == nil || r.closed {
+	rt := r.unref(key, ttl)
+	if rt == nil {
 		return
 	}
-	rt.refs--
-	if rt.ttls[ttl]--; rt.ttls[ttl] <= 0 {
-		delete(rt.ttls, ttl)
-	}
-	if rt.refs > 0 {
-		return
-	}
-	delete(r.routes, key)
 	if rt.cover != nil {
 		r.uncover(rt)
 		return
