@@ -137,26 +137,9 @@ func (s *adSwitch) wanted(l *adLink, t string) bool {
 // typesOverlap reports whether event types a and b (IDs in o) have a
 // common descendant — they are one, one is a subtype of the other, or a
 // type inherits from both — so that some event is of both: an
-// advertisement of one may cover events a filter on the other matches.
-// Cost: two IsA checks when one is under the other, else one merge of
-// their sorted descendants.
-func typesOverlap(o *ontology.Ontology, a, b int) bool {
-	if o.IsA(a, b) || o.IsA(b, a) {
-		return true
-	}
-	da, db := o.Descendants(a), o.Descendants(b)
-	for i, j := 0, 0; i < len(da) && j < len(db); {
-		switch {
-		case da[i] == db[j]:
-			return true
-		case da[i] < db[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return false
-}
+// advertisement of one may cover events a filter on the other matches
+// (Ontology.Overlap).
+func typesOverlap(o *ontology.Ontology, a, b int) bool { return o.Overlap(a, b) }
 
 // linkUp starts keeping a shared link of the tree and sends it the table
 // (before the subscriptions' registers), returning the acknowledgements

@@ -115,6 +115,29 @@ func (o *Ontology) IsA(sub, super int) bool {
 	return o.cl.isA(sub, super)
 }
 
+// Overlap reports whether event types a and b have a common descendant —
+// one is the other, one is a subtype of the other, or a type inherits
+// from both — so that some event is of both; false for IDs out of range.
+// Cost: two IsA checks when one is under the other, else one merge of
+// their sorted descendants; no allocation.
+func (o *Ontology) Overlap(a, b int) bool {
+	if o.IsA(a, b) || o.IsA(b, a) {
+		return true
+	}
+	da, db := o.Descendants(a), o.Descendants(b)
+	for i, j := 0, 0; i < len(da) && j < len(db); {
+		switch {
+		case da[i] == db[j]:
+			return true
+		case da[i] < db[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
+}
+
 // Ancestors returns id itself and every ancestor of it, sorted ascending, or
 // nil for an ID out of range. The slice is shared: callers must not modify it.
 func (o *Ontology) Ancestors(id int) []int {

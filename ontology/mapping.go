@@ -173,7 +173,7 @@ func NewMapping(from, to *Ontology, spec MappingSpec) (*Mapping, error) {
 			if prev.typeID == ar.typeID {
 				return nil, &MappingError{Rule: "Attributes[" + strconv.Itoa(i) + "]", Err: fmt.Errorf("attribute %q already has rule Attributes[%d] for the same type", ar.from, prev.idx)}
 			}
-			if !from.IsA(prev.typeID, ar.typeID) && !from.IsA(ar.typeID, prev.typeID) && commonDescendant(from, prev.typeID, ar.typeID) {
+			if !from.IsA(prev.typeID, ar.typeID) && !from.IsA(ar.typeID, prev.typeID) && from.Overlap(prev.typeID, ar.typeID) {
 				return nil, &MappingError{Rule: "Attributes[" + strconv.Itoa(i) + "]", Err: fmt.Errorf(
 					"attribute %q: types %q and %q (rule Attributes[%d]) share a subtype, which would have two rules",
 					ar.from, from.Type(ar.typeID).Name, from.Type(prev.typeID).Name, prev.idx)}
@@ -182,21 +182,6 @@ func NewMapping(from, to *Ontology, spec MappingSpec) (*Mapping, error) {
 		m.attrs = append(m.attrs, ar)
 	}
 	return m, nil
-}
-
-func commonDescendant(o *Ontology, a, b int) bool {
-	da, db := o.Descendants(a), o.Descendants(b)
-	for i, j := 0, 0; i < len(da) && j < len(db); {
-		switch {
-		case da[i] == db[j]:
-			return true
-		case da[i] < db[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return false
 }
 
 // kindOf returns the kind of attribute name for type t (-1: any type) of o,
