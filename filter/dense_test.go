@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,12 +14,13 @@ import (
 )
 
 // TestDenseMatchesOracle fills groups with enough numeric-interval filters
-// for the dense engine to take them (and to lay out cells and checkpoint
-// bitsets several times), removes some, and compares every event's matches
-// with the oracle: values at and between bounds, int and float mixed around
-// 2^53, missing attributes, NaN and values of the wrong kind. It then
-// removes most filters, so that engines purge their dead slots, adds more
-// (which reuse them), and compares again.
+// for the dense engine to take them (and to lay out its checkpoint bitsets
+// several times, with filters left out of the bitsets between merges),
+// removes some, and compares every event's matches with the oracle: values
+// at and between bounds, int and float mixed around 2^53, missing
+// attributes, NaN and values of the wrong kind. It then removes most
+// filters, so that engines lay out anew without their dead slots, adds
+// more, and compares again.
 func TestDenseMatchesOracle(t *testing.T) {
 	o, err := ontology.New([]ontology.TypeDef{
 		{Name: "Root", Attributes: []ontology.Attribute{
@@ -28,21 +31,18 @@ func TestDenseMatchesOracle(t *testing.T) {
 	})
 	require.NoError(t, err)
 	attrs := []string{"i0", "i1", "f0", "f1"}
-	for _, c := range []struct{ n, marks, cells, perCell int }{{300, 64, 4096, 32}, {3000, 64, 4096, 32}, {3000, 4, 64, 8}, {5000, 3, 17, 4}, {4000, 7, 1000, 2}} {
+	for _, c := range []struct{ n, marks, pend int }{{300, 16, 64}, {3000, 16, 64}, {3000, 4, 1}, {5000, 3, 5}, {4000, 7, 2}} {
 		n := c.n
-		t.Run(fmt.Sprintf("n=%d/marks=%d/cells=%d/boundsPerCell=%d", n, c.marks, c.cells, c.perCell), func(t *testing.T) {
-			defer func(a, b, c, d, e, f, g int) {
-				maxMarks, maxCells, boundsPerCell, purgeMin, pendMax, verifyWords, orFullFirst = a, b, c, d, e, f, g
-			}(maxMarks, maxCells, boundsPerCell, purgeMin, pendMax, verifyWords, orFullFirst)
-			maxMarks, maxCells, boundsPerCell, purgeMin = c.marks, c.cells, c.perCell, 8
+		t.Run(fmt.Sprintf("n=%d/marks=%d/pend=%d", n, c.marks, c.pend), func(t *testing.T) {
+			defer func(a, d, e, f, g int) {
+				maxMarks, purgeMin, pendMax, verifyWords, orFullFirst = a, d, e, f, g
+			}(maxMarks, purgeMin, pendMax, verifyWords, orFullFirst)
+			maxMarks, purgeMin, pendMax = c.marks, 8, c.pend
 			switch c.marks {
 			case 4: // match stops ORing at once and verifies every filter left
 				verifyWords, orFullFirst = -1000, 0
 			case 7: // match skips full lines after the first bitset
 				orFullFirst = 1
-			}
-			if c.perCell < 32 {
-				pendMax = 1 + c.perCell
 			}
 			r := rand.New(rand.NewPCG(uint64(n), 7))
 			num := func() ontology.Value {
@@ -145,7 +145,7 @@ func TestDenseMatchesOracle(t *testing.T) {
 						require.Zero(t, g.eligible[kind], "eligible filters moved into the engine when it was made")
 						engines++
 						counting += kind
-						for _, a := range dn.list {
+						for _, a := range dn.cur.Load().attrs {
 							marks += len(a.lo.marks) + len(a.hi.marks)
 						}
 					}
@@ -153,12 +153,22 @@ func TestDenseMatchesOracle(t *testing.T) {
 			}
 			require.Positive(t, engines)
 			require.Positive(t, counting, "a counting engine was made")
-			if c.perCell < 32 {
+			if n >= 3000 {
 				require.Positive(t, marks, "checkpoint bitsets were laid out")
 			}
 
-			// Remove four in five (engines purge), check, add back (freed
-			// slots are reused), check.
+			// Remove four in five (engines lay out anew without the dead
+			// slots), check, add back, check.
+			layouts := map[*dense]int{}
+			for _, g := range ix.inst[ix.side.Load()].groups {
+				if g != nil {
+					for _, dn := range g.dense {
+						if dn != nil {
+							layouts[dn] = dn.layouts
+						}
+					}
+				}
+			}
 			for len(live) > n/5 {
 				remove()
 				if len(live)%97 == 0 {
@@ -172,12 +182,12 @@ func TestDenseMatchesOracle(t *testing.T) {
 					continue
 				}
 				for _, dn := range g.dense {
-					if dn != nil && len(dn.free) > 0 {
+					if dn != nil && dn.layouts > layouts[dn] && layouts[dn] > 0 {
 						purged++
 					}
 				}
 			}
-			require.Positive(t, purged, "an engine purged its dead slots")
+			require.Positive(t, purged, "an engine laid out anew without its dead slots")
 			for range n / 2 {
 				add()
 			}
@@ -204,4 +214,91 @@ func checkDenseEvent(t *testing.T, r *rand.Rand, ix *Index, bf *BruteForce, attr
 	}
 	want, got := collect(bf, ev), collect(ix, ev)
 	require.True(t, assertSameMatches(t, want, got), "event %+v: want %d matches, got %d", ev, len(want), len(got))
+}
+
+// TestDenseConcurrent matches from several goroutines while one writer
+// adds and removes numeric-interval filters fast enough to make the dense
+// engine grow, merge and lay out anew under them (issue 18: one copy of
+// the engine, updated in place). Every Match must report each stable
+// filter (present throughout, and matching the event), and only filters
+// that match the event and were added before the Match returned.
+func TestDenseConcurrent(t *testing.T) {
+	defer func(a, b int) { pendMax, purgeMin = a, b }(pendMax, purgeMin)
+	pendMax, purgeMin = 3, 8
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "x", Kind: ontology.KindInt}, {Name: "y", Kind: ontology.KindInt}, {Name: "z", Kind: ontology.KindFloat},
+	}}})
+	require.NoError(t, err)
+	ix := NewIndex(o)
+	ev := &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "x", Value: ontology.Int(50)}, {Name: "y", Value: ontology.Int(7)}, {Name: "z", Value: ontology.Float(0.5)}}}
+	r := rand.New(rand.NewPCG(3, 4))
+	// matches reports whether filter id matches ev: even IDs do.
+	filterFor := func(id uint64) *Filter {
+		lo := int64(r.IntN(50))
+		if id%2 == 1 {
+			lo = 51 + int64(r.IntN(40))
+		}
+		preds := []Predicate{Attr("x").Range(ontology.Int(lo), ontology.Int(lo+50), false, false), Attr("y").LT(ontology.Int(int64(8 + r.IntN(100))))}
+		if r.IntN(2) == 0 {
+			preds = append(preds, Attr("z").GE(ontology.Float(-float64(r.IntN(3)))))
+		}
+		return MustBuild(Spec{Type: "R", Predicates: preds})
+	}
+	const stable = 100
+	for id := uint64(0); id < stable; id++ {
+		require.NoError(t, ix.Add(id, filterFor(id)))
+	}
+	var added atomic.Uint64
+	added.Store(stable)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got := collect(ix, ev)
+				limit := added.Load()
+				for id := uint64(0); id < stable; id += 2 {
+					if _, ok := got[id]; !ok {
+						t.Errorf("stable filter %d, which matches, was not reported", id)
+						return
+					}
+				}
+				for id := range got {
+					if id%2 == 1 || id >= limit {
+						t.Errorf("filter %d reported: it does not match, or was not added yet (%d added)", id, limit)
+						return
+					}
+				}
+			}
+		}()
+	}
+	var live []uint64
+	for id := uint64(stable); id < stable+6000; id++ {
+		added.Store(id + 1)
+		require.NoError(t, ix.Add(id, filterFor(id)))
+		live = append(live, id)
+		if r.IntN(3) > 0 && len(live) > 0 {
+			k := r.IntN(len(live))
+			require.True(t, ix.Remove(live[k]))
+			live = append(live[:k], live[k+1:]...)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	require.Equal(t, stable+len(live), ix.Len())
+	g := ix.inst[ix.side.Load()].groups
+	laid := 0
+	for _, gr := range g {
+		if gr != nil && gr.dense[denseAll] != nil {
+			laid += gr.dense[denseAll].layouts
+		}
+	}
+	require.Greater(t, laid, 3, "the engine was laid out anew while matched")
 }

@@ -66,8 +66,8 @@ func runIndexScript(t *testing.T, data []byte) *indexScript {
 	}
 	script := data[min(8, len(data)):]
 	if len(data) > 0 && data[0]&0x80 != 0 {
-		defer func(b, p, q int) { boundsPerCell, purgeMin, pendMax = b, p, q }(boundsPerCell, purgeMin, pendMax)
-		boundsPerCell, purgeMin, pendMax = 1+int(data[0]&3), 2, 1+int(data[0]>>2&3)
+		defer func(b, p, q int) { maxMarks, purgeMin, pendMax = b, p, q }(maxMarks, purgeMin, pendMax)
+		maxMarks, purgeMin, pendMax = 1+int(data[0]&3), 2, 1+int(data[0]>>2&3)
 	}
 	w := newRandWorld(t, seed)
 	s := &indexScript{t: t, w: w, ix: NewIndex(w.ont), bf: NewBruteForce(w.ont), next: 1}

@@ -45,6 +45,10 @@ type Index struct {
 
 	mu      sync.Mutex // serialises writers; guards everything below it
 	entries map[uint64]*entry
+	// denseAt locates the filters that live in dense engines (they have
+	// no entry): the group in the high 32 bits, the engine kind in bit
+	// 31, the engine slot in the low 31.
+	denseAt map[uint64]uint64
 	pop     map[popKey]int32 // popularity of operands and values, for choosing access
 	keys    map[keyName]*keyRef
 	freeKey []uint32
@@ -98,9 +102,7 @@ type entry struct {
 	group    int // type ID + 1; 0 for AnyType
 	keys     []uint32
 	postings []posting
-	inDense  bool    // lives in its group's dense engine, not in postings
 	kind     int     // the dense engine kind it could live in, or noDense
-	dslot    uint32  // engine slot when inDense (the same in both copies)
 	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
 	weight   float64 // the sum of the predicates' weights
@@ -238,8 +240,10 @@ func makeItem(e *entry, j int) litem {
 }
 
 type group struct {
-	dense    [2]*dense // by kind: filters of numeric intervals, when the group has enough
-	eligible [2]int    // by kind: dense-eligible filters held in postings
+	// dense holds, by kind, the group's filters of numeric intervals when
+	// it has enough; the engine is shared by both copies (see dense).
+	dense    [2]*dense
+	eligible [2]int // by kind: dense-eligible filters held in postings
 	direct   plist
 	always   plist
 	byKey    map[uint32]*keyPostings
@@ -266,7 +270,7 @@ func NewIndex(o *ontology.Ontology) *Index {
 	if o == nil {
 		panic("filter: NewIndex with a nil ontology")
 	}
-	x := &Index{ont: o, entries: map[uint64]*entry{}, keys: map[keyName]*keyRef{}, pop: map[popKey]int32{}}
+	x := &Index{ont: o, entries: map[uint64]*entry{}, denseAt: map[uint64]uint64{}, keys: map[keyName]*keyRef{}, pop: map[popKey]int32{}}
 	for i := range x.inst {
 		x.inst[i] = &data{groups: make([]*group, o.NumTypes()+1), attrKeys: map[string]uint32{}}
 	}
@@ -284,7 +288,7 @@ var ErrDuplicateID = errors.New("filter: duplicate filter ID")
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.entries)
+	return len(x.entries) + len(x.denseAt)
 }
 
 // Add puts f into the index under id. f is first passed through Resolve,
@@ -305,13 +309,36 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if _, dup := x.entries[id]; dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
-	e := &entry{id: id, f: f}
-	for i := range f.preds {
-		e.weight += f.preds[i].weight()
+	if _, dup := x.denseAt[id]; dup {
+		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
+	group := 0
 	if f.typ != AnyType {
 		t, _ := x.ont.Lookup(f.typ)
-		e.group = t.ID + 1
+		group = t.ID + 1
+	}
+	kind := denseKind(f)
+	if kind != noDense {
+		g := x.inst[1-x.side.Load()].groups[group]
+		keys := make([]uint32, len(f.preds))
+		for i := range f.preds {
+			keys[i] = x.acquireKey(f, i)
+		}
+		switch {
+		case g != nil && g.dense[kind] != nil && g.dense[kind].fits(keys):
+			x.addDense(g.dense[kind], id, f, group, kind, keys)
+			return nil
+		case g != nil && g.dense[kind] == nil && g.eligible[kind]+1 >= denseMinGroup:
+			x.newDense(id, f, group, kind, keys)
+			return nil
+		}
+		for i := range f.preds {
+			x.releaseKey(keyNameOf(f, i))
+		}
+	}
+	e := &entry{id: id, f: f, group: group, kind: kind}
+	for i := range f.preds {
+		e.weight += f.preds[i].weight()
 	}
 	e.preds, e.mode, e.atLeast, e.thresh = f.preds, f.mode, f.atLeast, f.threshold
 	if len(f.preds) <= len(e.keyBuf) {
@@ -329,73 +356,103 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		e.slot = x.next
 		x.next++
 	}
-	e.kind = denseKind(f)
-	if e.kind != noDense {
-		g := x.inst[1-x.side.Load()].groups[e.group]
-		switch {
-		case g == nil:
-		case g.dense[e.kind] != nil:
-			e.inDense = g.dense[e.kind].fits(e)
-		default:
-			e.inDense = g.eligible[e.kind]+1 >= denseMinGroup
-		}
-	}
 	x.count(e, 1)
-	if !e.inDense {
-		x.choosePostings(e)
-	}
-	var moved [][2]*entry // old and new entries moving into a new dense engine
-	if e.inDense {
-		if g := x.inst[1-x.side.Load()].groups[e.group]; g == nil || g.dense[e.kind] == nil {
-			moved = x.migrants(e)
-		}
-	}
+	x.choosePostings(e)
 	x.entries[id] = e
-	for _, m := range moved {
-		x.entries[m[1].id] = m[1]
-	}
-	x.write(func(d *data) {
-		for _, m := range moved {
-			d.remove(m[0])
-		}
-		for _, m := range moved {
-			d.insert(m[1])
-		}
-		d.insert(e)
-	})
+	x.write(func(d *data) { d.insert(e) })
 	return nil
 }
 
-// migrants returns, when e is about to create its group's dense engine of
-// its kind, the eligible filters of that group and kind that wait in
-// postings, each with a copy of its entry that lives in the engine: they
-// move in with it, so that no eligible filter stays behind in the slower
-// "operand present" lists. It returns nil if together they would pass the
-// engine's attribute cap. mu must be held.
-func (x *Index) migrants(e *entry) [][2]*entry {
-	var moved [][2]*entry
+// denseLoc packs where a filter lives in a dense engine.
+func denseLoc(group, kind int, slot uint32) uint64 {
+	return uint64(group)<<32 | uint64(kind)<<31 | uint64(slot)
+}
+
+// moveDense returns the callback through which the engine of group and
+// kind reports the new slots of its filters.
+func (x *Index) moveDense(group, kind int) func(id uint64, slot uint32) {
+	return func(id uint64, slot uint32) { x.denseAt[id] = denseLoc(group, kind, slot) }
+}
+
+// addDense puts f (attribute keys keys, already acquired) into engine dn
+// of group and kind, telling both copies about keys they do not know.
+// mu must be held.
+func (x *Index) addDense(dn *dense, id uint64, f *Filter, group, kind int, keys []uint32) {
+	x.useKeys(f, keys)
+	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, x.moveDense(group, kind)))
+}
+
+// useKeys makes both copies know the attribute keys of f that they do not
+// know yet. mu must be held.
+func (x *Index) useKeys(f *Filter, keys []uint32) {
+	d := x.inst[1-x.side.Load()]
+	for _, k := range keys {
+		if int(k) >= len(d.keys) || !d.keys[k].used {
+			x.write(func(d *data) {
+				for i, k := range keys {
+					d.useKey(k, keyNameOf(f, i), nil)
+				}
+			})
+			return
+		}
+	}
+}
+
+// newDense makes group's dense engine of kind with f in it (attribute keys
+// keys, acquired) and moves into it the group's eligible filters that wait
+// in postings, unless together they would pass the engine's attribute
+// cap. mu must be held.
+func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
+	dn := newDense(kind == denseCount)
+	moved := x.migrants(group, kind, keys)
+	mv := x.moveDense(group, kind)
+	for _, o := range moved {
+		x.denseAt[o.id] = denseLoc(group, kind, dn.add(o.id, o.f, o.keys, mv))
+		delete(x.entries, o.id)
+	}
+	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, mv))
+	x.write(func(d *data) {
+		for _, o := range moved {
+			d.remove(o)
+		}
+		for i, k := range keys {
+			d.useKey(k, keyNameOf(f, i), nil)
+		}
+		d.group(group).dense[kind] = dn
+	})
+	for _, o := range moved {
+		// Their keys carry over; their popularity counts become the
+		// engine's (see accessFor).
+		x.count(o, -1)
+		x.free = append(x.free, o.slot)
+	}
+}
+
+// migrants returns, when a filter is about to create the dense engine of
+// group and kind, the eligible filters of that group and kind that wait
+// in postings: they move in with it, so that no eligible filter stays
+// behind in the slower "operand present" lists. It returns nil if
+// together with keys they would pass the engine's attribute cap. mu must
+// be held.
+func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
+	var moved []*entry
 	attrs := map[uint32]bool{}
-	for _, k := range e.keys {
+	for _, k := range keys {
 		attrs[k] = true
 	}
 	for _, o := range x.entries {
-		if o.group != e.group || o.kind != e.kind || o.inDense {
+		if o.group != group || o.kind != kind {
 			continue
 		}
 		for _, k := range o.keys {
 			attrs[k] = true
 		}
-		n := *o
-		n.inDense, n.postings, n.multi = true, nil, false
-		if len(o.keys) <= len(o.keyBuf) {
-			n.keys = n.keyBuf[:len(o.keys)]
-		}
-		moved = append(moved, [2]*entry{o, &n})
+		moved = append(moved, o)
 	}
 	if len(attrs) > denseMaxAttrs {
 		return nil
 	}
-	slices.SortFunc(moved, func(a, b [2]*entry) int { return cmp.Compare(a[0].slot, b[0].slot) })
+	slices.SortFunc(moved, func(a, b *entry) int { return cmp.Compare(a.slot, b.slot) })
 	return moved
 }
 
@@ -405,6 +462,10 @@ func (x *Index) migrants(e *entry) [][2]*entry {
 func (x *Index) Remove(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if loc, ok := x.denseAt[id]; ok {
+		x.removeDense(id, loc)
+		return true
+	}
 	e, ok := x.entries[id]
 	if !ok {
 		return false
@@ -425,6 +486,32 @@ func (x *Index) Remove(id uint64) bool {
 	})
 	x.free = append(x.free, e.slot)
 	return true
+}
+
+// removeDense takes the filter id at loc out of its dense engine, and the
+// engine out of both copies when it is left empty. mu must be held.
+func (x *Index) removeDense(id uint64, loc uint64) {
+	group, kind, slot := int(loc>>32), int(loc>>31&1), uint32(loc&(1<<31-1))
+	delete(x.denseAt, id)
+	dn := x.inst[0].groups[group].dense[kind]
+	keys := dn.remove(slot, nil, x.moveDense(group, kind))
+	var dead []uint32
+	for _, k := range keys {
+		if k, last := x.releaseKey(x.inst[0].keys[k].name); last {
+			dead = append(dead, k)
+		}
+	}
+	if len(dead) == 0 && !dn.empty() {
+		return
+	}
+	x.write(func(d *data) {
+		for _, k := range dead {
+			d.forget(k)
+		}
+		if dn.empty() {
+			d.groups[group].dense[kind] = nil
+		}
+	})
 }
 
 // write applies op to both copies: first to the one readers do not use,
@@ -609,6 +696,25 @@ func (x *Index) choosePostings(e *entry) {
 	}
 }
 
+// densePresent returns how many predicates of the filters in group g's
+// dense engines test key: they count toward the key's popularity as the
+// filters in postings do. mu must be held.
+func (x *Index) densePresent(g int, key uint32) int32 {
+	gr := x.inst[0].groups[g]
+	if gr == nil {
+		return 0
+	}
+	n := 0
+	for _, dn := range gr.dense {
+		if dn != nil {
+			if a, ok := dn.keyAttr[key]; ok {
+				n += dn.npre[a]
+			}
+		}
+	}
+	return int32(n)
+}
+
 // anyMask returns the value signature bits of the members of one set
 // membership predicate on an attribute of match-all filter e, other than
 // the one posting j implies, and their word: an event matches e only if
@@ -696,7 +802,7 @@ func (x *Index) count(e *entry, delta int32) {
 // times the value's share among the equalities on the operand; an affix a
 // quarter of presence.
 func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
-	present := float64(x.pop[popKey{group: g, key: key, kind: postPresent}])
+	present := float64(x.pop[popKey{group: g, key: key, kind: postPresent}] + x.densePresent(g, key))
 	eqAll := float64(max(1, x.pop[popKey{group: g, key: key, kind: popEqAll}]))
 	eq := func(vk ontology.ValueKey) float64 {
 		return 1 + present*float64(x.pop[popKey{group: g, key: key, kind: postEq, vk: vk}])/eqAll
@@ -796,28 +902,9 @@ func (d *data) insert(e *entry) {
 	}
 	d.slots[e.slot] = e
 	for i, k := range e.keys {
-		if k == noKey {
-			continue
-		}
-		for len(d.keys) <= int(k) {
-			d.keys = append(d.keys, keyInfo{})
-		}
-		if !d.keys[k].used {
-			kn := keyNameOf(e.f, i)
-			d.keys[k] = keyInfo{name: kn, x: e.f.xexpr(i), used: true}
-			if kn.src == SourceAttr {
-				d.attrKeys[kn.name] = k
-			}
-		}
+		d.useKey(k, keyNameOf(e.f, i), e.f.xexpr(i))
 	}
 	g := d.group(e.group)
-	if e.inDense {
-		if g.dense[e.kind] == nil {
-			g.dense[e.kind] = newDense(e.kind == denseCount)
-		}
-		g.dense[e.kind].insert(e)
-		return
-	}
 	if e.kind != noDense {
 		g.eligible[e.kind]++
 	}
@@ -840,13 +927,6 @@ func (d *data) insert(e *entry) {
 func (d *data) remove(e *entry) {
 	g := d.groups[e.group]
 	d.slots[e.slot] = nil
-	if e.inDense {
-		g.dense[e.kind].remove(e)
-		if g.dense[e.kind].empty() {
-			g.dense[e.kind] = nil
-		}
-		return
-	}
 	if e.kind != noDense {
 		g.eligible[e.kind]--
 	}
@@ -867,6 +947,23 @@ func (d *data) remove(e *entry) {
 		d.dropPosting(g, p, last == 0)
 	}
 	d.pos[e.slot] = nil
+}
+
+// useKey makes the copy know key k, named kn (with XPath expression xe
+// for XPath keys), unless it does.
+func (d *data) useKey(k uint32, kn keyName, xe *xpathExpr) {
+	if k == noKey {
+		return
+	}
+	for len(d.keys) <= int(k) {
+		d.keys = append(d.keys, keyInfo{})
+	}
+	if !d.keys[k].used {
+		d.keys[k] = keyInfo{name: kn, x: xe, used: true}
+		if kn.src == SourceAttr {
+			d.attrKeys[kn.name] = k
+		}
+	}
 }
 
 // forget clears what the copy knows about a released key.

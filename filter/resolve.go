@@ -21,8 +21,7 @@ func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
 	if f == nil {
 		return nil, &BuildError{Index: -1, Msg: "nil filter"}
 	}
-	spec := f.Spec()
-	changed := false
+	var spec *Spec // a copy of f's, made on the first change
 	typeID := -1
 	if f.typ != AnyType {
 		t, ok := o.Lookup(f.typ)
@@ -31,17 +30,22 @@ func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
 		}
 		typeID = t.ID
 		if t.Name != f.typ {
-			spec.Type, changed = t.Name, true
+			spec = specOf(f, spec)
+			spec.Type = t.Name
 		}
 	}
-	for i := range spec.Predicates {
-		p := &spec.Predicates[i]
+	for i := range f.preds {
+		p := &f.preds[i]
 		if p.Operand.Source != SourceAttr || p.Op == OpTrue {
 			continue
 		}
 		name := o.CanonicalAttribute(p.Operand.Name)
 		if name != p.Operand.Name {
-			p.Operand.Name, changed = name, true
+			spec = specOf(f, spec)
+			spec.Predicates[i].Operand.Name = name
+		}
+		if spec != nil {
+			p = &spec.Predicates[i]
 		}
 		if typeID < 0 {
 			// Types may declare one name with different kinds: only the
@@ -59,10 +63,19 @@ func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
 			return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: err.Error()}
 		}
 	}
-	if !changed {
+	if spec == nil {
 		return f, nil
 	}
-	return Build(spec)
+	return Build(*spec)
+}
+
+// specOf returns spec, or a copy of f's Spec when spec is nil.
+func specOf(f *Filter, spec *Spec) *Spec {
+	if spec == nil {
+		s := f.Spec()
+		spec = &s
+	}
+	return spec
 }
 
 func fits(v ontology.Value, k ontology.Kind) bool {

@@ -1,0 +1,288 @@
+package filter
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"sync/atomic"
+)
+
+// A dense engine keeps each filter as a record, back to back in one byte
+// array:
+//
+//	npreds                         1 byte
+//	counting engines: mode         1 byte, then atLeast (uvarint) or the threshold (8 bytes)
+//	per predicate:
+//	  attribute index              1 byte
+//	  flags                        1 byte: lower and upper bound encodings (bits 0–1, 2–3),
+//	                               lower end open (4), upper end open (5)
+//	  counting engines: weight     1 byte
+//	  lower bound, upper bound     as their encodings say
+//
+// A bound is absent (encoding 0), an integer up to 2^53 in magnitude as a
+// zigzag varint (1), or a float64 (2). Every bound is a float64 exactly
+// (denseEligible), so decoding gives back the bound itself. A W-INT range
+// [120, 300120] takes 8 bytes.
+const (
+	boundNone  = 0
+	boundInt   = 1
+	boundFloat = 2
+	flagLoOpen = 1 << 4
+	flagHiOpen = 1 << 5
+)
+
+// encode appends the record of f, whose predicates have attribute keys
+// keys (already in keyAttr), to b.
+func (dn *dense) encode(b []byte, f *Filter, keys []uint32) []byte {
+	b = append(b, byte(len(f.preds)))
+	if dn.counting {
+		b = append(b, byte(f.mode))
+		if f.mode == ModeAtLeast {
+			b = binary.AppendUvarint(b, uint64(f.atLeast))
+		} else {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.threshold))
+		}
+	}
+	for i := range f.preds {
+		p := &f.preds[i]
+		lo, hasLo, loOpen := bound(p, false)
+		hi, hasHi, hiOpen := bound(p, true)
+		b = appendPred(b, dn.keyAttr[keys[i]], int(p.weight()), dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
+	}
+	return b
+}
+
+// recPred is a predicate as a record holds it.
+type recPred struct {
+	hasLo, hasHi   bool
+	loOpen, hiOpen bool
+	lo, hi         float64
+}
+
+func appendPred(b []byte, attr uint8, weight int, counting bool, p recPred) []byte {
+	var flags byte
+	loEnc, hiEnc := boundEnc(p.hasLo, p.lo), boundEnc(p.hasHi, p.hi)
+	flags = loEnc | hiEnc<<2
+	if p.loOpen {
+		flags |= flagLoOpen
+	}
+	if p.hiOpen {
+		flags |= flagHiOpen
+	}
+	b = append(b, attr, flags)
+	if counting {
+		b = append(b, byte(weight))
+	}
+	b = appendBound(b, loEnc, p.lo)
+	return appendBound(b, hiEnc, p.hi)
+}
+
+func boundEnc(has bool, f float64) byte {
+	switch {
+	case !has:
+		return boundNone
+	case f == math.Trunc(f) && f >= -1<<53 && f <= 1<<53:
+		return boundInt
+	}
+	return boundFloat
+}
+
+func appendBound(b []byte, enc byte, f float64) []byte {
+	switch enc {
+	case boundInt:
+		return binary.AppendVarint(b, int64(f))
+	case boundFloat:
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	return b
+}
+
+// recReader decodes one record: call next for each predicate.
+type recReader struct {
+	b       []byte
+	left    int
+	mode    Mode
+	atLeast int
+	thresh  float64
+	// the current predicate
+	attr   uint8
+	weight int
+	recPred
+}
+
+// record returns a reader of slot s's record in g.
+func (dn *dense) record(g *dgen, s uint32) recReader {
+	off := *chunkAt(g.off, s)
+	b := g.recs[off>>blockShift][off&(blockBytes-1):]
+	r := recReader{b: b[1:], left: int(b[0])}
+	if dn.counting {
+		r.mode = Mode(r.b[0])
+		r.b = r.b[1:]
+		if r.mode == ModeAtLeast {
+			v, k := binary.Uvarint(r.b)
+			r.atLeast, r.b = int(v), r.b[k:]
+		} else {
+			r.thresh, r.b = math.Float64frombits(binary.LittleEndian.Uint64(r.b)), r.b[8:]
+		}
+		return r
+	}
+	r.weight = 1
+	return r
+}
+
+// next decodes the next predicate; it returns false after the last.
+func (r *recReader) next() bool {
+	if r.left == 0 {
+		return false
+	}
+	r.left--
+	r.attr = r.b[0]
+	flags := r.b[1]
+	r.b = r.b[2:]
+	if r.mode != ModeAll {
+		r.weight = int(r.b[0])
+		r.b = r.b[1:]
+	}
+	r.loOpen, r.hiOpen = flags&flagLoOpen != 0, flags&flagHiOpen != 0
+	r.lo, r.hasLo = r.bound(flags & 3)
+	r.hi, r.hasHi = r.bound(flags >> 2 & 3)
+	return true
+}
+
+func (r *recReader) bound(enc byte) (float64, bool) {
+	switch enc {
+	case boundInt:
+		v, k := binary.Varint(r.b)
+		r.b = r.b[k:]
+		return float64(v), true
+	case boundFloat:
+		f := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+		r.b = r.b[8:]
+		return f, true
+	}
+	return 0, false
+}
+
+// sampleBounds is how many bounds per side layout sorts to place the
+// boundaries.
+const sampleBounds = 4096
+
+// layout makes a new generation from the live filters of g, with room for
+// want live filters, boundaries at the quantiles of their bounds,
+// attributes no live filter uses dropped, and every bound in the bitsets;
+// publishes it; and calls moved with each filter's new slot.
+func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *dgen {
+	n := g.n.Load()
+	// The attributes still used, renumbered.
+	remap := make([]int, len(g.attrs))
+	var used []*dattr
+	for i, a := range g.attrs {
+		remap[i] = -1
+		if dn.npre[i] > 0 {
+			remap[i] = len(used)
+			used = append(used, &dattr{key: a.key})
+		}
+	}
+	ng := &dgen{}
+	live := make([]uint32, 0, dn.live)
+	for s := range n {
+		if atomic.LoadUint64(g.live.word(s))&(1<<(s&63)) != 0 {
+			live = append(live, s)
+		}
+	}
+	slots := max(64, (want+63)&^63)
+	if slots > chunkSlots {
+		slots = (slots + chunkSlots - 1) &^ (chunkSlots - 1)
+	}
+	dn.resize(&dgen{attrs: used}, ng, slots)
+	// Boundaries from a strided sample of the bounds.
+	step := max(1, len(live)/sampleBounds)
+	los, his := make([][]float64, len(ng.attrs)), make([][]float64, len(ng.attrs))
+	for i := 0; i < len(live); i += step {
+		for r := dn.record(g, live[i]); r.next(); {
+			a := remap[r.attr]
+			if r.hasLo {
+				los[a] = append(los[a], r.lo)
+			}
+			if r.hasHi {
+				his[a] = append(his[a], r.hi)
+			}
+		}
+	}
+	for i, a := range ng.attrs {
+		a.lo.layout(los[i], slots>>6)
+		a.hi.layout(his[i], slots>>6)
+	}
+	// Records, renumbered, into blocks.
+	dn.recPos = 0
+	maxFail := int32(0)
+	for ns, s := range live {
+		r := dn.record(g, s)
+		off := *chunkAt(g.off, s)
+		blk := g.recs[off>>blockShift][off&(blockBytes-1):]
+		head := len(blk) - len(r.b) // npreds and the mode's fields
+		b := append(dn.enc[:0], blk[:head]...)
+		for r.next() {
+			b = appendPred(b, uint8(remap[r.attr]), r.weight, dn.counting, r.recPred)
+		}
+		dn.enc = b
+		if len(ng.recs) == 0 || dn.recPos+len(b) > len(ng.recs[len(ng.recs)-1]) {
+			size := blockBytes
+			if len(ng.recs) == 0 {
+				size = min(blockBytes, max(1024, (len(live)+len(live)/8)*(len(blk)-len(r.b)+1)))
+			}
+			ng.recs = append(ng.recs, make([]byte, size))
+			dn.recPos = 0
+		}
+		*chunkAt(ng.ids, uint32(ns)) = *chunkAt(g.ids, s)
+		*chunkAt(ng.off, uint32(ns)) = uint32(len(ng.recs)-1)<<blockShift | uint32(dn.recPos)
+		dn.recPos += copy(ng.recs[len(ng.recs)-1][dn.recPos:], b)
+		if dn.counting {
+			af := *chunkAt(g.allowed, s)
+			*chunkAt(ng.allowed, uint32(ns)) = af
+			maxFail = max(maxFail, int32(af))
+		}
+		*ng.live.word(uint32(ns)) |= 1 << (ns & 63)
+	}
+	ng.n.Store(uint32(len(live)))
+	ng.maxFail.Store(maxFail)
+	dn.keyAttr = make(map[uint32]uint8, len(ng.attrs))
+	npre := make([]int, len(ng.attrs))
+	for i, a := range g.attrs {
+		if j := remap[i]; j >= 0 {
+			dn.keyAttr[a.key] = uint8(j)
+			npre[j] = dn.npre[i]
+		}
+	}
+	dn.npre = npre
+	dn.merged = 0
+	dn.merge(ng)
+	dn.live, dn.dead, dn.built = len(live), 0, len(live)
+	dn.layouts++
+	dn.cur.Store(ng)
+	if moved != nil {
+		for ns := range live {
+			moved(*chunkAt(ng.ids, uint32(ns)), uint32(ns))
+		}
+	}
+	return ng
+}
+
+// layout places up to maxMarks boundaries at the quantiles of the sample
+// of bounds, and makes their (empty) bitsets of words words.
+func (sd *dside) layout(sample []float64, words int) {
+	slices.Sort(sample)
+	k := min(maxMarks, len(sample)/4)
+	sd.bounds = nil
+	for i := range k {
+		b := sample[(i+1)*len(sample)/(k+1)]
+		if len(sd.bounds) == 0 || b > sd.bounds[len(sd.bounds)-1] {
+			sd.bounds = append(sd.bounds, b)
+		}
+	}
+	sd.marks = make([]bitset, len(sd.bounds))
+	sd.held = make([]atomic.Int32, len(sd.bounds))
+	for c := range sd.marks {
+		sd.marks[c] = growChunks[uint64](nil, words, chunkWords)
+	}
+}

@@ -1,0 +1,331 @@
+package filter
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+	"sync/atomic"
+)
+
+// above returns the index of the first boundary above v (len(bounds) for
+// none): every bound of its lower bitset is above v.
+func (sd *dside) above(x val) int {
+	if f, ok := asFloat(x.v); ok {
+		return countLE(sd.bounds, f)
+	}
+	return sort1(len(sd.bounds), func(i int) bool { return cmpBound(sd.bounds[i], x.v) > 0 })
+}
+
+// below returns the index of the last boundary below v (-1 for none):
+// every bound of its upper bitset is below v.
+func (sd *dside) below(x val) int {
+	if f, ok := asFloat(x.v); ok {
+		return countLT(sd.bounds, f) - 1
+	}
+	return sort1(len(sd.bounds), func(i int) bool { return cmpBound(sd.bounds[i], x.v) >= 0 }) - 1
+}
+
+// sort1 returns the first i in [0, n) for which f holds (n for none); f
+// is false then true.
+func sort1(n int, f func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !f(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// numeric reports whether x is a value the engine's bounds compare with.
+func numeric(x val) bool { return x.present && x.v.Kind().Numeric() && !x.v.IsNaN() }
+
+// failed returns the bitset u of n slots' words, with every slot that is
+// not live, or past n, set.
+func (s *scratch) failed(g *dgen, n uint32) []uint64 {
+	words := int(n+63) >> 6
+	if cap(s.u) < words {
+		s.u = make([]uint64, words)
+	}
+	u := s.u[:words]
+	for w := range u {
+		u[w] = ^atomic.LoadUint64(&g.live[w>>(chunkShift-6)][w&(chunkWords-1)])
+	}
+	if r := n & 63; r != 0 {
+		u[words-1] |= ^uint64(0) << r
+	}
+	return u
+}
+
+// match marks in u every slot the event is known to fail, then verifies
+// the filters left unmarked against their records and appends those that
+// match to s.out.
+//
+// The bitsets are ORed fullest first; once most of u is set, lines of u
+// that are full are skipped, and when few enough filters are left
+// unmarked that verifying them costs less than the ORs still to do, the
+// rest are not done.
+func (dn *dense) match(s *scratch, d *data) {
+	g := dn.cur.Load()
+	n := g.n.Load()
+	if n == 0 {
+		return
+	}
+	if dn.counting {
+		dn.count(s, d, g, n)
+		return
+	}
+	u := s.failed(g, n)
+	words := len(u)
+	srcs := s.srcs[:0]
+	for _, a := range g.attrs {
+		x := s.value(d, a.key)
+		if !numeric(x) {
+			srcs = append(srcs, src{a.has, int(a.pres.Load())})
+			continue
+		}
+		if c := a.lo.above(x); c < len(a.lo.marks) {
+			srcs = append(srcs, src{a.lo.marks[c], int(a.lo.held[c].Load())})
+		}
+		if c := a.hi.below(x); c >= 0 {
+			srcs = append(srcs, src{a.hi.marks[c], int(a.hi.held[c].Load())})
+		}
+	}
+	slices.SortFunc(srcs, func(a, b src) int { return cmp.Compare(b.held, a.held) })
+	for i, sr := range srcs {
+		if i >= orFullFirst {
+			if i%4 == 0 && alive(u)*(verifyWords+words/8) < (len(srcs)-i)*words {
+				break
+			}
+			for c, ch := range sr.bits {
+				orLines(u[min(len(u), c*chunkWords):], ch)
+			}
+			continue
+		}
+		for c, ch := range sr.bits {
+			orInto(u[min(len(u), c*chunkWords):], ch)
+		}
+	}
+	clear(srcs)
+	s.srcs = srcs[:0]
+	for w, uw := range u {
+		for m := ^uw; m != 0; m &= m - 1 {
+			s.verifyDense(d, dn, g, uint32(w<<6+bits.TrailingZeros64(m)))
+		}
+	}
+}
+
+// verifyDense evaluates the record of slot i exactly and records a hit
+// when its mode is satisfied.
+func (s *scratch) verifyDense(d *data, dn *dense, g *dgen, i uint32) {
+	r := dn.record(g, i)
+	npreds := r.left
+	held, w := 0, 0
+	for r.next() {
+		if s.denseHolds(s.value(d, g.attrs[r.attr].key), &r.recPred) {
+			held++
+			w += r.weight
+		} else if r.mode == ModeAll {
+			return
+		}
+	}
+	switch r.mode {
+	case ModeAll:
+		s.out = append(s.out, hit{id: *chunkAt(g.ids, i), score: float64(npreds)})
+	case ModeAtLeast:
+		if held >= r.atLeast {
+			s.out = append(s.out, hit{id: *chunkAt(g.ids, i), score: float64(held)})
+		}
+	default:
+		if float64(w) >= r.thresh {
+			s.out = append(s.out, hit{id: *chunkAt(g.ids, i), score: float64(w)})
+		}
+	}
+}
+
+// denseHolds reports whether value x lies within the bounds of p.
+func (s *scratch) denseHolds(x val, p *recPred) bool {
+	if !numeric(x) {
+		return false
+	}
+	if f, ok := asFloat(x.v); ok {
+		return !(p.hasLo && (p.lo > f || p.lo == f && p.loOpen)) &&
+			!(p.hasHi && (p.hi < f || p.hi == f && p.hiOpen))
+	}
+	if p.hasLo {
+		if c := cmpBound(p.lo, x.v); c > 0 || c == 0 && p.loOpen {
+			return false
+		}
+	}
+	if p.hasHi {
+		if c := cmpBound(p.hi, x.v); c < 0 || c == 0 && p.hiOpen {
+			return false
+		}
+	}
+	return true
+}
+
+// src is a bitset to OR into u, with about how many bits it has set.
+type src struct {
+	bits bitset
+	held int
+}
+
+// Verifying one filter costs about as much as ORing verifyWords + words/8
+// words of a bitset: more in larger engines, whose records are further out
+// of cache. A variable so that tests can make match stop ORing early.
+// orFullFirst is how many of the fullest bitsets are ORed before match
+// looks for full lines of u and considers stopping: until then few lines
+// are full.
+var (
+	verifyWords = 256
+	orFullFirst = 8
+)
+
+// alive returns the number of bits of u not set.
+func alive(u []uint64) int {
+	n := 0
+	for _, w := range u {
+		n += bits.OnesCount64(^w)
+	}
+	return n
+}
+
+// orLines ORs src into dst a cache line (8 words) at a time, skipping the
+// lines of dst that are all ones; src may be shorter or longer, and its
+// words are read atomically.
+func orLines(dst, src []uint64) {
+	n := min(len(dst), len(src))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		d := dst[i : i+8 : i+8]
+		if d[0]&d[1]&d[2]&d[3]&d[4]&d[5]&d[6]&d[7] == ^uint64(0) {
+			continue
+		}
+		s := src[i : i+8 : i+8]
+		d[0] |= atomic.LoadUint64(&s[0])
+		d[1] |= atomic.LoadUint64(&s[1])
+		d[2] |= atomic.LoadUint64(&s[2])
+		d[3] |= atomic.LoadUint64(&s[3])
+		d[4] |= atomic.LoadUint64(&s[4])
+		d[5] |= atomic.LoadUint64(&s[5])
+		d[6] |= atomic.LoadUint64(&s[6])
+		d[7] |= atomic.LoadUint64(&s[7])
+	}
+	for ; i < n; i++ {
+		dst[i] |= atomic.LoadUint64(&src[i])
+	}
+}
+
+// orInto ORs src into dst, reading src atomically; src may be shorter or
+// longer.
+func orInto(dst, src []uint64) {
+	n := min(len(dst), len(src))
+	dst, src = dst[:n], src[:n]
+	for i := range dst {
+		dst[i] |= atomic.LoadUint64(&src[i])
+	}
+}
+
+// count is match for counting engines: per attribute it gathers the slots
+// the event is known to fail into a scratch bitset, adds their
+// predicates' weights into bit-sliced counters, and verifies exactly the
+// filters whose counted failed weight is at most what they allow. The
+// counters undercount (the bitsets mark only failures they are sure of),
+// so no filter that matches is left out.
+func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
+	words := int(n+63) >> 6
+	if cap(s.u) < words {
+		s.u = make([]uint64, words)
+	}
+	u := s.u[:words]
+	for p := range s.planes {
+		if cap(s.planes[p]) < words {
+			s.planes[p] = make([]uint64, words)
+		}
+		s.planes[p] = s.planes[p][:words]
+		clear(s.planes[p])
+	}
+	for _, a := range g.attrs {
+		x := s.value(d, a.key)
+		src := a.has
+		if numeric(x) {
+			clear(u)
+			if c := a.lo.above(x); c < len(a.lo.marks) {
+				orBitset(u, a.lo.marks[c])
+			}
+			if c := a.hi.below(x); c >= 0 {
+				orBitset(u, a.hi.marks[c])
+			}
+			src = bitset{u}
+		}
+		for b := range weightBits {
+			for c, ch := range a.wb[b] {
+				off := min(len(u), c*chunkWords)
+				addMasked(&s.planes, off, flat(src, c), ch, b)
+			}
+		}
+	}
+	k := int(g.maxFail.Load())
+	for w := range words {
+		l := atomic.LoadUint64(&g.live[w>>(chunkShift-6)][w&(chunkWords-1)])
+		if w == words-1 && n&63 != 0 {
+			l &= 1<<(n&63) - 1
+		}
+		// over: counters above k, compared from the top plane down.
+		var over uint64
+		eq := ^uint64(0)
+		for p := countPlanes - 1; p >= 0; p-- {
+			pl := s.planes[p][w]
+			if k>>p&1 == 0 {
+				over |= eq & pl
+				eq &^= pl
+			} else {
+				eq &= pl
+			}
+		}
+		for m := l &^ over; m != 0; m &= m - 1 {
+			b := bits.TrailingZeros64(m)
+			fails := 0
+			for p := range countPlanes {
+				fails |= int(s.planes[p][w]>>b&1) << p
+			}
+			if i := uint32(w<<6 + b); fails <= int(*chunkAt(g.allowed, i)) {
+				s.verifyDense(d, dn, g, i)
+			}
+		}
+	}
+}
+
+// orBitset ORs the chunked bitset src into the flat dst.
+func orBitset(dst []uint64, src bitset) {
+	for c, ch := range src {
+		orInto(dst[min(len(dst), c*chunkWords):], ch)
+	}
+}
+
+// flat returns chunk c of x: x is either an engine bitset or a flat
+// scratch bitset wrapped as one chunk.
+func flat(x bitset, c int) []uint64 {
+	if len(x) == 1 {
+		return x[0][min(len(x[0]), c*chunkWords):]
+	}
+	return x[c]
+}
+
+// addMasked adds (x AND mask) shifted left by shift into the bit-sliced
+// counters from word off on, reading x and mask atomically.
+func addMasked(planes *[countPlanes][]uint64, off int, x, mask []uint64, shift int) {
+	n := min(len(x), len(mask), len(planes[0])-off)
+	for w := 0; w < n; w++ {
+		carry := atomic.LoadUint64(&x[w]) & atomic.LoadUint64(&mask[w])
+		for p := shift; carry != 0 && p < countPlanes; p++ {
+			t := planes[p][off+w] & carry
+			planes[p][off+w] ^= carry
+			carry = t
+		}
+	}
+}
