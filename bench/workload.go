@@ -72,6 +72,24 @@ func (w *Workload) Filters(n int) ([]*filter.Filter, error) {
 	return out, nil
 }
 
+// EachFilter builds the first n filters of the workload one at a time, as
+// Filters does, and calls fn with each; it keeps none, so that indexes of
+// millions of filters can be built and checked without holding them. It
+// stops at fn's first error and returns it.
+func (w *Workload) EachFilter(n int, fn func(i int, f *filter.Filter) error) error {
+	r := rand.New(rand.NewPCG(w.seed, streamFilters))
+	for i := range n {
+		f, err := filter.Build(w.spec(r))
+		if err != nil {
+			return fmt.Errorf("bench: %s filter %d: %w", w.Name, i, err)
+		}
+		if err := fn(i, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Events returns the first k events of the workload.
 func (w *Workload) Events(k int) []*filter.BasicEvent {
 	r := rand.New(rand.NewPCG(w.seed, streamEvents))

@@ -575,33 +575,28 @@ func (dn *dense) mergeWord(g *dgen, from, to uint32) {
 }
 
 // countLE returns the number of boundaries ≤ b: a lower bound b is in
-// the lower bitsets 0…countLE-1.
+// the lower bitsets 0…countLE-1. Boundaries are few (maxMarks): a
+// branch-free count beats a binary search.
 func countLE(bounds []float64, b float64) int {
-	lo, hi := 0, len(bounds)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bounds[m] <= b {
-			lo = m + 1
-		} else {
-			hi = m
+	n := 0
+	for _, x := range bounds {
+		if x <= b {
+			n++
 		}
 	}
-	return lo
+	return n
 }
 
 // countLT returns the number of boundaries < b: an upper bound b is in
 // the upper bitsets countLT… .
 func countLT(bounds []float64, b float64) int {
-	lo, hi := 0, len(bounds)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bounds[m] < b {
-			lo = m + 1
-		} else {
-			hi = m
+	n := 0
+	for _, x := range bounds {
+		if x < b {
+			n++
 		}
 	}
-	return lo
+	return n
 }
 
 func popcount(x uint64) int { return bits.OnesCount64(x) }

@@ -152,9 +152,21 @@ func (r *recReader) next() bool {
 func (r *recReader) bound(enc byte) (float64, bool) {
 	switch enc {
 	case boundInt:
-		v, k := binary.Varint(r.b)
-		r.b = r.b[k:]
-		return float64(v), true
+		// binary.Varint, with the one- to three-byte forms inline.
+		var ux uint64
+		switch b := r.b; {
+		case b[0] < 0x80:
+			ux, r.b = uint64(b[0]), b[1:]
+		case b[1] < 0x80:
+			ux, r.b = uint64(b[0]&0x7f)|uint64(b[1])<<7, b[2:]
+		case b[2] < 0x80:
+			ux, r.b = uint64(b[0]&0x7f)|uint64(b[1]&0x7f)<<7|uint64(b[2])<<14, b[3:]
+		default:
+			v, k := binary.Varint(b)
+			r.b = b[k:]
+			return float64(v), true
+		}
+		return float64(int64(ux>>1) ^ -int64(ux&1)), true
 	case boundFloat:
 		f := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
 		r.b = r.b[8:]
@@ -194,7 +206,14 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 	if slots > chunkSlots {
 		slots = (slots + chunkSlots - 1) &^ (chunkSlots - 1)
 	}
-	dn.resize(&dgen{attrs: used}, ng, slots)
+	// Without dead slots or dropped attributes, the records, IDs and
+	// places stay as they are, shared with g.
+	keep := len(live) == int(n) && len(used) == len(g.attrs)
+	from := &dgen{attrs: used}
+	if keep {
+		from.ids, from.off, from.allowed = g.ids, g.off, g.allowed
+	}
+	dn.resize(from, ng, slots)
 	// Boundaries from a strided sample of the bounds.
 	step := max(1, len(live)/sampleBounds)
 	los, his := make([][]float64, len(ng.attrs)), make([][]float64, len(ng.attrs))
@@ -214,9 +233,20 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 		a.hi.layout(his[i], slots>>6)
 	}
 	// Records, renumbered, into blocks.
-	dn.recPos = 0
-	maxFail := int32(0)
+	maxFail := g.maxFail.Load()
+	if keep {
+		ng.recs = g.recs
+		for s := range n {
+			*ng.live.word(s) |= 1 << (s & 63)
+		}
+	} else {
+		dn.recPos = 0
+		maxFail = 0
+	}
 	for ns, s := range live {
+		if keep {
+			break
+		}
 		r := dn.record(g, s)
 		off := *chunkAt(g.off, s)
 		blk := g.recs[off>>blockShift][off&(blockBytes-1):]

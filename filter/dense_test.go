@@ -302,3 +302,61 @@ func TestDenseConcurrent(t *testing.T) {
 	}
 	require.Greater(t, laid, 3, "the engine was laid out anew while matched")
 }
+
+// TestDenseRecords decodes what encode wrote: bounds of every encoding
+// (small and large ints, ±2^53, floats, -0, which comes back as 0 and
+// compares the same), open and closed ends, and the header of counting
+// records.
+func TestDenseRecords(t *testing.T) {
+	bounds := []ontology.Value{ontology.Int(0), ontology.Int(-1), ontology.Int(63), ontology.Int(64), ontology.Int(-8193), ontology.Int(300120),
+		ontology.Int(1 << 53), ontology.Int(-1 << 53), ontology.Float(0.25), ontology.Float(math.Copysign(0, -1)), ontology.Float(-1e300), ontology.Float(1 << 60)}
+	for _, counting := range []bool{false, true} {
+		dn := newDense(counting)
+		keys := []uint32{7, 3}
+		for i, k := range keys {
+			dn.keyAttr[k] = uint8(i)
+		}
+		g := &dgen{}
+		dn.resize(g, g, 64)
+		g.recs = [][]byte{make([]byte, 1<<16)}
+		for i, lo := range bounds {
+			hi := bounds[(i+5)%len(bounds)]
+			if c, _ := ontology.Compare(lo, hi); c > 0 {
+				lo, hi = hi, lo
+			}
+			spec := Spec{Type: "R", Predicates: []Predicate{
+				rangeOK(Attr("x"), lo, hi, i%2 == 0, i%3 == 0),
+				Attr("y").LT(bounds[i]),
+			}}
+			if counting {
+				spec.Mode, spec.AtLeast = ModeAtLeast, 1
+				if i%2 == 1 {
+					spec.Mode, spec.AtLeast, spec.Threshold = ModeScore, 0, 2.5
+					spec.Predicates[0].Weight, spec.Predicates[1].Weight = 3, 15
+				}
+			}
+			f := MustBuild(spec)
+			enc := dn.encode(nil, f, keys)
+			*chunkAt(g.off, uint32(i)) = uint32(dn.recPos)
+			dn.recPos += copy(g.recs[0][dn.recPos:], enc)
+			r := dn.record(g, uint32(i))
+			require.Equal(t, 2, r.left)
+			if counting {
+				require.Equal(t, f.mode, r.mode)
+				require.Equal(t, f.atLeast, r.atLeast)
+				require.Equal(t, f.threshold, r.thresh)
+			}
+			for j := range f.preds {
+				require.True(t, r.next())
+				p := &f.preds[j]
+				lo, hasLo, loOpen := bound(p, false)
+				hi, hasHi, hiOpen := bound(p, true)
+				require.Equal(t, uint8(j), r.attr)
+				require.Equal(t, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi}, r.recPred, "filter %s predicate %d", f, j)
+				require.Equal(t, int(p.weight()), r.weight)
+			}
+			require.False(t, r.next())
+			require.Equal(t, len(enc), len(g.recs[0][*chunkAt(g.off, uint32(i)):])-len(r.b), "the record is read to its end")
+		}
+	}
+}
