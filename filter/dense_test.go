@@ -360,3 +360,48 @@ func TestDenseRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseChunks fills one engine past two chunks of slots (chunkSlots
+// each), so that bitsets, IDs and records span several chunks and blocks
+// and match ORs them chunk by chunk; removes a third of the filters, which
+// lays the engine out anew across chunks; and compares with the oracle.
+func TestDenseChunks(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "x", Kind: ontology.KindInt}, {Name: "y", Kind: ontology.KindInt}, {Name: "z", Kind: ontology.KindFloat},
+	}}})
+	require.NoError(t, err)
+	attrs := []string{"x", "y", "z"}
+	r := rand.New(rand.NewPCG(5, 6))
+	num := func() ontology.Value { return ontology.Int(int64(r.IntN(1000))) }
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	const n = 2*chunkSlots + 5000
+	for id := range uint64(n) {
+		lo := int64(r.IntN(900))
+		spec := Spec{Type: "R", Predicates: []Predicate{
+			rangeOK(Attr(attrs[r.IntN(2)]), ontology.Int(lo), ontology.Int(lo+int64(r.IntN(300))), r.IntN(2) == 0, false),
+			Attr("z").LT(ontology.Float(float64(r.IntN(1000)) + 0.5)),
+		}}
+		f := MustBuild(spec)
+		require.NoError(t, ix.Add(id, f))
+		require.NoError(t, bf.Add(id, f))
+	}
+	rt, _ := o.Lookup("R")
+	dn := ix.inst[0].groups[rt.ID+1].dense[denseAll]
+	require.Greater(t, len(dn.cur.Load().live), 2, "the engine spans several chunks")
+	for range 30 {
+		checkDenseEvent(t, r, ix, bf, attrs, num)
+	}
+	layouts := dn.layouts
+	for id := uint64(0); id < n; id += 3 {
+		require.True(t, ix.Remove(id))
+		require.True(t, bf.Remove(id))
+	}
+	for id := uint64(1); id < n; id += 3 {
+		require.True(t, ix.Remove(id))
+		require.True(t, bf.Remove(id))
+	}
+	require.Greater(t, dn.layouts, layouts, "the removals laid the engine out anew")
+	for range 30 {
+		checkDenseEvent(t, r, ix, bf, attrs, num)
+	}
+}
