@@ -418,16 +418,7 @@ func (d *data) insert(e *entry) {
 	}
 	pos := make([]int32, len(e.postings))
 	for j, p := range e.postings {
-		l := d.list(g, p, true)
-		pos[j] = int32(len(l.ents))
-		l.ents = append(l.ents, e)
-		l.sig = append(l.sig, e.sig)
-		l.vsig = append(l.vsig, e.vsig)
-		am, aw := anyMask(e, j)
-		l.any = append(l.any, am)
-		l.sw = append(l.sw, e.vword|aw<<2)
-		l.post = append(l.post, uint16(j))
-		l.items = append(l.items, makeItem(e, j))
+		pos[j] = d.list(g, p, true).add(e, j)
 	}
 	d.pos[e.slot] = pos
 }
@@ -447,19 +438,10 @@ func (d *data) remove(e *entry) {
 	}
 	pos := d.pos[e.slot]
 	for j, p := range e.postings {
-		l := d.list(g, p, false)
-		i := pos[j]
-		last := int32(len(l.ents) - 1)
-		if i != last {
-			m, q := l.ents[last], l.post[last]
-			l.ents[i], l.post[i], l.sig[i], l.vsig[i], l.items[i] = m, q, l.sig[last], l.vsig[last], l.items[last]
-			l.any[i], l.sw[i] = l.any[last], l.sw[last]
-			d.pos[m.slot][q] = i
+		if m, q, ok := d.list(g, p, false).del(pos[j]); ok {
+			d.pos[m.slot][q] = pos[j]
 		}
-		l.ents[last] = nil
-		l.ents, l.post, l.sig, l.vsig, l.items = l.ents[:last], l.post[:last], l.sig[:last], l.vsig[:last], l.items[:last]
-		l.any, l.sw = l.any[:last], l.sw[:last]
-		d.dropPosting(g, p, last == 0)
+		d.dropPosting(g, p)
 	}
 	d.pos[e.slot] = nil
 }
