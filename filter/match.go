@@ -218,9 +218,9 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 }
 
 func (s *scratch) verifyList(d *data, l *plist) {
-	for i := range l.sig {
-		w := l.sw[i]
-		if l.sig[i]&^s.sig != 0 || l.vsig[i]&^s.vsig[w&3] != 0 || l.any[i] != 0 && l.any[i]&s.vsig[w>>2] == 0 {
+	for i := range l.heads {
+		h := &l.heads[i]
+		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.sw&3] != 0 || h.any != 0 && h.any&s.vsig[h.sw>>2] == 0 {
 			continue // needs an attribute, or an attribute value, the event lacks
 		}
 		it := &l.items[i]

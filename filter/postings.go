@@ -1,0 +1,576 @@
+package filter
+
+import (
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"sort"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// Posting lists: under which postings a filter is entered (its access
+// predicates, choosePostings), what a list keeps of each filter (plist,
+// litem), and the lists of one copy of the index. Matching them is in
+// match.go.
+
+type postingKind uint8
+
+const (
+	postDirect postingKind = iota
+	postAlways
+	postPresent
+	postEq
+	postPrefix
+	postSuffix
+)
+
+type posting struct {
+	kind postingKind
+	key  uint32
+	// implied is the predicate that holds whenever an event reaches the
+	// posting (postEq, postPrefix, postSuffix), or -1.
+	implied int32
+	vk      ontology.ValueKey // postEq
+	s       string            // postPrefix, postSuffix
+}
+
+// plist is a posting list. It holds entries, not slots, so that
+// verification reaches a filter in one step; and, in the list's own
+// memory, what rejects most of the filters reached without reading them:
+// heads, read in order, then items, read for the filters heads let
+// through. Memory: 8 + 32 + 112 bytes per posting.
+type plist struct {
+	ents  []*entry
+	heads []lhead
+	items []litem // by i, like heads
+}
+
+// lhead is what a posting list reads first of each filter: the
+// signatures of the entry, and its place.
+type lhead struct {
+	sig  uint64 // ents[i].sig
+	vsig uint64 // ents[i].vsig
+	// any is a mask of value signature bits at least one of which an
+	// event needs, from one set membership predicate (0 for none), see
+	// anyMask; sw has the word of vsig in bits 0–1 and of any in bits 2–3.
+	any  uint64
+	post uint16 // which posting of ents[i] this is
+	sw   uint8
+}
+
+// add appends posting j of e to l and returns its place.
+func (l *plist) add(e *entry, j int) int32 {
+	am, aw := anyMask(e, j)
+	l.ents = append(l.ents, e)
+	l.heads = append(l.heads, lhead{sig: e.sig, vsig: e.vsig, any: am, post: uint16(j), sw: e.vword | aw<<2})
+	l.items = append(l.items, makeItem(e, j))
+	return int32(len(l.ents) - 1)
+}
+
+// del removes the posting at place i, moving the last one into its place;
+// it returns that one's entry and posting, or ok false when none moved.
+func (l *plist) del(i int32) (m *entry, post uint16, ok bool) {
+	last := int32(len(l.ents) - 1)
+	if i != last {
+		m, post, ok = l.ents[last], l.heads[last].post, true
+		l.ents[i], l.heads[i], l.items[i] = m, l.heads[last], l.items[last]
+	}
+	l.ents[last] = nil
+	l.ents, l.heads, l.items = l.ents[:last], l.heads[:last], l.items[:last]
+	return m, post, ok
+}
+
+// litem is what a posting list keeps of a match-all filter: up to four of
+// its predicates in compact form, other than the one the posting implies,
+// checked before the filter is read. When they are all its predicates
+// (itemComplete), a filter that passes them matches, unread.
+type litem struct {
+	id     uint64
+	slot   uint32
+	npreds uint16 // the score of a complete item
+	nfast  uint8
+	flags  uint8
+	fast   [4]fastPred
+}
+
+const (
+	itemComplete = 1 << iota
+	itemMulti
+)
+
+// makeItem returns the list item of posting j of e: the predicates other
+// than the posting's implied one that have a fast form, most selective
+// first (equality, set membership, comparisons, exclusions, presence).
+func makeItem(e *entry, j int) litem {
+	it := litem{id: e.id, slot: e.slot}
+	if e.multi {
+		it.flags |= itemMulti
+	}
+	if e.mode != ModeAll {
+		return it
+	}
+	implied := e.postings[j].implied
+	rest, complete := 0, true
+	var cand [4][4]fastPred // by rank
+	var nc [4]int
+	for i := range e.preds {
+		p := &e.preds[i]
+		if int32(i) == implied || p.Op == OpTrue {
+			continue
+		}
+		rest++
+		fp, ok := makeFast(p, e.keys[i])
+		if !ok {
+			complete = false
+			continue
+		}
+		r := 3
+		switch p.Op {
+		case OpEQ:
+			r = 0
+		case OpIn:
+			r = 1
+		case OpLT, OpLE, OpGT, OpGE, OpRange:
+			r = 2
+		}
+		if nc[r] < len(cand[r]) {
+			cand[r][nc[r]] = fp
+			nc[r]++
+		}
+	}
+	for r := range cand {
+		for _, fp := range cand[r][:nc[r]] {
+			if int(it.nfast) < len(it.fast) {
+				it.fast[it.nfast] = fp
+				it.nfast++
+			}
+		}
+	}
+	if complete && rest == int(it.nfast) && len(e.preds) < 1<<16 {
+		it.flags |= itemComplete
+		it.npreds = uint16(len(e.preds))
+	}
+	return it
+}
+
+type keyPostings struct {
+	key        uint32
+	n          int
+	present    plist
+	eq         map[ontology.ValueKey]*plist
+	prefix     map[string]*plist
+	suffix     map[string]*plist
+	prefixLens []lenCount // sorted by length
+	suffixLens []lenCount
+}
+
+type lenCount struct{ n, count int }
+
+// Limits of the access engine: a filter's postings (a set predicate
+// posts once per value) and the longest affix entered by hash.
+const (
+	maxPostings  = 1 << 16
+	maxAffixScan = 64
+)
+
+type candidate struct {
+	pred  int
+	cost  float64
+	posts []posting
+}
+
+// choosePostings decides under which postings e is entered. The copy
+// readers do not use is consulted for list lengths; both copies hold the
+// same lists. mu must be held.
+func (x *Index) choosePostings(e *entry) {
+	f := e.f
+	var cands []candidate
+	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
+	for i := range f.preds {
+		p := &f.preds[i]
+		if p.Op == OpTrue || p.Op == OpNotExists && p.Operand.Source != SourceXPath {
+			freeN++
+			freeW += p.weight()
+			continue
+		}
+		cands = append(cands, x.accessFor(e.group, e.keys[i], i, p))
+	}
+	if len(cands) == 0 && freeN == len(f.preds) {
+		// Only true and not-exists predicates.
+		if freeN == 0 || allTrue(f) {
+			e.direct = true
+			w := 0.0
+			for i := range f.preds {
+				w += f.preds[i].weight()
+			}
+			ok, score := f.decide(len(f.preds), w)
+			if ok {
+				e.score = score
+				e.postings = []posting{{kind: postDirect, implied: -1}}
+			} // else it can never match: no postings at all
+			return
+		}
+	}
+	var need []candidate
+	switch f.mode {
+	case ModeAll:
+		if len(cands) > 0 {
+			best := 0
+			for i, c := range cands {
+				if c.cost < cands[best].cost {
+					best = i
+				}
+			}
+			need = cands[best : best+1]
+		}
+	case ModeAtLeast:
+		if r := f.atLeast - freeN; r > 0 {
+			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost < cands[j].cost })
+			need = cands[:len(cands)-r+1]
+		}
+	case ModeScore:
+		if freeW < f.threshold {
+			// Leave out the costliest predicates while their weight, with
+			// the free weight, stays below the threshold.
+			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost > cands[j].cost })
+			w := freeW
+			k := 0
+			for k < len(cands) && w+f.preds[cands[k].pred].weight() < f.threshold {
+				w += f.preds[cands[k].pred].weight()
+				k++
+			}
+			need = cands[k:]
+		}
+	}
+	if len(need) == 0 {
+		e.postings = []posting{{kind: postAlways, implied: -1}}
+		return
+	}
+	for _, c := range need {
+		e.postings = append(e.postings, c.posts...)
+	}
+	if len(e.postings) > maxPostings {
+		e.postings = e.postings[:0]
+		for _, c := range need {
+			e.postings = append(e.postings, posting{kind: postPresent, key: e.keys[c.pred], implied: -1})
+		}
+	}
+	e.multi = len(need) > 1
+	if f.mode == ModeAll {
+		var vs [sigWords]uint64
+		for i := range f.preds {
+			p := &f.preds[i]
+			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
+				e.sig |= 1 << (e.keys[i] & 63)
+				if p.Op == OpEQ {
+					vs[sigWord(e.keys[i])] |= valueBit(e.keys[i], p.Value)
+				}
+			}
+		}
+		for w := range vs {
+			if bits.OnesCount64(vs[w]) > bits.OnesCount64(e.vsig) {
+				e.vsig, e.vword = vs[w], uint8(w)
+			}
+		}
+	}
+}
+
+// densePresent returns how many predicates of the filters in group g's
+// dense engines test key: they count toward the key's popularity as the
+// filters in postings do. mu must be held.
+func (x *Index) densePresent(g int, key uint32) int32 {
+	gr := x.inst[0].groups[g]
+	if gr == nil {
+		return 0
+	}
+	n := 0
+	for _, dn := range gr.dense {
+		if dn != nil {
+			if a, ok := dn.keyAttr[key]; ok {
+				n += dn.npre[a]
+			}
+		}
+	}
+	return int32(n)
+}
+
+// anyMask returns the value signature bits of the members of one set
+// membership predicate on an attribute of match-all filter e, other than
+// the one posting j implies, and their word: an event matches e only if
+// its signature has one of them. Of several, it takes the smallest set;
+// with none, it returns 0.
+func anyMask(e *entry, j int) (uint64, uint8) {
+	if e.mode != ModeAll {
+		return 0, 0
+	}
+	var best uint64
+	var word uint8
+	for i := range e.preds {
+		p := &e.preds[i]
+		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == e.postings[j].implied {
+			continue
+		}
+		var m uint64
+		for _, v := range p.Set {
+			m |= valueBit(e.keys[i], v)
+		}
+		if best == 0 || bits.OnesCount64(m) < bits.OnesCount64(best) {
+			best, word = m, sigWord(e.keys[i])
+		}
+	}
+	return best, word
+}
+
+func allTrue(f *Filter) bool {
+	for i := range f.preds {
+		if f.preds[i].Op != OpTrue {
+			return false
+		}
+	}
+	return true
+}
+
+// popKey counts, per group and operand, the predicates of all filters
+// (chosen as access or not): how many test the operand at all, how many
+// test it for equality, and how many for each value. The counts
+// estimate how often an event reaches a posting, and unlike list lengths
+// they do not shrink when filters avoid a popular value.
+type popKey struct {
+	group int
+	key   uint32
+	kind  postingKind // postPresent, postEq (vk) or popEqAll
+	vk    ontology.ValueKey
+}
+
+const popEqAll postingKind = 255
+
+// count adds delta to the popularity counts of e's predicates. mu must be held.
+func (x *Index) count(e *entry, delta int32) {
+	add := func(k popKey) {
+		if n := x.pop[k] + delta; n != 0 {
+			x.pop[k] = n
+		} else {
+			delete(x.pop, k)
+		}
+	}
+	for i := range e.f.preds {
+		p := &e.f.preds[i]
+		key := e.keys[i]
+		if key == noKey {
+			continue
+		}
+		add(popKey{group: e.group, key: key, kind: postPresent})
+		switch {
+		case p.Operand.Source == SourceXPath:
+		case p.Op == OpEQ:
+			add(popKey{group: e.group, key: key, kind: popEqAll})
+			add(popKey{group: e.group, key: key, kind: postEq, vk: p.Value.Key()})
+		case p.Op == OpIn:
+			for _, m := range p.Set {
+				add(popKey{group: e.group, key: key, kind: popEqAll})
+				add(popKey{group: e.group, key: key, kind: postEq, vk: m.Key()})
+			}
+		}
+	}
+}
+
+// accessFor returns the cheapest way to reach filters of group g through
+// predicate i (p), with key key. The cost estimates how many filters the
+// posting's list will hand to verification per event: presence of the
+// operand costs the number of predicates on it; a value costs that number
+// times the value's share among the equalities on the operand; an affix a
+// quarter of presence.
+func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
+	present := float64(x.pop[popKey{group: g, key: key, kind: postPresent}] + x.densePresent(g, key))
+	eqAll := float64(max(1, x.pop[popKey{group: g, key: key, kind: popEqAll}]))
+	eq := func(vk ontology.ValueKey) float64 {
+		return 1 + present*float64(x.pop[popKey{group: g, key: key, kind: postEq, vk: vk}])/eqAll
+	}
+	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key, implied: -1}}}
+	if p.Operand.Source == SourceXPath {
+		// The XPath key's value is whether the predicate holds.
+		return candidate{pred: i, cost: 1 + present/2, posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: ontology.Bool(true).Key()}}}
+	}
+	switch p.Op {
+	case OpEQ:
+		vk := p.Value.Key()
+		return candidate{pred: i, cost: eq(vk), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
+	case OpIn:
+		c := candidate{pred: i}
+		seen := map[ontology.ValueKey]bool{}
+		for _, m := range p.Set {
+			vk := m.Key()
+			if seen[vk] {
+				continue
+			}
+			seen[vk] = true
+			c.cost += eq(vk)
+			c.posts = append(c.posts, posting{kind: postEq, key: key, implied: int32(i), vk: vk})
+		}
+		if pres.cost < c.cost {
+			return pres
+		}
+		return c
+	case OpPrefix, OpSuffix:
+		s := p.Value.Str()
+		if len(s) > maxAffixScan {
+			return pres
+		}
+		kind := postPrefix
+		if p.Op == OpSuffix {
+			kind = postSuffix
+		}
+		return candidate{pred: i, cost: 1 + present/4, posts: []posting{{kind: kind, key: key, implied: int32(i), s: s}}}
+	}
+	return pres
+}
+
+// An event's value signature has sigWords words; the values of attribute
+// key k set bits in word sigWord(k) only, so that a set membership
+// predicate's members fall in one word (see anyMask).
+const sigWords = 4
+
+func sigWord(k uint32) uint8 { return uint8(uint64(k) * 0x9e3779b97f4a7c15 >> 62) }
+
+// valueBit returns the signature bit, within word sigWord(k), of
+// "attribute key k equals v": equal values (ontology.Equal: 0, 0.0 and
+// -0.0 alike) give the same bit.
+func valueBit(k uint32, v ontology.Value) uint64 {
+	var h uint64
+	switch v.Kind() {
+	case ontology.KindString:
+		h = maphash.String(sigSeed, v.Str())
+	case ontology.KindInt, ontology.KindTime:
+		h = uint64(v.Int())
+	case ontology.KindFloat:
+		f := v.Float()
+		if f >= -0x1p63 && f < 0x1p63 && f == math.Trunc(f) {
+			h = uint64(int64(f)) // as the int of the same value
+		} else {
+			h = math.Float64bits(f)
+		}
+	case ontology.KindBool:
+		if v.Bool() {
+			h = 1
+		}
+	}
+	h ^= uint64(k) * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 32
+	return 1 << (h & 63)
+}
+
+var sigSeed = maphash.MakeSeed()
+
+// list returns the list posting p lives in, creating it when create is set.
+func (d *data) list(g *group, p posting, create bool) *plist {
+	switch p.kind {
+	case postDirect:
+		return &g.direct
+	case postAlways:
+		return &g.always
+	}
+	kp := g.byKey[p.key]
+	if kp == nil {
+		kp = &keyPostings{key: p.key}
+		g.byKey[p.key] = kp
+		if d.keys[p.key].name.src == SourceAttr {
+			g.attrs = append(g.attrs, kp)
+		} else {
+			g.pay = append(g.pay, kp)
+		}
+	}
+	if create {
+		kp.n++
+	}
+	switch p.kind {
+	case postPresent:
+		return &kp.present
+	case postEq:
+		if kp.eq == nil {
+			kp.eq = map[ontology.ValueKey]*plist{}
+		}
+		l := kp.eq[p.vk]
+		if l == nil {
+			l = &plist{}
+			kp.eq[p.vk] = l
+		}
+		return l
+	default:
+		m, lens := &kp.prefix, &kp.prefixLens
+		if p.kind == postSuffix {
+			m, lens = &kp.suffix, &kp.suffixLens
+		}
+		if *m == nil {
+			*m = map[string]*plist{}
+		}
+		l := (*m)[p.s]
+		if l == nil {
+			l = &plist{}
+			(*m)[p.s] = l
+			*lens = addLen(*lens, len(p.s))
+		}
+		return l
+	}
+}
+
+// dropPosting accounts for the removal of posting p from its list: it
+// deletes the list when it is now empty, and the key's postings when the
+// key has none left.
+func (d *data) dropPosting(g *group, p posting) {
+	if p.kind == postDirect || p.kind == postAlways {
+		return
+	}
+	kp := g.byKey[p.key]
+	if len(d.list(g, p, false).ents) == 0 {
+		switch p.kind {
+		case postEq:
+			delete(kp.eq, p.vk)
+		case postPrefix:
+			delete(kp.prefix, p.s)
+			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
+		case postSuffix:
+			delete(kp.suffix, p.s)
+			kp.suffixLens = dropLen(kp.suffixLens, len(p.s))
+		}
+	}
+	if kp.n--; kp.n > 0 {
+		return
+	}
+	delete(g.byKey, p.key)
+	g.attrs = dropKP(g.attrs, kp)
+	g.pay = dropKP(g.pay, kp)
+}
+
+func dropKP(s []*keyPostings, kp *keyPostings) []*keyPostings {
+	for i, k := range s {
+		if k == kp {
+			s[i] = s[len(s)-1]
+			s[len(s)-1] = nil
+			return s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+func addLen(ls []lenCount, n int) []lenCount {
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].n >= n })
+	if i < len(ls) && ls[i].n == n {
+		ls[i].count++
+		return ls
+	}
+	ls = append(ls, lenCount{})
+	copy(ls[i+1:], ls[i:])
+	ls[i] = lenCount{n, 1}
+	return ls
+}
+
+func dropLen(ls []lenCount, n int) []lenCount {
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].n >= n })
+	if ls[i].count--; ls[i].count == 0 {
+		ls = append(ls[:i], ls[i+1:]...)
+	}
+	return ls
+}
