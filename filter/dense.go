@@ -234,8 +234,9 @@ func exactFloat(v ontology.Value) bool {
 	case ontology.KindFloat:
 		return true
 	case ontology.KindInt:
-		c, ok := ontology.Compare(v, ontology.Float(float64(v.Int())))
-		return ok && c == 0
+		i := v.Int()
+		f := float64(i)
+		return f < 0x1p63 && int64(f) == i // 2^63 itself is past int64
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion/ontology"
@@ -404,4 +405,16 @@ func TestDenseChunks(t *testing.T) {
 	for range 30 {
 		checkDenseEvent(t, r, ix, bf, attrs, num)
 	}
+}
+
+// TestExactFloat checks which ints a float64 holds exactly, at the edges.
+func TestExactFloat(t *testing.T) {
+	for _, c := range []struct {
+		i    int64
+		want bool
+	}{{0, true}, {1 << 53, true}, {1<<53 + 1, false}, {1<<53 + 2, true}, {-1<<53 - 1, false}, {math.MaxInt64, false}, {math.MinInt64, true}, {1 << 62, true}, {1<<62 + 1, false}} {
+		assert.Equal(t, c.want, exactFloat(ontology.Int(c.i)), "%d", c.i)
+	}
+	assert.True(t, exactFloat(ontology.Float(0.1)))
+	assert.False(t, exactFloat(ontology.String("1")))
 }
