@@ -66,10 +66,16 @@ type dense struct {
 	live    int              // live filters
 	dead    int              // removed filters still occupying slots
 	merged  uint32           // slots whose bounds are in the bitsets
+	// acc gathers the bounds of the slots from merged on, all in one word
+	// of slots, before flush ORs them into the bitsets: by attribute, a
+	// row of the lower regions, the upper regions, the attribute's slots
+	// and, in counting engines, the weight bits; touched marks the rows
+	// in use.
+	acc     []uint64
+	touched uint64
 	built   int              // live filters at the last layout
 	layouts int              // how many times the engine was laid out
 	recPos  int              // bytes in use in cur's last record block
-	acc     []uint64         // merge scratch: by attribute, side, region
 	enc     []byte           // record scratch
 }
 
@@ -350,12 +356,20 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 		}
 		n = g.n.Load()
 	}
-	for _, k := range keys {
-		if _, ok := dn.keyAttr[k]; !ok {
-			g = dn.addAttr(g, k)
-		}
+	if n>>6 != dn.merged>>6 {
+		dn.flush(g, dn.merged) // the accumulator holds one word of slots
+		dn.merged = n
 	}
-	dn.enc = dn.encode(dn.enc[:0], f, keys)
+	var idx [denseMaxPreds]uint8
+	for i, k := range keys {
+		a, ok := dn.keyAttr[k]
+		if !ok {
+			g = dn.addAttr(g, k)
+			a = dn.keyAttr[k]
+		}
+		idx[i] = a
+	}
+	dn.enc = dn.encode(dn.enc[:0], f, idx[:len(keys)])
 	if len(g.recs) == 0 || dn.recPos+len(dn.enc) > len(g.recs[len(g.recs)-1]) {
 		g = dn.grow(g, len(dn.enc))
 	}
@@ -370,13 +384,20 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 		}
 	}
 	atomic.OrUint64(g.live.word(n), 1<<(n&63))
-	for _, k := range keys {
-		dn.npre[dn.keyAttr[k]]++
+	for _, a := range idx[:len(keys)] {
+		dn.npre[a]++
 	}
 	dn.live++
 	g.n.Store(n + 1)
-	if int(n+1-dn.merged) >= min(pendMax, max(1, dn.live>>12)) {
-		dn.merge(g)
+	for i := range f.preds {
+		p := &f.preds[i]
+		lo, hasLo, _ := bound(p, false)
+		hi, hasHi, _ := bound(p, true)
+		dn.accumulate(g, idx[i], n, hasLo, lo, hasHi, hi, int(p.weight()))
+	}
+	if int(n+1-dn.merged) >= min(pendMax, max(1, dn.live>>12)) || (n+1)&63 == 0 {
+		dn.flush(g, n)
+		dn.merged = n + 1
 	}
 	return n
 }
@@ -497,81 +518,107 @@ func (dn *dense) remove(s uint32, keys []uint32, moved func(id uint64, slot uint
 	return keys
 }
 
-// merge ORs the bounds of the slots not yet in the bitsets into them, a
-// word of slots at a time: per attribute and side, each bound sets one
-// bit in the scratch region it falls in, and a sweep over the regions
-// makes them cumulative and ORs each boundary's word in once.
+// merge puts the bounds of every slot of g into the bitsets, reading
+// them from the records; g is not published yet (layout).
 func (dn *dense) merge(g *dgen) {
 	n := g.n.Load()
-	for dn.merged < n {
-		end := min(n, (dn.merged>>6+1)<<6)
-		dn.mergeWord(g, dn.merged, end)
-		dn.merged = end
-	}
-}
-
-func (dn *dense) mergeWord(g *dgen, from, to uint32) {
-	regions := maxMarks + 1
-	row := 2*regions + 1 // lower regions, upper regions, has
-	need := len(g.attrs) * row
-	if cap(dn.acc) < need {
-		dn.acc = make([]uint64, need)
-	}
-	acc := dn.acc[:need]
-	clear(acc)
-	touched := uint64(0) // attributes with bounds in this word
-	for s := from; s < to; s++ {
+	dn.merged, dn.touched = 0, 0
+	clear(dn.acc)
+	for s := range n {
+		if s&63 == 0 && s > 0 {
+			dn.flush(g, s-1)
+		}
 		if atomic.LoadUint64(g.live.word(s))&(1<<(s&63)) == 0 {
 			continue
 		}
-		bit := uint64(1) << (s & 63)
 		for r := dn.record(g, s); r.next(); {
-			a := g.attrs[r.attr]
-			touched |= 1 << r.attr
-			base := int(r.attr) * row
-			acc[base+2*regions] |= bit
-			if r.hasLo {
-				acc[base+countLE(a.lo.bounds, r.lo)] |= bit
-			}
-			if r.hasHi {
-				acc[base+regions+countLT(a.hi.bounds, r.hi)] |= bit
-			}
-			if dn.counting {
-				for b := range weightBits {
-					if r.weight>>b&1 != 0 {
-						atomic.OrUint64(a.wb[b].word(s), bit)
-					}
-				}
+			dn.accumulate(g, r.attr, s, r.hasLo, r.lo, r.hasHi, r.hi, r.weight)
+		}
+	}
+	if n > 0 {
+		dn.flush(g, n-1)
+	}
+	dn.merged = n
+}
+
+// accRow is the length of an attribute's row in acc.
+func (dn *dense) accRow() int {
+	if dn.counting {
+		return 2*(maxMarks+1) + 1 + weightBits
+	}
+	return 2*(maxMarks+1) + 1
+}
+
+// accumulate enters a predicate on attribute index a of slot s into acc:
+// the lower and upper regions its bounds fall in, the attribute, and its
+// weight's bits.
+func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, hasHi bool, hi float64, weight int) {
+	row := dn.accRow()
+	if need := len(g.attrs) * row; len(dn.acc) < need {
+		dn.acc = append(dn.acc, make([]uint64, need-len(dn.acc))...)
+	}
+	regions := maxMarks + 1
+	at := g.attrs[a]
+	base := int(a) * row
+	bit := uint64(1) << (s & 63)
+	dn.touched |= 1 << a
+	dn.acc[base+2*regions] |= bit
+	if hasLo {
+		dn.acc[base+countLE(at.lo.bounds, lo)] |= bit
+	}
+	if hasHi {
+		dn.acc[base+regions+countLT(at.hi.bounds, hi)] |= bit
+	}
+	if dn.counting {
+		for b := range weightBits {
+			if weight>>b&1 != 0 {
+				dn.acc[base+2*regions+1+b] |= bit
 			}
 		}
 	}
-	for ai := 0; touched != 0; ai, touched = ai+1, touched>>1 {
-		if touched&1 == 0 {
+}
+
+// flush ORs what acc gathered, for the word of slot w, into the bitsets:
+// per attribute and side, a sweep over the regions makes them cumulative
+// and ORs each boundary's word once.
+func (dn *dense) flush(g *dgen, w uint32) {
+	regions := maxMarks + 1
+	row := dn.accRow()
+	for ai := 0; dn.touched != 0; ai, dn.touched = ai+1, dn.touched>>1 {
+		if dn.touched&1 == 0 {
 			continue
 		}
 		a := g.attrs[ai]
-		base := ai * row
-		has := acc[base+2*regions]
-		atomic.OrUint64(a.has.word(from), has)
+		acc := dn.acc[ai*row : (ai+1)*row]
+		has := acc[2*regions]
+		atomic.OrUint64(a.has.word(w), has)
 		a.pres.Add(int32(popcount(has)))
 		// Lower side: marks[c] holds bounds ≥ bounds[c], regions c+1 on.
 		var run uint64
 		for c := len(a.lo.marks) - 1; c >= 0; c-- {
-			run |= acc[base+c+1]
+			run |= acc[c+1]
 			if run != 0 {
-				atomic.OrUint64(a.lo.marks[c].word(from), run)
+				atomic.OrUint64(a.lo.marks[c].word(w), run)
 				a.lo.held[c].Add(int32(popcount(run)))
 			}
 		}
 		// Upper side: marks[c] holds bounds ≤ bounds[c], regions 0…c.
 		run = 0
 		for c := range a.hi.marks {
-			run |= acc[base+regions+c]
+			run |= acc[regions+c]
 			if run != 0 {
-				atomic.OrUint64(a.hi.marks[c].word(from), run)
+				atomic.OrUint64(a.hi.marks[c].word(w), run)
 				a.hi.held[c].Add(int32(popcount(run)))
 			}
 		}
+		if dn.counting {
+			for b := range weightBits {
+				if m := acc[2*regions+1+b]; m != 0 {
+					atomic.OrUint64(a.wb[b].word(w), m)
+				}
+			}
+		}
+		clear(acc)
 	}
 }
 

@@ -31,9 +31,9 @@ const (
 	flagHiOpen = 1 << 5
 )
 
-// encode appends the record of f, whose predicates have attribute keys
-// keys (already in keyAttr), to b.
-func (dn *dense) encode(b []byte, f *Filter, keys []uint32) []byte {
+// encode appends the record of f, whose predicates are on the attributes
+// of indexes idx, to b.
+func (dn *dense) encode(b []byte, f *Filter, idx []uint8) []byte {
 	b = append(b, byte(len(f.preds)))
 	if dn.counting {
 		b = append(b, byte(f.mode))
@@ -47,7 +47,7 @@ func (dn *dense) encode(b []byte, f *Filter, keys []uint32) []byte {
 		p := &f.preds[i]
 		lo, hasLo, loOpen := bound(p, false)
 		hi, hasHi, hiOpen := bound(p, true)
-		b = appendPred(b, dn.keyAttr[keys[i]], int(p.weight()), dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
+		b = appendPred(b, idx[i], int(p.weight()), dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
 	}
 	return b
 }
@@ -285,7 +285,6 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 		}
 	}
 	dn.npre = npre
-	dn.merged = 0
 	dn.merge(ng)
 	dn.live, dn.dead, dn.built = len(live), 0, len(live)
 	dn.layouts++
