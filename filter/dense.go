@@ -73,10 +73,10 @@ type dense struct {
 	// in use.
 	acc     []uint64
 	touched uint64
-	built   int              // live filters at the last layout
-	layouts int              // how many times the engine was laid out
-	recPos  int              // bytes in use in cur's last record block
-	enc     []byte           // record scratch
+	built   int    // live filters at the last layout
+	layouts int    // how many times the engine was laid out
+	recPos  int    // bytes in use in cur's last record block
+	enc     []byte // record scratch
 }
 
 // dgen is one generation of an engine: chunked arrays that the writer
