@@ -53,11 +53,13 @@ func BenchmarkMatchWINTScale(b *testing.B) {
 			count := 0
 			fn := func(uint64, float64) { count++ }
 			b.ReportAllocs()
+			cpu := startCPU()
 			i := 0
 			for b.Loop() {
 				x.Match(events[i%len(events)], fn)
 				i++
 			}
+			cpu.report(b, i)
 			b.ReportMetric(float64(count)/float64(i), "matches/event")
 			b.ReportMetric(indexBytes, "B/filter")
 			b.ReportMetric(float64(buildTime.Nanoseconds())/float64(n), "ns-build/filter")
