@@ -29,13 +29,20 @@ import (
 // Each distinct payload path (gjson path, or XPath predicate) is extracted
 // once per event and only when a reached filter or posting needs it.
 //
+// Filters whose predicates are all numeric comparisons and ranges on
+// attributes live, once a type has enough of them, in that type's dense
+// engine (see dense): kept as compact records, not as *Filter values, and
+// found through bitsets of the filters an event fails.
+//
 // Concurrency: Index is safe for concurrent use. Match never blocks on
-// writers and writers never block Match: the index keeps two copies and
-// switches readers between them (the left-right technique, Ramalhete &
-// Correia 2015), so Add and Remove apply each change twice and wait for
-// in-flight Match calls on the older copy to finish. Add and Remove are
-// serialised among themselves. Match allocates nothing in steady state
-// for events without an XML payload.
+// writers and writers never block Match. The posting lists are kept in two
+// copies and readers switch between them (the left-right technique,
+// Ramalhete & Correia 2015): Add and Remove apply each change twice and wait
+// for in-flight Match calls on the older copy to finish. Dense engines are
+// one copy shared by both, updated in place with atomic words and
+// published generations, so adding a filter to one waits for no reader.
+// Add and Remove are serialised among themselves. Match allocates nothing
+// in steady state for events without an XML payload.
 type Index struct {
 	ont *ontology.Ontology
 
