@@ -228,12 +228,15 @@ func TestDenseConcurrent(t *testing.T) {
 	pendMax, purgeMin = 3, 8
 	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
 		{Name: "x", Kind: ontology.KindInt}, {Name: "y", Kind: ontology.KindInt}, {Name: "z", Kind: ontology.KindFloat},
-	}}})
+	}}, {Name: "S", Parents: []string{"R"}}})
 	require.NoError(t, err)
 	ix := NewIndex(o)
 	ev := &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "x", Value: ontology.Int(50)}, {Name: "y", Value: ontology.Int(7)}, {Name: "z", Value: ontology.Float(0.5)}}}
+	// evS reaches R's engine and S's, which is made (taking in the
+	// filters waiting in postings) and dropped again and again.
+	evS := &BasicEvent{Type: "S", Attrs: ev.Attrs}
 	r := rand.New(rand.NewPCG(3, 4))
-	// matches reports whether filter id matches ev: even IDs do.
+	// Filters with even IDs match ev and evS; odd ones match neither.
 	filterFor := func(id uint64) *Filter {
 		lo := int64(r.IntN(50))
 		if id%2 == 1 {
@@ -243,14 +246,19 @@ func TestDenseConcurrent(t *testing.T) {
 		if r.IntN(2) == 0 {
 			preds = append(preds, Attr("z").GE(ontology.Float(-float64(r.IntN(3)))))
 		}
-		return MustBuild(Spec{Type: "R", Predicates: preds})
+		typ := "R"
+		if id >= 1<<40 {
+			typ = "S"
+		}
+		return MustBuild(Spec{Type: typ, Predicates: preds})
 	}
 	const stable = 100
 	for id := uint64(0); id < stable; id++ {
 		require.NoError(t, ix.Add(id, filterFor(id)))
 	}
-	var added atomic.Uint64
+	var added, addedS atomic.Uint64
 	added.Store(stable)
+	addedS.Store(1 << 40)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 {
@@ -263,25 +271,41 @@ func TestDenseConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				got := collect(ix, ev)
-				limit := added.Load()
-				for id := uint64(0); id < stable; id += 2 {
-					if _, ok := got[id]; !ok {
-						t.Errorf("stable filter %d, which matches, was not reported", id)
-						return
+				for _, e := range []*BasicEvent{ev, evS} {
+					got := collect(ix, e)
+					limit, limitS := added.Load(), addedS.Load()
+					for id := uint64(0); id < stable; id += 2 {
+						if _, ok := got[id]; !ok {
+							t.Errorf("stable filter %d, which matches, was not reported", id)
+							return
+						}
 					}
-				}
-				for id := range got {
-					if id%2 == 1 || id >= limit {
-						t.Errorf("filter %d reported: it does not match, or was not added yet (%d added)", id, limit)
-						return
+					for id := range got {
+						if id%2 == 1 || id < 1<<40 && id >= limit || id >= 1<<40 && (e == ev || id >= limitS) {
+							t.Errorf("filter %d reported for %s: it does not match, or was not added yet (%d, %d added)", id, e.Type, limit, limitS)
+							return
+						}
 					}
 				}
 			}
 		}()
 	}
-	var live []uint64
+	var live, liveS []uint64
+	nextS := uint64(1 << 40)
 	for id := uint64(stable); id < stable+6000; id++ {
+		if id%500 == 0 {
+			// S's engine: filled past denseMinGroup, then emptied.
+			for range denseMinGroup + 10 {
+				addedS.Store(nextS + 1)
+				require.NoError(t, ix.Add(nextS, filterFor(nextS)))
+				liveS = append(liveS, nextS)
+				nextS++
+			}
+			for _, id := range liveS {
+				require.True(t, ix.Remove(id))
+			}
+			liveS = liveS[:0]
+		}
 		added.Store(id + 1)
 		require.NoError(t, ix.Add(id, filterFor(id)))
 		live = append(live, id)
