@@ -64,10 +64,10 @@ func (s *scratch) failed(g *dgen, n uint32) []uint64 {
 // the filters left unmarked against their records and appends those that
 // match to s.out.
 //
-// The bitsets are ORed chunk by chunk, fullest first; once most of a
-// chunk of u is set, its lines that are full are skipped, and when few
-// enough filters are left unmarked that verifying them costs less than the
-// ORs still to do, the rest are not done.
+// The bitsets are ORed fullest first; once most of u is set, lines of u
+// that are full are skipped, and when few enough filters are left
+// unmarked that verifying them costs less than the ORs still to do, the
+// rest are not done.
 func (dn *dense) match(s *scratch, d *data) {
 	g := dn.cur.Load()
 	n := g.n.Load()
@@ -95,30 +95,27 @@ func (dn *dense) match(s *scratch, d *data) {
 		}
 	}
 	slices.SortFunc(srcs, func(a, b src) int { return cmp.Compare(b.held, a.held) })
-	// A chunk of u at a time, so that it stays in cache while every
-	// bitset's chunk is ORed into it.
-	for c0 := 0; c0 < words; c0 += chunkWords {
-		uc := u[c0:min(words, c0+chunkWords)]
-		ci := c0 / chunkWords
-		for i, sr := range srcs {
-			ch := sr.bits[ci]
-			if i >= orFullFirst {
-				if i%4 == 0 && alive(uc)*(verifyWords+words/8) < (len(srcs)-i)*len(uc) {
-					break
-				}
-				orLines(uc, ch)
-				continue
+	for i, sr := range srcs {
+		if i >= orFullFirst {
+			if i%4 == 0 && alive(u)*(verifyWords+words/8) < (len(srcs)-i)*words {
+				break
 			}
-			orInto(uc, ch)
+			for c, ch := range sr.bits {
+				orLines(u[min(len(u), c*chunkWords):], ch)
+			}
+			continue
 		}
-		for w, uw := range uc {
-			for m := ^uw; m != 0; m &= m - 1 {
-				s.verifyDense(d, dn, g, uint32((c0+w)<<6+bits.TrailingZeros64(m)))
-			}
+		for c, ch := range sr.bits {
+			orInto(u[min(len(u), c*chunkWords):], ch)
 		}
 	}
 	clear(srcs)
 	s.srcs = srcs[:0]
+	for w, uw := range u {
+		for m := ^uw; m != 0; m &= m - 1 {
+			s.verifyDense(d, dn, g, uint32(w<<6+bits.TrailingZeros64(m)))
+		}
+	}
 }
 
 // verifyDense evaluates the record of slot i exactly and records a hit
