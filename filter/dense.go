@@ -73,6 +73,7 @@ type dense struct {
 	// in use.
 	acc     []uint64
 	touched uint64
+	laying  bool // flush counts the bits it sets (held, pres): a layout is merging
 	built   int    // live filters at the last layout
 	layouts int    // how many times the engine was laid out
 	recPos  int    // bytes in use in cur's last record block
@@ -156,7 +157,9 @@ type dattr struct {
 }
 
 // dside is one side of an attribute: the checkpoint boundaries, strictly
-// increasing, and a bitset per boundary with about how many bits it has.
+// increasing, and a bitset per boundary with how many bits it had at the
+// layout (what match orders the bitsets by; filters added since, up to
+// relayout times as many, are not counted).
 type dside struct {
 	bounds []float64
 	marks  []bitset
@@ -522,6 +525,8 @@ func (dn *dense) remove(s uint32, keys []uint32, moved func(id uint64, slot uint
 // them from the records; g is not published yet (layout).
 func (dn *dense) merge(g *dgen) {
 	n := g.n.Load()
+	dn.laying = true
+	defer func() { dn.laying = false }()
 	dn.merged, dn.touched = 0, 0
 	clear(dn.acc)
 	for s := range n {
@@ -592,14 +597,18 @@ func (dn *dense) flush(g *dgen, w uint32) {
 		acc := dn.acc[ai*row : (ai+1)*row]
 		has := acc[2*regions]
 		atomic.OrUint64(a.has.word(w), has)
-		a.pres.Add(int32(popcount(has)))
+		if dn.laying {
+			a.pres.Add(int32(popcount(has)))
+		}
 		// Lower side: marks[c] holds bounds ≥ bounds[c], regions c+1 on.
 		var run uint64
 		for c := len(a.lo.marks) - 1; c >= 0; c-- {
 			run |= acc[c+1]
 			if run != 0 {
 				atomic.OrUint64(a.lo.marks[c].word(w), run)
-				a.lo.held[c].Add(int32(popcount(run)))
+				if dn.laying {
+					a.lo.held[c].Add(int32(popcount(run)))
+				}
 			}
 		}
 		// Upper side: marks[c] holds bounds ≤ bounds[c], regions 0…c.
@@ -608,7 +617,9 @@ func (dn *dense) flush(g *dgen, w uint32) {
 			run |= acc[regions+c]
 			if run != 0 {
 				atomic.OrUint64(a.hi.marks[c].word(w), run)
-				a.hi.held[c].Add(int32(popcount(run)))
+				if dn.laying {
+					a.hi.held[c].Add(int32(popcount(run)))
+				}
 			}
 		}
 		if dn.counting {
