@@ -73,7 +73,7 @@ type dense struct {
 	// in use.
 	acc     []uint64
 	touched uint64
-	laying  bool // flush counts the bits it sets (held, pres): a layout is merging
+	laying  bool   // flush counts the bits it sets (held, pres): a layout is merging
 	built   int    // live filters at the last layout
 	layouts int    // how many times the engine was laid out
 	recPos  int    // bytes in use in cur's last record block
