@@ -75,6 +75,7 @@ type dense struct {
 	touched uint64
 	laying  bool   // flush counts the bits it sets (held, pres): a layout is merging
 	built   int    // live filters at the last layout
+	unlaid  int    // predicates added since the layout on attributes it gave no boundaries
 	layouts int    // how many times the engine was laid out
 	recPos  int    // bytes in use in cur's last record block
 	enc     []byte // record scratch
@@ -174,6 +175,10 @@ var (
 	pendMax  = 64
 	purgeMin = 64 // the fewest dead slots that make an engine lay out anew
 	relayout = 4  // an engine lays out anew when its live filters grow this many times
+	// unlaidMin is the fewest predicates on attributes without boundaries
+	// that make an engine lay out anew (and at least an eighth of its
+	// filters).
+	unlaidMin = 256
 )
 
 const (
@@ -351,7 +356,12 @@ func (dn *dense) empty() bool { return dn.live == 0 }
 func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, slot uint32)) uint32 {
 	g := dn.cur.Load()
 	n := g.n.Load()
-	if int(n) == g.slots {
+	if dn.unlaid >= max(unlaidMin, dn.live/8) {
+		// Bounds on attributes without boundaries mark nothing: lay out
+		// before they make match verify every filter that has them.
+		g = dn.layout(g, dn.live+1, moved)
+		n = g.n.Load()
+	} else if int(n) == g.slots {
 		if dn.live+1 >= relayout*dn.built || dn.dead >= max(purgeMin, dn.live) {
 			g = dn.layout(g, dn.live+1, moved)
 		} else {
@@ -371,6 +381,9 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 			a = dn.keyAttr[k]
 		}
 		idx[i] = a
+		if at := g.attrs[a]; len(at.lo.bounds)+len(at.hi.bounds) == 0 {
+			dn.unlaid++
+		}
 	}
 	dn.enc = dn.encode(dn.enc[:0], f, idx[:len(keys)])
 	if len(g.recs) == 0 || dn.recPos+len(dn.enc) > len(g.recs[len(g.recs)-1]) {

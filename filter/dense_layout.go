@@ -286,7 +286,7 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 	}
 	dn.npre = npre
 	dn.merge(ng)
-	dn.live, dn.dead, dn.built = len(live), 0, len(live)
+	dn.live, dn.dead, dn.built, dn.unlaid = len(live), 0, len(live), 0
 	dn.layouts++
 	dn.cur.Store(ng)
 	if moved != nil {

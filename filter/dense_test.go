@@ -438,3 +438,39 @@ func TestExactFloat(t *testing.T) {
 	assert.True(t, exactFloat(ontology.Float(0.1)))
 	assert.False(t, exactFloat(ontology.String("1")))
 }
+
+// TestDenseNewAttributes lays an engine out on one attribute, then adds
+// many filters on another: their bounds must get boundaries of their own
+// (a new layout) instead of leaving match to verify each of them.
+func TestDenseNewAttributes(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "x", Kind: ontology.KindInt}, {Name: "y", Kind: ontology.KindInt},
+	}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	r := rand.New(rand.NewPCG(8, 9))
+	add := func(id uint64, attr string) {
+		lo := int64(r.IntN(1000))
+		f := MustBuild(Spec{Type: "R", Predicates: []Predicate{Attr(attr).Range(ontology.Int(lo), ontology.Int(lo+100), false, false)}})
+		require.NoError(t, ix.Add(id, f))
+		require.NoError(t, bf.Add(id, f))
+	}
+	for id := range uint64(2000) {
+		add(id, "x") // laid out last at 1,024
+	}
+	rt, _ := o.Lookup("R")
+	dn := ix.inst[0].groups[rt.ID+1].dense[denseAll]
+	layouts := dn.layouts
+	for id := uint64(2000); id < 3000; id++ {
+		add(id, "y") // fewer than relayout times 1,024 in all
+	}
+	require.Greater(t, dn.layouts, layouts, "the filters on y laid the engine out anew")
+	g := dn.cur.Load()
+	y := g.attrs[dn.keyAttr[ix.keys[keyName{SourceAttr, "y"}].id]]
+	require.NotEmpty(t, y.lo.bounds, "y has boundaries")
+	require.NotEmpty(t, y.hi.marks, "y has bitsets")
+	num := func() ontology.Value { return ontology.Int(int64(r.IntN(1200))) }
+	for range 50 {
+		checkDenseEvent(t, r, ix, bf, []string{"x", "y"}, num)
+	}
+}
