@@ -200,7 +200,8 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	kind := denseKind(f)
 	if kind != noDense {
 		g := x.inst[1-x.side.Load()].groups[group]
-		keys := make([]uint32, len(f.preds))
+		var buf [denseMaxPreds]uint32
+		keys := buf[:len(f.preds)]
 		for i := range f.preds {
 			keys[i] = x.acquireKey(f, i)
 		}
@@ -268,8 +269,9 @@ func (x *Index) useKeys(f *Filter, keys []uint32) {
 	d := x.inst[1-x.side.Load()]
 	for _, k := range keys {
 		if int(k) >= len(d.keys) || !d.keys[k].used {
+			ks := slices.Clone(keys) // keys is on Add's stack
 			x.write(func(d *data) {
-				for i, k := range keys {
+				for i, k := range ks {
 					d.useKey(k, keyNameOf(f, i), nil)
 				}
 			})
@@ -291,11 +293,12 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 		delete(x.entries, o.id)
 	}
 	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, mv))
+	ks := slices.Clone(keys) // keys is on Add's stack
 	x.write(func(d *data) {
 		for _, o := range moved {
 			d.remove(o)
 		}
-		for i, k := range keys {
+		for i, k := range ks {
 			d.useKey(k, keyNameOf(f, i), nil)
 		}
 		d.group(group).dense[kind] = dn
@@ -374,7 +377,8 @@ func (x *Index) removeDense(id uint64, loc uint64) {
 	group, kind, slot := int(loc>>32), int(loc>>31&1), uint32(loc&(1<<31-1))
 	delete(x.denseAt, id)
 	dn := x.inst[0].groups[group].dense[kind]
-	keys := dn.remove(slot, nil, x.moveDense(group, kind))
+	var buf [denseMaxPreds]uint32
+	keys := dn.remove(slot, buf[:0], x.moveDense(group, kind))
 	var dead []uint32
 	for _, k := range keys {
 		if k, last := x.releaseKey(x.inst[0].keys[k].name); last {
