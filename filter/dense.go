@@ -39,10 +39,13 @@ import (
 //
 // Concurrency: an engine is shared by both copies of the Index and
 // updated in place, once, by the writer (Index.mu held). Readers load the
-// current generation (dgen) and its slot count once per Match and read
-// every bitset word atomically; the writer writes a new slot's record and
-// live bit before it publishes the count, ORs bits in atomically, and
-// clears a removed filter's live bit atomically. Slots are appended and
+// current generation (dgen) and its slot count once per Match. The writer
+// writes a new slot's record and live bit before it publishes the count,
+// clears a removed filter's live bit atomically (readers load live words
+// atomically), and ORs bits into the other bitsets atomically, only ever
+// into the word of the last slot it has published: the words before it
+// were complete before the count a reader loaded, so readers load them
+// plainly and only their last word atomically (see orBits). Slots are appended and
 // never reused within a generation; a new chunk, block or attribute makes
 // a new generation that shares the old one's chunks. When dead slots make
 // up half of the engine, or its live filters have grown relayout times
@@ -331,6 +334,17 @@ func newDense(counting bool) *dense {
 	dn := &dense{counting: counting, keyAttr: map[uint32]uint8{}}
 	dn.cur.Store(&dgen{})
 	return dn
+}
+
+// attrCount returns the number of distinct keys in keys.
+func attrCount(keys []uint32) int {
+	n := 0
+	for i, k := range keys {
+		if !slices.Contains(keys[:i], k) {
+			n++
+		}
+	}
+	return n
 }
 
 // fits reports whether a filter with attribute keys keys can join the

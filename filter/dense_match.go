@@ -100,14 +100,10 @@ func (dn *dense) match(s *scratch, d *data) {
 			if i%4 == 0 && alive(u)*(verifyWords+words/8) < (len(srcs)-i)*words {
 				break
 			}
-			for c, ch := range sr.bits {
-				orLines(u[min(len(u), c*chunkWords):], ch)
-			}
+			orBits(u, sr.bits, true)
 			continue
 		}
-		for c, ch := range sr.bits {
-			orInto(u[min(len(u), c*chunkWords):], ch)
-		}
+		orBits(u, sr.bits, false)
 	}
 	clear(srcs)
 	s.srcs = srcs[:0]
@@ -194,9 +190,31 @@ func alive(u []uint64) int {
 	return n
 }
 
+// orBits ORs the engine bitset src into u, of a Match that saw n slots
+// published, a cache line at a time skipping full lines of u when lines
+// is set. Every word but u's last is read plainly: the writer only ever
+// merges into the word of the last slot it published, and the words
+// before it were written before the count this Match loaded (see dense).
+// The last word is read atomically.
+func orBits(u []uint64, src bitset, lines bool) {
+	last := len(u) - 1
+	body := u[:last]
+	for c, ch := range src {
+		lo := c * chunkWords
+		if lo >= len(body) {
+			break
+		}
+		if lines {
+			orLines(body[lo:], ch)
+		} else {
+			orInto(body[lo:], ch)
+		}
+	}
+	u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
+}
+
 // orLines ORs src into dst a cache line (8 words) at a time, skipping the
-// lines of dst that are all ones; src may be shorter or longer, and its
-// words are read atomically.
+// lines of dst that are all ones; src may be shorter or longer.
 func orLines(dst, src []uint64) {
 	n := min(len(dst), len(src))
 	i := 0
@@ -206,27 +224,26 @@ func orLines(dst, src []uint64) {
 			continue
 		}
 		s := src[i : i+8 : i+8]
-		d[0] |= atomic.LoadUint64(&s[0])
-		d[1] |= atomic.LoadUint64(&s[1])
-		d[2] |= atomic.LoadUint64(&s[2])
-		d[3] |= atomic.LoadUint64(&s[3])
-		d[4] |= atomic.LoadUint64(&s[4])
-		d[5] |= atomic.LoadUint64(&s[5])
-		d[6] |= atomic.LoadUint64(&s[6])
-		d[7] |= atomic.LoadUint64(&s[7])
+		d[0] |= s[0]
+		d[1] |= s[1]
+		d[2] |= s[2]
+		d[3] |= s[3]
+		d[4] |= s[4]
+		d[5] |= s[5]
+		d[6] |= s[6]
+		d[7] |= s[7]
 	}
 	for ; i < n; i++ {
-		dst[i] |= atomic.LoadUint64(&src[i])
+		dst[i] |= src[i]
 	}
 }
 
-// orInto ORs src into dst, reading src atomically; src may be shorter or
-// longer.
+// orInto ORs src into dst; src may be shorter or longer.
 func orInto(dst, src []uint64) {
 	n := min(len(dst), len(src))
 	dst, src = dst[:n], src[:n]
 	for i := range dst {
-		dst[i] |= atomic.LoadUint64(&src[i])
+		dst[i] |= src[i]
 	}
 }
 
@@ -255,10 +272,10 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 		if numeric(x) {
 			clear(u)
 			if c := a.lo.above(x); c < len(a.lo.marks) {
-				orBitset(u, a.lo.marks[c])
+				orBits(u, a.lo.marks[c], false)
 			}
 			if c := a.hi.below(x); c >= 0 {
-				orBitset(u, a.hi.marks[c])
+				orBits(u, a.hi.marks[c], false)
 			}
 			src = bitset{u}
 		}
@@ -297,13 +314,6 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 				s.verifyDense(d, dn, g, i)
 			}
 		}
-	}
-}
-
-// orBitset ORs the chunked bitset src into the flat dst.
-func orBitset(dst []uint64, src bitset) {
-	for c, ch := range src {
-		orInto(dst[min(len(dst), c*chunkWords):], ch)
 	}
 }
 

@@ -209,7 +209,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		case g != nil && g.dense[kind] != nil && g.dense[kind].fits(keys):
 			x.addDense(g.dense[kind], id, f, group, kind, keys)
 			return nil
-		case g != nil && g.dense[kind] == nil && g.eligible[kind]+1 >= denseMinGroup:
+		case g != nil && g.dense[kind] == nil && g.eligible[kind]+1 >= denseMinGroup && attrCount(keys) <= denseMaxAttrs:
 			x.newDense(id, f, group, kind, keys)
 			return nil
 		}

@@ -92,10 +92,14 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 	for i, n := 0, ev.NumAttrs(); i < n; i++ {
 		name, v := ev.Attr(i)
 		k, ok := d.attrKeys[name]
-		if !ok || !v.IsValid() || s.stamp[k] == s.epoch {
-			continue // unknown, no value, or a repeated name: the first counts, as in Eval
+		if !ok || s.stamp[k] == s.epoch {
+			continue // unknown, or a repeated name: the first counts, as in Eval
 		}
 		s.stamp[k] = s.epoch
+		if !v.IsValid() {
+			s.vals[k] = val{} // no value: missing, as in Eval, whatever follows
+			continue
+		}
 		s.vals[k] = val{v: v, present: true}
 		s.present = append(s.present, k)
 		s.sig |= 1 << (k & 63)
@@ -168,7 +172,7 @@ func (s *scratch) visit(d *data, g *group) {
 	}
 	if len(g.attrs) <= len(s.present) {
 		for _, kp := range g.attrs {
-			if s.stamp[kp.key] == s.epoch {
+			if s.stamp[kp.key] == s.epoch && s.vals[kp.key].present {
 				s.probe(d, kp, s.vals[kp.key])
 			}
 		}
