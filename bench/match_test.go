@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -114,21 +115,27 @@ func BenchmarkIndexAdd(b *testing.B) {
 			x := build(b, wintW(b), n).index
 			pool := addPool(b)
 			b.ReportAllocs()
-			i := 0
+			i, ops := 0, 0
+			var cpu time.Duration
+			c := startCPU()
 			for b.Loop() {
 				if i == len(pool) {
 					b.StopTimer()
+					cpu += c.elapsed()
 					for j := range pool {
 						x.Remove(poolBase + uint64(j))
 					}
 					i = 0
+					c = startCPU()
 					b.StartTimer()
 				}
 				if err := x.Add(poolBase+uint64(i), pool[i]); err != nil {
 					b.Fatal(err)
 				}
 				i++
+				ops++
 			}
+			b.ReportMetric(float64((cpu+c.elapsed()).Nanoseconds())/float64(ops), "cpu-ns/op")
 			for j := range i {
 				x.Remove(poolBase + uint64(j))
 			}
@@ -149,19 +156,25 @@ func BenchmarkIndexRemove(b *testing.B) {
 			}
 			fill()
 			b.ReportAllocs()
-			i := 0
+			i, ops := 0, 0
+			var cpu time.Duration
+			c := startCPU()
 			for b.Loop() {
 				if i == len(pool) {
 					b.StopTimer()
+					cpu += c.elapsed()
 					fill()
 					i = 0
+					c = startCPU()
 					b.StartTimer()
 				}
 				if !x.Remove(poolBase + uint64(i)) {
 					b.Fatalf("Remove(%d) found nothing", poolBase+uint64(i))
 				}
 				i++
+				ops++
 			}
+			b.ReportMetric(float64((cpu+c.elapsed()).Nanoseconds())/float64(ops), "cpu-ns/op")
 			for j := i; j < len(pool); j++ {
 				x.Remove(poolBase + uint64(j))
 			}
