@@ -67,10 +67,12 @@ func benchMatch(bm *testing.B, b *built) {
 	fn := func(uint64, float64) { count++ }
 	bm.ReportAllocs()
 	i := 0
+	cpu := startCPU()
 	for bm.Loop() {
 		b.index.Match(b.events[i%len(b.events)], fn)
 		i++
 	}
+	cpu.report(bm, i)
 	bm.ReportMetric(float64(count)/float64(i), "matches/event")
 	bm.ReportMetric(b.indexBytes, "B/filter")
 	bm.ReportMetric(float64(b.buildTime.Nanoseconds())/float64(b.n), "ns-build/filter")
@@ -175,10 +177,12 @@ func BenchmarkBruteForceWINT(b *testing.B) {
 		fn := func(uint64, float64) { count++ }
 		b.ReportAllocs()
 		i := 0
+		cpu := startCPU()
 		for b.Loop() {
 			bb.oracle.Match(bb.events[i%len(bb.events)], fn)
 			i++
 		}
+		cpu.report(b, i)
 		b.ReportMetric(float64(count)/float64(i), "matches/event")
 		b.ReportMetric(bb.oracleBytes, "B/filter")
 	})
@@ -202,6 +206,7 @@ func BenchmarkNaiveExprWINT(b *testing.B) {
 				count := 0
 				b.ReportAllocs()
 				i := 0
+				cpu := startCPU()
 				for b.Loop() {
 					c, err := nv.match(i%len(bb.events), nil)
 					if err != nil {
@@ -210,6 +215,7 @@ func BenchmarkNaiveExprWINT(b *testing.B) {
 					count += c
 					i++
 				}
+				cpu.report(b, i)
 				b.ReportMetric(float64(count)/float64(i), "matches/event")
 			})
 		}

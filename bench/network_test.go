@@ -356,11 +356,12 @@ func BenchmarkNetworkHops(b *testing.B) {
 				}
 				a.recording.Store(true)
 				b.ReportAllocs()
-				start, from := time.Now(), i
+				start, from, cpu := time.Now(), i, startCPU()
 				for b.Loop() {
 					send(load.batch)
 				}
 				el := time.Since(start).Seconds()
+				cpu.report(b, i-from)
 				b.ReportMetric(float64(i-from)/el, "events/s")
 				b.ReportMetric(a.lat.quantile(0.50), "p50-µs")
 				b.ReportMetric(a.lat.quantile(0.99), "p99-µs")

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuClock measures the CPU time the whole process spends — user and
+// system, every goroutine, the garbage collector included — from
+// startCPU on, so that a figure on a shared machine does not count the
+// time the process waited for a core. It reads getrusage(RUSAGE_SELF),
+// whose resolution is the kernel's accounting (microseconds, often
+// coarser per thread), fine over the hundreds of milliseconds of a
+// benchmark.
+type cpuClock struct{ start time.Duration }
+
+// startCPU starts a cpuClock; call it right before the timed loop.
+func startCPU() cpuClock { return cpuClock{start: processCPU()} }
+
+// elapsed returns the CPU time spent since startCPU.
+func (c cpuClock) elapsed() time.Duration { return processCPU() - c.start }
+
+// report adds the metric "cpu-ns/event": the CPU time since startCPU
+// divided by events (nothing when events is 0). Call it right after the
+// timed loop. On two cores a pipeline can spend up to twice its wall
+// time; compare it with ns/op (per event) or 1/events-per-second.
+func (c cpuClock) report(b *testing.B, events int) {
+	el := c.elapsed()
+	if events > 0 {
+		b.ReportMetric(float64(el.Nanoseconds())/float64(events), "cpu-ns/event")
+	}
+}
+
+// processCPU returns the process's user plus system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
