@@ -661,42 +661,6 @@ func (r *router) marker(ttl, gateways int) *linkAck {
 	return a
 }
 
-// seenIDs remembers the IDs of recent events that crossed the switch's
-// links, in two generations of seenGeneration IDs, so that an event
-// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
-type seenIDs struct {
-	mu       sync.Mutex
-	cur, old map[EventID]struct{}
-}
-
-const seenGeneration = 1 << 16
-
-// add records id and reports whether it was there already.
-func (s *seenIDs) add(id EventID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.cur[id]; ok {
-		return true
-	}
-	if _, ok := s.old[id]; ok {
-		return true
-	}
-	if s.cur == nil || len(s.cur) >= seenGeneration {
-		s.old, s.cur = s.cur, make(map[EventID]struct{}, 1024)
-	}
-	s.cur[id] = struct{}{}
-	return false
-}
-
-// forget takes id out, so that it may be added again (a publish that was
-// not carried after all).
-func (s *seenIDs) forget(id EventID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.cur, id)
-	delete(s.old, id)
-}
-
 // LinkState is the state of a shared link (S1 shared-link control).
 type LinkState int
 

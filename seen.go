@@ -1,0 +1,210 @@
+package sion
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// seenIDs remembers the IDs of recent events that crossed the switch's
+// links, in two generations of seenGeneration IDs, so that an event
+// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
+// The zero value is an empty set. It is on the path of every event that
+// crosses a link, at both ends: a lookup costs one hash and, in each
+// generation, a short probe in a table at most half full.
+type seenIDs struct {
+	mu       sync.Mutex
+	seed     maphash.Seed // mu; random (peers choose IDs), set by the first add
+	cur, old idSet        // mu
+}
+
+const seenGeneration = 1 << 16
+
+// add records id and reports whether it was there already.
+func (s *seenIDs) add(id EventID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seed == (maphash.Seed{}) {
+		s.seed = maphash.MakeSeed()
+	}
+	h := s.hash(id)
+	if s.old.has(h, id) {
+		return true
+	}
+	i, ok := s.cur.find(h, id)
+	if ok {
+		return true
+	}
+	moved := false
+	if s.cur.n >= seenGeneration { // a new generation: the oldest is forgotten
+		s.old, s.cur = s.cur, s.old
+		s.cur.clear()
+		moved = true
+	}
+	if s.cur.full() {
+		s.cur.grow(s)
+		moved = true
+	}
+	if moved {
+		i, _ = s.cur.find(h, id)
+	}
+	s.cur.put(i, h, id)
+	return false
+}
+
+// forget takes id out, so that it may be added again (a publish that was
+// not carried after all).
+func (s *seenIDs) forget(id EventID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seed == (maphash.Seed{}) {
+		return // nothing was added
+	}
+	h := s.hash(id)
+	s.cur.remove(s, h, id)
+	s.old.remove(s, h, id)
+}
+
+// hash returns id's hash under the set's seed. mu must be held.
+func (s *seenIDs) hash(id EventID) uint64 { return maphash.Comparable(s.seed, id) }
+
+// idSet is one generation of seenIDs: a hash set of event IDs by open
+// addressing with linear probing, in a table of a power of two slots kept
+// at most half full (it doubles up to 2×seenGeneration), so that probes
+// stay short. A zero slot is free; the zero ID itself is kept apart.
+//
+// The table (2 MB when full) is far larger than a core's cache, so that
+// each probe of it costs a miss; a filter of four bits per slot (64 KB
+// when full), two of them set per ID, answers most lookups of an ID the
+// set does not hold — the common case: a new event — without one.
+type idSet struct {
+	slots  []EventID // nil until the first put
+	filter []uint64  // 4×len(slots) bits: bits h>>24 and h>>44 of each ID held (and of some removed)
+	n      int       // IDs held, the zero ID included
+	zero   bool      // the zero ID is held
+}
+
+// filterBits returns the two filter bits of hash h, as word indexes and
+// masks, in a filter of words words (a power of two).
+func filterBits(h uint64, words int) (w1 int, m1 uint64, w2 int, m2 uint64) {
+	mask := uint64(words*64 - 1)
+	b1, b2 := (h>>24)&mask, (h>>44|h<<20)&mask
+	return int(b1 / 64), 1 << (b1 % 64), int(b2 / 64), 1 << (b2 % 64)
+}
+
+// mayHold reports false when the filter proves that the ID of hash h is
+// not in a slot.
+func (t *idSet) mayHold(h uint64) bool {
+	if t.filter == nil {
+		return false
+	}
+	w1, m1, w2, m2 := filterBits(h, len(t.filter))
+	return t.filter[w1]&m1 != 0 && t.filter[w2]&m2 != 0
+}
+
+// mark sets the filter bits of hash h.
+func (t *idSet) mark(h uint64) {
+	w1, m1, w2, m2 := filterBits(h, len(t.filter))
+	t.filter[w1] |= m1
+	t.filter[w2] |= m2
+}
+
+// minIDSlots is the size of a generation's first table.
+const minIDSlots = 256
+
+// has reports whether the set holds id, of hash h.
+func (t *idSet) has(h uint64, id EventID) bool {
+	if id != (EventID{}) && !t.mayHold(h) {
+		return false
+	}
+	_, ok := t.find(h, id)
+	return ok
+}
+
+// find returns where id is (true), or the free slot where it would go
+// (false, -1 while the set has no table). The zero ID is never in a slot.
+func (t *idSet) find(h uint64, id EventID) (int, bool) {
+	if id == (EventID{}) {
+		return -1, t.zero
+	}
+	if t.slots == nil {
+		return -1, false
+	}
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		switch t.slots[i] {
+		case id:
+			return i, true
+		case EventID{}:
+			return i, false
+		}
+	}
+}
+
+// full reports whether one more ID would fill more than half the table.
+func (t *idSet) full() bool { return 2*(t.n+1) > len(t.slots) }
+
+// put stores id, of hash h, which is not held, in slot i that find
+// returned; the table has room (full is false).
+func (t *idSet) put(i int, h uint64, id EventID) {
+	t.n++
+	if id == (EventID{}) {
+		t.zero = true
+		return
+	}
+	t.slots[i] = id
+	t.mark(h)
+}
+
+// grow doubles the table (or makes the first), re-placing the IDs held.
+func (t *idSet) grow(s *seenIDs) {
+	old := t.slots
+	t.slots = make([]EventID, max(minIDSlots, 2*len(old)))
+	t.filter = make([]uint64, len(t.slots)/16)
+	mask := len(t.slots) - 1
+	for _, id := range old {
+		if id == (EventID{}) {
+			continue
+		}
+		h := s.hash(id)
+		i := int(h) & mask
+		for t.slots[i] != (EventID{}) {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = id
+		t.mark(h)
+	}
+}
+
+// clear empties the set, keeping its table.
+func (t *idSet) clear() {
+	clear(t.slots)
+	clear(t.filter)
+	t.n, t.zero = 0, false
+}
+
+// remove takes id out if it is held, moving back the IDs after it that
+// would no longer be found (deletion without tombstones).
+func (t *idSet) remove(s *seenIDs, h uint64, id EventID) {
+	i, ok := t.find(h, id)
+	switch {
+	case !ok:
+		return
+	case i < 0: // the zero ID
+		t.zero = false
+		t.n--
+		return
+	}
+	mask := len(t.slots) - 1
+	for j := (i + 1) & mask; t.slots[j] != (EventID{}); j = (j + 1) & mask {
+		home := int(s.hash(t.slots[j])) & mask
+		// The ID at j stays if its home lies cyclically in (i, j]: a
+		// probe from there does not cross the slot emptied at i.
+		if i <= j && i < home && home <= j || i > j && (i < home || home <= j) {
+			continue
+		}
+		t.slots[i] = t.slots[j]
+		i = j
+	}
+	t.slots[i] = EventID{}
+	t.n--
+}
