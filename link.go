@@ -192,7 +192,7 @@ func (l *eventFrames) forwardFrame(sw *Switch, e *Event) ([]byte, error) {
 		w := toWireEvent(e)
 		w.TTL--
 		w.Hops++
-		l.fwd, l.fwdErr = wire.EncodeLimits(nil, &wire.Forward{Event: w}, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
+		l.fwd, l.fwdErr = wire.EncodeForward(nil, &w, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
 	}
 	return l.fwd, l.fwdErr
 }

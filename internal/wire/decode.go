@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sion-go/sion/ontology"
@@ -36,7 +37,19 @@ const (
 // value kind or bool byte, a number out of its field's range, trailing
 // bytes).
 func Decode(frame []byte, lim Limits) (Message, error) {
-	d := decoder{buf: frame, lim: lim.norm()}
+	d := decoders.Get().(*decoder) // the methods of Message would move a local one to the heap
+	m, err := d.frame(frame, lim)
+	*d = decoder{}
+	decoders.Put(d)
+	return m, err
+}
+
+// decoders holds the *decoder values Decode uses, each frame in turn.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// frame is Decode with d, which must be the zero decoder.
+func (d *decoder) frame(frame []byte, lim Limits) (Message, error) {
+	d.buf, d.lim = frame, lim.norm()
 	if len(frame) > d.lim.MaxFrameBytes {
 		if len(frame) >= 2 && frame[0] == FrameVersion && newMessage(Kind(frame[1])) != nil {
 			d.kind = Kind(frame[1]) // for the error message
@@ -62,7 +75,7 @@ func Decode(frame []byte, lim Limits) (Message, error) {
 		return nil, d.err
 	}
 	d.kind = k
-	m.decode(&d)
+	m.decode(d)
 	if d.err == nil && d.off != len(d.buf) {
 		d.fail("end", ErrMalformed, d.off, fmt.Sprintf("%d trailing bytes", len(d.buf)-d.off))
 	}

@@ -287,6 +287,16 @@ func TestRoundTrip(t *testing.T) {
 			again := encode(t, got)
 			assert.Equal(t, frame, again, "encoding is canonical")
 
+			if f, ok := s.msg.(*Forward); ok {
+				out, err := EncodeForward([]byte("xyz"), &f.Event, Limits{})
+				require.NoError(t, err)
+				assert.Equal(t, append([]byte("xyz"), frame...), out, "EncodeForward")
+			}
+			if h := sizeHint(s.msg); h > 0 { // the frame is made in one allocation
+				assert.GreaterOrEqual(t, h, len(frame), "sizeHint")
+				assert.LessOrEqual(t, h, 2*len(frame)+64, "sizeHint")
+			}
+
 			out, err := Encode([]byte("xyz"), s.msg)
 			require.NoError(t, err)
 			assert.Equal(t, append([]byte("xyz"), frame...), out, "Encode appends")
