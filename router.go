@@ -303,6 +303,7 @@ func (r *router) shutdown(err error) {
 
 // write sends the queued frames in order until the link ends.
 func (r *router) write(ctx context.Context) {
+	var batch []linkFrame
 	for {
 		select {
 		case <-r.wake:
@@ -310,7 +311,7 @@ func (r *router) write(ctx context.Context) {
 			return
 		}
 		r.qmu.Lock()
-		batch := r.q.takeAll()
+		batch = r.q.takeAll(batch)
 		r.qmu.Unlock()
 		for _, it := range batch {
 			if err := r.conn.Send(ctx, it.f); err != nil {

@@ -11,6 +11,7 @@ type queue struct {
 
 	mu      sync.Mutex
 	frames  [][]byte      // oldest first; mu
+	spare   [][]byte      // empty, to hold frames again: the slice of the last frames taken and released; mu
 	bytes   int           // held, counted with prefixBytes each, and taken but not released; mu
 	err     error         // once set, push fails with it; mu
 	changed chan struct{} // nil unless someone waits; closed at the next change; mu
@@ -32,6 +33,9 @@ func (q *queue) push(f []byte) (wait <-chan struct{}, err error) {
 	}
 	if q.bytes > 0 && q.bytes+cost(f) > q.limit {
 		return q.waitChan(), nil
+	}
+	if q.frames == nil {
+		q.frames, q.spare = q.spare, nil
 	}
 	q.frames = append(q.frames, f)
 	q.bytes += cost(f)
@@ -78,17 +82,25 @@ func (q *queue) take() (frames [][]byte, wait <-chan struct{}, err error) {
 	return frames, nil, nil
 }
 
-// release frees the bytes of frames returned by take.
+// release frees the bytes of frames returned by take; the caller is done
+// with frames, whose slice the queue reuses.
 func (q *queue) release(frames [][]byte) {
 	n := 0
 	for _, f := range frames {
 		n += cost(f)
 	}
+	clear(frames)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.bytes -= n
+	if cap(frames) <= maxSpareFrames {
+		q.spare = frames[:0]
+	}
 	q.notify()
 }
+
+// maxSpareFrames bounds the slice a queue keeps for reuse, in frames.
+const maxSpareFrames = 4096
 
 // setLimit changes the queue's limit to n, waking those waiting for
 // room.
