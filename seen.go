@@ -74,21 +74,19 @@ func (s *seenIDs) hash(id EventID) uint64 { return maphash.Comparable(s.seed, id
 //
 // The table (2 MB when full) is far larger than a core's cache, so that
 // each probe of it costs a miss; a filter of four bits per slot (64 KB
-// when full), two of them set per ID, answers most lookups of an ID the
+// when full), two of them set per ID in one word, answers most lookups of an ID the
 // set does not hold — the common case: a new event — without one.
 type idSet struct {
 	slots  []EventID // nil until the first put
-	filter []uint64  // 4×len(slots) bits: bits h>>24 and h>>44 of each ID held (and of some removed)
+	filter []uint64  // 4×len(slots) bits: two bits in word h>>24 for each ID held (and some removed)
 	n      int       // IDs held, the zero ID included
 	zero   bool      // the zero ID is held
 }
 
-// filterBits returns the two filter bits of hash h, as word indexes and
-// masks, in a filter of words words (a power of two).
-func filterBits(h uint64, words int) (w1 int, m1 uint64, w2 int, m2 uint64) {
-	mask := uint64(words*64 - 1)
-	b1, b2 := (h>>24)&mask, (h>>44|h<<20)&mask
-	return int(b1 / 64), 1 << (b1 % 64), int(b2 / 64), 1 << (b2 % 64)
+// filterBits returns the two filter bits of hash h, both in one word (one
+// cache line to read), in a filter of words words (a power of two).
+func filterBits(h uint64, words int) (w int, m uint64) {
+	return int(h>>24) & (words - 1), 1<<(h>>52&63) | 1<<(h>>58)
 }
 
 // mayHold reports false when the filter proves that the ID of hash h is
@@ -97,15 +95,14 @@ func (t *idSet) mayHold(h uint64) bool {
 	if t.filter == nil {
 		return false
 	}
-	w1, m1, w2, m2 := filterBits(h, len(t.filter))
-	return t.filter[w1]&m1 != 0 && t.filter[w2]&m2 != 0
+	w, m := filterBits(h, len(t.filter))
+	return t.filter[w]&m == m
 }
 
 // mark sets the filter bits of hash h.
 func (t *idSet) mark(h uint64) {
-	w1, m1, w2, m2 := filterBits(h, len(t.filter))
-	t.filter[w1] |= m1
-	t.filter[w2] |= m2
+	w, m := filterBits(h, len(t.filter))
+	t.filter[w] |= m
 }
 
 // minIDSlots is the size of a generation's first table.
