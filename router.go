@@ -396,12 +396,13 @@ func (r *router) lostData(_ linkFrame, why dropCause) {
 // read handles the peer's frames until the connection ends; ctx is the
 // link's.
 func (r *router) read(ctx context.Context) error {
+	var fwd wire.Forward // each event's, in turn: nothing keeps it once handled
 	for {
 		f, err := r.conn.Recv(ctx)
 		if err != nil {
 			return err
 		}
-		m, err := wire.Decode(f, r.lim)
+		m, err := wire.DecodeReusing(f, r.lim, &fwd)
 		if err != nil {
 			return r.protocolError(ctx, err)
 		}

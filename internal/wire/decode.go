@@ -37,7 +37,16 @@ const (
 // value kind or bool byte, a number out of its field's range, trailing
 // bytes).
 func Decode(frame []byte, lim Limits) (Message, error) {
+	return DecodeReusing(frame, lim, nil)
+}
+
+// DecodeReusing is Decode, except that it decodes a Forward frame into
+// *fwd (when not nil), which it overwrites and returns, instead of a new
+// Forward: for a reader that is done with each message before it decodes
+// the next (the slices and strings of the event are new all the same).
+func DecodeReusing(frame []byte, lim Limits, fwd *Forward) (Message, error) {
 	d := decoders.Get().(*decoder) // the methods of Message would move a local one to the heap
+	d.fwd = fwd
 	m, err := d.frame(frame, lim)
 	*d = decoder{}
 	decoders.Put(d)
@@ -47,7 +56,7 @@ func Decode(frame []byte, lim Limits) (Message, error) {
 // decoders holds the *decoder values Decode uses, each frame in turn.
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
-// frame is Decode with d, which must be the zero decoder.
+// frame is Decode with d, which must be the zero decoder but for fwd.
 func (d *decoder) frame(frame []byte, lim Limits) (Message, error) {
 	d.buf, d.lim = frame, lim.norm()
 	if len(frame) > d.lim.MaxFrameBytes {
@@ -69,7 +78,13 @@ func (d *decoder) frame(frame []byte, lim Limits) (Message, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	m := newMessage(k)
+	var m Message
+	if k == KindForward && d.fwd != nil {
+		*d.fwd = Forward{}
+		m = d.fwd
+	} else {
+		m = newMessage(k)
+	}
 	if m == nil {
 		d.fail("kind", ErrMalformed, 1, fmt.Sprintf("unknown kind %d", k))
 		return nil, d.err
@@ -88,6 +103,7 @@ func (d *decoder) frame(frame []byte, lim Limits) (Message, error) {
 // decoder reads one frame. After the first failure err is set and every
 // method returns zero values without reading.
 type decoder struct {
+	fwd  *Forward // where to decode a Forward frame; nil: a new Forward
 	buf  []byte
 	off  int
 	lim  Limits

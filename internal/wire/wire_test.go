@@ -292,6 +292,13 @@ func TestRoundTrip(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, append([]byte("xyz"), frame...), out, "EncodeForward")
 			}
+			reused := &Forward{Event: extremeEvent()} // overwritten by a Forward frame
+			got, err = DecodeReusing(frame, Limits{}, reused)
+			require.NoError(t, err)
+			assertSameMessage(t, s.msg, got)
+			if _, ok := s.msg.(*Forward); ok {
+				assert.Same(t, reused, got, "DecodeReusing")
+			}
 			if h := sizeHint(s.msg); h > 0 { // the frame is made in one allocation
 				assert.GreaterOrEqual(t, h, len(frame), "sizeHint")
 				assert.LessOrEqual(t, h, 2*len(frame)+64, "sizeHint")
