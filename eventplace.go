@@ -182,7 +182,8 @@ type AdmissionRequest struct {
 // switches may share one place. An EventPlace is immutable after
 // NewEventPlace and safe for concurrent use.
 type EventPlace struct {
-	cfg PlaceConfig
+	cfg  PlaceConfig
+	path []string // []string{cfg.Name}, len = cap: the Control.Path of every event admitted here, shared like the events themselves (never modified in place; an append copies it)
 }
 
 // NewEventPlace validates cfg, fills in defaults and returns the place. A
@@ -224,7 +225,7 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 	if cfg.MaxPayloadBytes == 0 {
 		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
-	return &EventPlace{cfg: cfg}, nil
+	return &EventPlace{cfg: cfg, path: []string{cfg.Name}}, nil
 }
 
 // Name returns the place's name.
@@ -317,9 +318,7 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 		*ev = Event{Data: in.Data, Attrs: in.Attrs[:0]}
 		return p.admitInto(ev, &in, r)
 	}
-	return p.admitInto(&Event{
-		Control: Control{Path: []string{p.cfg.Name}},
-	}, ev, r)
+	return p.admitInto(&Event{Control: Control{Path: p.path}}, ev, r)
 }
 
 // admitInto is admit, into out: an empty event, but for the Path of its
@@ -384,6 +383,10 @@ func (p *EventPlace) admitInto(out, ev *Event, r admitRule) (*Event, error) {
 	if !r.owned {
 		out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
 	}
+	var vocab []ontology.Attribute // the type's, own and inherited, sorted by canonical name
+	if known {
+		vocab = o.Vocabulary(t.ID)
+	}
 	for _, a := range ev.Attrs {
 		name := o.CanonicalAttribute(a.Name)
 		v := a.Value
@@ -394,7 +397,7 @@ func (p *EventPlace) admitInto(out, ev *Event, r admitRule) (*Event, error) {
 			return nil, fmt.Errorf("%w: attribute %q is %v; NaN and ±Inf are refused", ErrInvalidEvent, a.Name, v.Float())
 		}
 		if known {
-			decl, ok := o.Attribute(t.ID, name)
+			decl, ok := vocabEntry(vocab, name)
 			if !ok {
 				return nil, fmt.Errorf("%w: attribute %q is not in the vocabulary of event type %q", ErrInvalidEvent, a.Name, t.Name)
 			}
@@ -413,6 +416,27 @@ func (p *EventPlace) admitInto(out, ev *Event, r admitRule) (*Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// vocabEntry returns the entry of vocabulary v (ontology.Vocabulary,
+// sorted by name) for the canonical attribute name: what
+// Ontology.Attribute returns, for a name already canonical, without its
+// map lookup and its comparisons through a function value (admit runs it
+// for every attribute of every event).
+func vocabEntry(v []ontology.Attribute, name string) (*ontology.Attribute, bool) {
+	lo, hi := 0, len(v)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if v[h].Name < name {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	if lo < len(v) && v[lo].Name == name {
+		return &v[lo], true
+	}
+	return nil, false
 }
 
 // The most one event may hold so that it crosses a shared link (the wire
