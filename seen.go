@@ -9,8 +9,9 @@ import (
 // links, in two generations of seenGeneration IDs, so that an event
 // arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
 // The zero value is an empty set. It is on the path of every event that
-// crosses a link, at both ends: a lookup costs one hash and, in each
-// generation, a short probe in a table at most half full.
+// crosses a link, at both ends: adding a new ID costs one hash, a word of
+// each generation's filter, and a share of a batch of table inserts
+// (idSet).
 type seenIDs struct {
 	mu       sync.Mutex
 	seed     maphash.Seed // mu; random (peers choose IDs), set by the first add
@@ -27,27 +28,15 @@ func (s *seenIDs) add(id EventID) bool {
 		s.seed = maphash.MakeSeed()
 	}
 	h := s.hash(id)
-	if s.old.has(h, id) {
+	if s.old.has(h, id) || s.cur.has(h, id) {
 		return true
 	}
-	i, ok := s.cur.find(h, id)
-	if ok {
-		return true
-	}
-	moved := false
 	if s.cur.n >= seenGeneration { // a new generation: the oldest is forgotten
+		s.cur.flush()
 		s.old, s.cur = s.cur, s.old
 		s.cur.clear()
-		moved = true
 	}
-	if s.cur.full() {
-		s.cur.grow(s)
-		moved = true
-	}
-	if moved {
-		i, _ = s.cur.find(h, id)
-	}
-	s.cur.put(i, h, id)
+	s.cur.add(s, h, id)
 	return false
 }
 
@@ -73,15 +62,28 @@ func (s *seenIDs) hash(id EventID) uint64 { return maphash.Comparable(s.seed, id
 // stay short. A zero slot is free; the zero ID itself is kept apart.
 //
 // The table (2 MB when full) is far larger than a core's cache, so that
-// each probe of it costs a miss; a filter of four bits per slot (64 KB
-// when full), two of them set per ID in one word, answers most lookups of an ID the
-// set does not hold — the common case: a new event — without one.
+// each probe of it costs a miss. So a filter of four bits per slot (64 KB
+// when full), two of them set per ID in one word, answers most lookups of
+// an ID the set does not hold — the common case: a new event — without
+// reading the table; and new IDs wait in a short list, searched when the
+// filter cannot tell, and enter the table pendingIDs at a time, in one
+// loop whose misses the processor overlaps.
 type idSet struct {
-	slots  []EventID // nil until the first put
-	filter []uint64  // 4×len(slots) bits: two bits in word h>>24 for each ID held (and some removed)
-	n      int       // IDs held, the zero ID included
-	zero   bool      // the zero ID is held
+	slots  []EventID   // nil until the first flush
+	filter []uint64    // 4×len(slots) bits: two bits in word h>>24 for each ID held (and some removed)
+	pend   []pendingID // held, not yet in slots; at most pendingIDs
+	n      int         // IDs held, in slots and pend, the zero ID included
+	zero   bool        // the zero ID is held
 }
+
+// pendingID is an ID of an idSet's short list, with its hash.
+type pendingID struct {
+	h  uint64
+	id EventID
+}
+
+// pendingIDs is how many new IDs wait before they enter the table.
+const pendingIDs = 64
 
 // filterBits returns the two filter bits of hash h, both in one word (one
 // cache line to read), in a filter of words words (a power of two).
@@ -110,15 +112,56 @@ const minIDSlots = 256
 
 // has reports whether the set holds id, of hash h.
 func (t *idSet) has(h uint64, id EventID) bool {
-	if id != (EventID{}) && !t.mayHold(h) {
+	if id == (EventID{}) {
+		return t.zero
+	}
+	if !t.mayHold(h) {
 		return false
+	}
+	for _, p := range t.pend {
+		if p.id == id {
+			return true
+		}
 	}
 	_, ok := t.find(h, id)
 	return ok
 }
 
-// find returns where id is (true), or the free slot where it would go
-// (false, -1 while the set has no table). The zero ID is never in a slot.
+// add records id, of hash h, which the set does not hold.
+func (t *idSet) add(s *seenIDs, h uint64, id EventID) {
+	t.n++
+	if id == (EventID{}) {
+		t.zero = true
+		return
+	}
+	if 2*t.n > len(t.slots) {
+		t.grow(s)
+	}
+	t.pend = append(t.pend, pendingID{h, id})
+	t.mark(h)
+	if len(t.pend) == pendingIDs {
+		t.flush()
+	}
+}
+
+// flush puts the IDs of the short list in the table, which has room for
+// them.
+func (t *idSet) flush() {
+	mask := len(t.slots) - 1
+	for _, p := range t.pend {
+		i := int(p.h) & mask
+		for t.slots[i] != (EventID{}) {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = p.id
+	}
+	clear(t.pend)
+	t.pend = t.pend[:0]
+}
+
+// find returns where id is in the table (true), or the free slot where
+// it would go (false, -1 while the set has no table). The zero ID is never
+// in a slot, nor are the IDs of the short list.
 func (t *idSet) find(h uint64, id EventID) (int, bool) {
 	if id == (EventID{}) {
 		return -1, t.zero
@@ -137,26 +180,17 @@ func (t *idSet) find(h uint64, id EventID) (int, bool) {
 	}
 }
 
-// full reports whether one more ID would fill more than half the table.
-func (t *idSet) full() bool { return 2*(t.n+1) > len(t.slots) }
-
-// put stores id, of hash h, which is not held, in slot i that find
-// returned; the table has room (full is false).
-func (t *idSet) put(i int, h uint64, id EventID) {
-	t.n++
-	if id == (EventID{}) {
-		t.zero = true
-		return
-	}
-	t.slots[i] = id
-	t.mark(h)
-}
-
 // grow doubles the table (or makes the first), re-placing the IDs held.
 func (t *idSet) grow(s *seenIDs) {
 	old := t.slots
 	t.slots = make([]EventID, max(minIDSlots, 2*len(old)))
 	t.filter = make([]uint64, len(t.slots)/16)
+	if t.pend == nil {
+		t.pend = make([]pendingID, 0, pendingIDs)
+	}
+	for _, p := range t.pend {
+		t.mark(p.h)
+	}
 	mask := len(t.slots) - 1
 	for _, id := range old {
 		if id == (EventID{}) {
@@ -176,19 +210,33 @@ func (t *idSet) grow(s *seenIDs) {
 func (t *idSet) clear() {
 	clear(t.slots)
 	clear(t.filter)
+	clear(t.pend)
+	t.pend = t.pend[:0]
 	t.n, t.zero = 0, false
 }
 
 // remove takes id out if it is held, moving back the IDs after it that
 // would no longer be found (deletion without tombstones).
 func (t *idSet) remove(s *seenIDs, h uint64, id EventID) {
-	i, ok := t.find(h, id)
-	switch {
-	case !ok:
+	if id == (EventID{}) {
+		if t.zero {
+			t.zero = false
+			t.n--
+		}
 		return
-	case i < 0: // the zero ID
-		t.zero = false
-		t.n--
+	}
+	for k, p := range t.pend {
+		if p.id == id {
+			last := len(t.pend) - 1
+			t.pend[k] = t.pend[last]
+			t.pend[last] = pendingID{}
+			t.pend = t.pend[:last]
+			t.n--
+			return
+		}
+	}
+	i, ok := t.find(h, id)
+	if !ok {
 		return
 	}
 	mask := len(t.slots) - 1

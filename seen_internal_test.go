@@ -61,8 +61,7 @@ func TestSeenIDs(t *testing.T) {
 			require.Equal(t, len(m.cur), s.cur.n)
 			require.Equal(t, len(m.old), s.old.n)
 			for id := range m.cur {
-				_, ok := s.cur.find(s.hash(id), id)
-				require.True(t, ok, "%v", id)
+				require.True(t, s.cur.has(s.hash(id), id), "%v", id)
 			}
 			require.LessOrEqual(t, len(s.cur.slots), 2*seenGeneration)
 		})
