@@ -886,3 +886,20 @@ func TestSharedDeliverMatchesEncode(t *testing.T) {
 	_, err = small.Frame([]Match{{Sub: 1}, {Sub: 2}})
 	require.ErrorIs(t, err, ErrTooLarge)
 }
+
+// BenchmarkForward encodes a shared link's Forward frame into a new
+// buffer and decodes it into a reused Forward, as a link's two ends do.
+func BenchmarkForward(b *testing.B) {
+	ev := realisticEvent()
+	var fwd Forward
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, err := EncodeForward(nil, &ev, Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecodeReusing(buf, Limits{}, &fwd); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
