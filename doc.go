@@ -222,7 +222,7 @@
 // and hops, the Forward frame made once for every link) → router.go and
 // queue.go (the link's queue and writer) → the transport → on the peer,
 // router.go (read) → link.go (sharedEnd.receive, readmit) → eventplace.go
-// (the place admits it again) → router.go (the seen-ID set) → switch.go
+// (the place admits it again) → seen.go (the seen-ID set) → switch.go
 // (deliver, on that switch, to its sessions and its other links, never
 // back).
 //

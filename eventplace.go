@@ -182,7 +182,8 @@ type AdmissionRequest struct {
 // switches may share one place. An EventPlace is immutable after
 // NewEventPlace and safe for concurrent use.
 type EventPlace struct {
-	cfg PlaceConfig
+	cfg  PlaceConfig
+	path []string // []string{cfg.Name}, len = cap: the Control.Path of every event admitted here, shared like the events themselves (never modified in place; an append copies it)
 }
 
 // NewEventPlace validates cfg, fills in defaults and returns the place. A
@@ -224,7 +225,7 @@ func NewEventPlace(cfg PlaceConfig) (*EventPlace, error) {
 	if cfg.MaxPayloadBytes == 0 {
 		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
-	return &EventPlace{cfg: cfg}, nil
+	return &EventPlace{cfg: cfg, path: []string{cfg.Name}}, nil
 }
 
 // Name returns the place's name.
@@ -273,6 +274,12 @@ type admitRule struct {
 	// keepID keeps the ID the event carries (zero: the switch gives it
 	// one): a publisher's own ID, for an event carried from elsewhere.
 	keepID bool
+	// owned: the event is the caller's own copy, decoded from a frame,
+	// which nothing else holds: admit validates and returns it in place,
+	// keeping its Data and Attrs slices instead of copying them, and
+	// leaves Control.Path nil — the caller sets the control information
+	// the event carried (readmit).
+	owned bool
 }
 
 // The rules, by where the event comes from.
@@ -284,7 +291,7 @@ var (
 	// admitForwarded: an event that arrived over a shared link of the
 	// place. Its payload was parsed at its origin; the routed reserved
 	// types (discovery) travel like user events.
-	admitForwarded = admitRule{routed: true}
+	admitForwarded = admitRule{routed: true, owned: true}
 	// admitConverted: an event that entered the place through a gateway,
 	// converted by its Mapping. Its payload was parsed at its origin;
 	// reserved types are refused (gateways carry no discovery).
@@ -295,23 +302,31 @@ var (
 )
 
 // admit validates ev against the place by rule r and returns the copy the
-// switch keeps: the type and attribute names canonical, attribute values
-// of the vocabulary's kinds (an int attribute given as an integral float,
-// or a float attribute given as an int that float64 holds exactly, is
-// converted), attributes sorted by name, control information from the
-// place's defaults (TTL and PlaceTTL lowered where ev asks). Errors wrap
-// ErrUnknownEventType or ErrInvalidEvent and name the attribute.
+// switch keeps (with r.owned, ev itself, changed in place): the type and
+// attribute names canonical, attribute values of the vocabulary's kinds
+// (an int attribute given as an integral float, or a float attribute
+// given as an int that float64 holds exactly, is converted), attributes
+// sorted by name, control information from the place's defaults (TTL and
+// PlaceTTL lowered where ev asks). Errors wrap ErrUnknownEventType or
+// ErrInvalidEvent and name the attribute.
 func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
-	o := p.cfg.Ontology
-	out := &Event{
-		Type:        ev.Type,
-		ContentType: ev.ContentType,
-		Condition:   ev.Condition,
-		Control:     Control{TTL: p.cfg.TTL, Place: p.cfg.Name, Path: []string{p.cfg.Name}},
+	if r.owned { // validate ev in place, taking over its slices
+		in := *ev
+		*ev = Event{Data: in.Data, Attrs: in.Attrs[:0]}
+		return p.admitInto(ev, &in, r)
 	}
+	return p.admitInto(&Event{Control: Control{Path: p.path}}, ev, r)
+}
+
+// admitInto is admit, into out: an empty event, but for the Path of its
+// control information, and, when r.owned, ev's Data and Attrs[:0].
+func (p *EventPlace) admitInto(out, ev *Event, r admitRule) (*Event, error) {
+	o := p.cfg.Ontology
+	out.Type, out.ContentType, out.Condition = ev.Type, ev.ContentType, ev.Condition
+	out.Control.TTL, out.Control.Place = p.cfg.TTL, p.cfg.Name
 	if r.keepID {
 		out.ID = ev.ID
 	}
@@ -345,7 +360,7 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 		}
 	}
-	if len(ev.Data) > 0 {
+	if len(ev.Data) > 0 && !r.owned {
 		out.Data = slices.Clone(ev.Data)
 	}
 	if ev.Condition != nil {
@@ -365,7 +380,13 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 	if err := fitsLink(ev, size); err != nil {
 		return nil, err
 	}
-	out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
+	if !r.owned {
+		out.Attrs = make([]ontology.Attr, 0, len(ev.Attrs))
+	}
+	var vocab []ontology.Attribute // the type's, own and inherited, sorted by canonical name
+	if known {
+		vocab = o.Vocabulary(t.ID)
+	}
 	for _, a := range ev.Attrs {
 		name := o.CanonicalAttribute(a.Name)
 		v := a.Value
@@ -376,7 +397,7 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 			return nil, fmt.Errorf("%w: attribute %q is %v; NaN and ±Inf are refused", ErrInvalidEvent, a.Name, v.Float())
 		}
 		if known {
-			decl, ok := o.Attribute(t.ID, name)
+			decl, ok := vocabEntry(vocab, name)
 			if !ok {
 				return nil, fmt.Errorf("%w: attribute %q is not in the vocabulary of event type %q", ErrInvalidEvent, a.Name, t.Name)
 			}
@@ -395,6 +416,27 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// vocabEntry returns the entry of vocabulary v (ontology.Vocabulary,
+// sorted by name) for the canonical attribute name: what
+// Ontology.Attribute returns, for a name already canonical, without its
+// map lookup and its comparisons through a function value (admit runs it
+// for every attribute of every event).
+func vocabEntry(v []ontology.Attribute, name string) (*ontology.Attribute, bool) {
+	lo, hi := 0, len(v)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if v[h].Name < name {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	if lo < len(v) && v[lo].Name == name {
+		return &v[lo], true
+	}
+	return nil, false
 }
 
 // The most one event may hold so that it crosses a shared link (the wire
@@ -429,9 +471,9 @@ func fitsLink(ev *Event, attrBytes int) error {
 			return fmt.Errorf("%w: attribute %.40q: a name or string value longer than %d bytes cannot cross a shared link", ErrInvalidEvent, a.Name, linkMaxString)
 		}
 	}
-	for what, s := range map[string]string{"type": ev.Type, "content type": ev.ContentType} {
-		if len(s) > linkMaxString {
-			return fmt.Errorf("%w: a %s longer than %d bytes cannot cross a shared link", ErrInvalidEvent, what, linkMaxString)
+	for _, f := range [...]struct{ what, s string }{{"type", ev.Type}, {"content type", ev.ContentType}} {
+		if len(f.s) > linkMaxString {
+			return fmt.Errorf("%w: a %s longer than %d bytes cannot cross a shared link", ErrInvalidEvent, f.what, linkMaxString)
 		}
 	}
 	// Frame: the fields' bytes plus at most 12 bytes of lengths and kinds

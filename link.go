@@ -192,7 +192,7 @@ func (l *eventFrames) forwardFrame(sw *Switch, e *Event) ([]byte, error) {
 		w := toWireEvent(e)
 		w.TTL--
 		w.Hops++
-		l.fwd, l.fwdErr = wire.EncodeLimits(nil, &wire.Forward{Event: w}, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
+		l.fwd, l.fwdErr = wire.EncodeForward(nil, &w, wire.Limits{MaxFrameBytes: 1<<31 - 1, MaxDataBytes: 1<<31 - 1})
 	}
 	return l.fwd, l.fwdErr
 }
@@ -211,11 +211,12 @@ func (sw *Switch) readmit(w *wire.Event) (*Event, error) {
 	if c.TTL < 0 || c.Hops < 0 || c.PlaceTTL < 0 || c.PlaceHops < 0 {
 		return nil, fmt.Errorf("%w: negative TTL or hop count in %+v", ErrInvalidEvent, c)
 	}
-	e, err := sw.place.admit(in, admitForwarded)
+	id := in.ID
+	e, err := sw.place.admit(in, admitForwarded) // in place: e is in
 	if err != nil {
 		return nil, err
 	}
-	e.ID = in.ID
+	e.ID = id
 	c.TTL = min(c.TTL, sw.place.cfg.TTL)
 	e.Control = c
 	return e, nil

@@ -190,10 +190,14 @@ func (q *frameQueue[T]) take() (T, bool) {
 
 // takeAll removes and returns every item waiting, in order, their bytes
 // released: for a writer that hands them to the transport at once. The
-// slice is the caller's. mu must be held.
-func (q *frameQueue[T]) takeAll() []T {
+// slice is the caller's until it passes it back as done, a batch it has
+// finished with (or nil): takeAll clears done and queues the next items
+// in it, so that a writer and the queue use two slices in turn instead
+// of growing a new one for each batch. mu must be held.
+func (q *frameQueue[T]) takeAll(done []T) []T {
 	all := q.items[q.head:]
-	q.items, q.head, q.data = nil, 0, 0
+	clear(done)
+	q.items, q.head, q.data = done[:0], 0, 0
 	if q.total != nil {
 		q.total.Add(-int64(q.bytes))
 	}

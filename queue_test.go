@@ -203,7 +203,7 @@ func TestFrameQueueSharedBudget(t *testing.T) {
 	assert.Zero(t, total.Load())
 
 	q1.push(dataItem("e", 10))
-	q1.takeAll()
+	q1.takeAll(nil)
 	assert.Zero(t, total.Load(), "takeAll releases")
 }
 
@@ -244,7 +244,7 @@ func TestFrameQueueTakeAll(t *testing.T) {
 	taken, _ := q.push(dataItem("c", 10))
 	require.False(t, taken)
 	var got []string
-	for _, it := range q.takeAll() {
+	for _, it := range q.takeAll(nil) {
 		got = append(got, it.name)
 	}
 	assert.Equal(t, []string{"a", "x", "b"}, got)

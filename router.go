@@ -303,6 +303,7 @@ func (r *router) shutdown(err error) {
 
 // write sends the queued frames in order until the link ends.
 func (r *router) write(ctx context.Context) {
+	var batch []linkFrame
 	for {
 		select {
 		case <-r.wake:
@@ -310,7 +311,7 @@ func (r *router) write(ctx context.Context) {
 			return
 		}
 		r.qmu.Lock()
-		batch := r.q.takeAll()
+		batch = r.q.takeAll(batch)
 		r.qmu.Unlock()
 		for _, it := range batch {
 			if err := r.conn.Send(ctx, it.f); err != nil {
@@ -395,12 +396,13 @@ func (r *router) lostData(_ linkFrame, why dropCause) {
 // read handles the peer's frames until the connection ends; ctx is the
 // link's.
 func (r *router) read(ctx context.Context) error {
+	var fwd wire.Forward // each event's, in turn: nothing keeps it once handled
 	for {
 		f, err := r.conn.Recv(ctx)
 		if err != nil {
 			return err
 		}
-		m, err := wire.Decode(f, r.lim)
+		m, err := wire.DecodeReusing(f, r.lim, &fwd)
 		if err != nil {
 			return r.protocolError(ctx, err)
 		}
@@ -659,42 +661,6 @@ func (r *router) marker(ttl, gateways int) *linkAck {
 	n, a := r.newAck()
 	r.sendControl(&linkctl.Marker{Ack: n, TTL: ttl, Gateways: gateways})
 	return a
-}
-
-// seenIDs remembers the IDs of recent events that crossed the switch's
-// links, in two generations of seenGeneration IDs, so that an event
-// arriving twice is dropped (DESIGN.md: a safety net, not the mechanism).
-type seenIDs struct {
-	mu       sync.Mutex
-	cur, old map[EventID]struct{}
-}
-
-const seenGeneration = 1 << 16
-
-// add records id and reports whether it was there already.
-func (s *seenIDs) add(id EventID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.cur[id]; ok {
-		return true
-	}
-	if _, ok := s.old[id]; ok {
-		return true
-	}
-	if s.cur == nil || len(s.cur) >= seenGeneration {
-		s.old, s.cur = s.cur, make(map[EventID]struct{}, 1024)
-	}
-	s.cur[id] = struct{}{}
-	return false
-}
-
-// forget takes id out, so that it may be added again (a publish that was
-// not carried after all).
-func (s *seenIDs) forget(id EventID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.cur, id)
-	delete(s.old, id)
 }
 
 // LinkState is the state of a shared link (S1 shared-link control).

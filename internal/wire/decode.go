@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sion-go/sion/ontology"
@@ -36,7 +37,28 @@ const (
 // value kind or bool byte, a number out of its field's range, trailing
 // bytes).
 func Decode(frame []byte, lim Limits) (Message, error) {
-	d := decoder{buf: frame, lim: lim.norm()}
+	return DecodeReusing(frame, lim, nil)
+}
+
+// DecodeReusing is Decode, except that it decodes a Forward frame into
+// *fwd (when not nil), which it overwrites and returns, instead of a new
+// Forward: for a reader that is done with each message before it decodes
+// the next (the slices and strings of the event are new all the same).
+func DecodeReusing(frame []byte, lim Limits, fwd *Forward) (Message, error) {
+	d := decoders.Get().(*decoder) // the methods of Message would move a local one to the heap
+	d.fwd = fwd
+	m, err := d.frame(frame, lim)
+	*d = decoder{}
+	decoders.Put(d)
+	return m, err
+}
+
+// decoders holds the *decoder values Decode uses, each frame in turn.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// frame is Decode with d, which must be the zero decoder but for fwd.
+func (d *decoder) frame(frame []byte, lim Limits) (Message, error) {
+	d.buf, d.lim = frame, lim.norm()
 	if len(frame) > d.lim.MaxFrameBytes {
 		if len(frame) >= 2 && frame[0] == FrameVersion && newMessage(Kind(frame[1])) != nil {
 			d.kind = Kind(frame[1]) // for the error message
@@ -56,13 +78,19 @@ func Decode(frame []byte, lim Limits) (Message, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	m := newMessage(k)
+	var m Message
+	if k == KindForward && d.fwd != nil {
+		*d.fwd = Forward{}
+		m = d.fwd
+	} else {
+		m = newMessage(k)
+	}
 	if m == nil {
 		d.fail("kind", ErrMalformed, 1, fmt.Sprintf("unknown kind %d", k))
 		return nil, d.err
 	}
 	d.kind = k
-	m.decode(&d)
+	m.decode(d)
 	if d.err == nil && d.off != len(d.buf) {
 		d.fail("end", ErrMalformed, d.off, fmt.Sprintf("%d trailing bytes", len(d.buf)-d.off))
 	}
@@ -75,6 +103,7 @@ func Decode(frame []byte, lim Limits) (Message, error) {
 // decoder reads one frame. After the first failure err is set and every
 // method returns zero values without reading.
 type decoder struct {
+	fwd  *Forward // where to decode a Forward frame; nil: a new Forward
 	buf  []byte
 	off  int
 	lim  Limits

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sion-go/sion/ontology"
@@ -42,14 +45,60 @@ func Encode(dst []byte, m Message) ([]byte, error) {
 // EncodeLimits does not keep m or modify it. It allocates only to grow
 // dst.
 func EncodeLimits(dst []byte, m Message, lim Limits) ([]byte, error) {
-	e := encoder{buf: dst, start: len(dst), lim: lim.norm()}
+	e := encoders.Get().(*encoder) // the methods of Message would move a local one to the heap
+	out, err := e.frame(dst, m, lim)
+	*e = encoder{}
+	encoders.Put(e)
+	if err != nil { // a nil *FrameError is not a nil error
+		return dst, err
+	}
+	return out, nil
+}
+
+// encoders holds the *encoder values EncodeLimits uses, each frame in
+// turn.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+// EncodeForward appends the frame of &Forward{Event: *ev} to dst, as
+// EncodeLimits would, without making the Forward: for the path every
+// event takes over a shared link.
+func EncodeForward(dst []byte, ev *Event, lim Limits) ([]byte, error) {
+	e := encoders.Get().(*encoder)
+	e.begin(dst, KindForward, 2+eventSize(ev), lim)
+	e.event(ev)
+	out, err := e.end(dst)
+	*e = encoder{}
+	encoders.Put(e)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// frame is EncodeLimits with e, which must be the zero encoder.
+func (e *encoder) frame(dst []byte, m Message, lim Limits) ([]byte, *FrameError) {
 	if m == nil {
+		e.buf, e.start, e.lim = dst, len(dst), lim.norm()
 		e.fail("message", ErrMalformed, "nil Message")
 		return dst, e.err
 	}
-	e.kind = m.Kind()
-	e.buf = append(e.buf, FrameVersion, byte(e.kind))
-	m.encode(&e)
+	e.begin(dst, m.Kind(), sizeHint(m), lim)
+	m.encode(e)
+	return e.end(dst)
+}
+
+// begin starts a frame of kind k after dst, with room for hint bytes.
+func (e *encoder) begin(dst []byte, k Kind, hint int, lim Limits) {
+	e.buf, e.start, e.lim, e.kind = dst, len(dst), lim.norm(), k
+	if n := min(hint, e.lim.MaxFrameBytes); cap(e.buf)-len(e.buf) < n {
+		e.buf = slices.Grow(e.buf, n) // one allocation, not one per doubling
+	}
+	e.buf = append(e.buf, FrameVersion, byte(k))
+}
+
+// end checks the frame's length and returns it after dst, or dst and the
+// first failure.
+func (e *encoder) end(dst []byte) ([]byte, *FrameError) {
 	if e.err == nil && len(e.buf)-e.start > e.lim.MaxFrameBytes {
 		e.fail("frame", ErrTooLarge, fmt.Sprintf("length %d exceeds limit %d", len(e.buf)-e.start, e.lim.MaxFrameBytes))
 		e.err.Offset = 0
@@ -59,6 +108,59 @@ func EncodeLimits(dst []byte, m Message, lim Limits) ([]byte, error) {
 	}
 	return e.buf, nil
 }
+
+// sizeHint returns how many bytes m's frame takes, for the messages that
+// carry events (a few more when a number takes fewer bytes than the
+// longest varint of its field), or 0 to let the frame grow as it is
+// written.
+func sizeHint(m Message) int {
+	const head = 2 // version, kind
+	switch m := m.(type) {
+	case *Forward:
+		if m != nil {
+			return head + eventSize(&m.Event)
+		}
+	case *Publish:
+		if m != nil {
+			return head + uvarintLen(m.Seq) + eventSize(&m.Event)
+		}
+	case *Deliver:
+		if m != nil {
+			return head + eventSize(&m.Event) + uvarintLen(uint64(len(m.Matched))) + len(m.Matched)*(binary.MaxVarintLen64+8)
+		}
+	}
+	return 0
+}
+
+// eventSize returns the bytes ev takes in a frame.
+func eventSize(ev *Event) int {
+	n := len(ev.ID) + textLen(ev.Type) + uvarintLen(uint64(len(ev.Attrs))) + textLen(ev.ContentType) +
+		uvarintLen(uint64(len(ev.Data))) + len(ev.Data) + textLen(ev.Condition) + 4*binary.MaxVarintLen32 +
+		textLen(ev.Origin) + textLen(ev.Place) + uvarintLen(uint64(len(ev.Path)))
+	for _, a := range ev.Attrs {
+		n += textLen(a.Name) + 1
+		switch a.Value.Kind() {
+		case ontology.KindString:
+			n += textLen(a.Value.Str())
+		case ontology.KindFloat:
+			n += 8
+		case ontology.KindBool:
+			n++
+		default:
+			n += binary.MaxVarintLen64
+		}
+	}
+	for _, p := range ev.Path {
+		n += textLen(p)
+	}
+	return n
+}
+
+// textLen returns the bytes a length-prefixed s takes.
+func textLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen returns the bytes binary.AppendUvarint writes for v.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // encoder appends one frame to buf. After the first failure err is set
 // and every method does nothing.

@@ -43,6 +43,9 @@ func DefaultLimits() Limits {
 
 // norm returns l with every field that is not positive set to its default.
 func (l Limits) norm() Limits {
+	if l.MaxFrameBytes > 0 && l.MaxAttrs > 0 && l.MaxStringBytes > 0 && l.MaxDataBytes > 0 && l.MaxMatches > 0 && l.MaxDeliveries > 0 {
+		return l // every limit set: the common case, once per frame
+	}
 	d := DefaultLimits()
 	fill := func(v *int, def int) {
 		if *v <= 0 {

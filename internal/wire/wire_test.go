@@ -287,6 +287,23 @@ func TestRoundTrip(t *testing.T) {
 			again := encode(t, got)
 			assert.Equal(t, frame, again, "encoding is canonical")
 
+			if f, ok := s.msg.(*Forward); ok {
+				out, err := EncodeForward([]byte("xyz"), &f.Event, Limits{})
+				require.NoError(t, err)
+				assert.Equal(t, append([]byte("xyz"), frame...), out, "EncodeForward")
+			}
+			reused := &Forward{Event: extremeEvent()} // overwritten by a Forward frame
+			got, err = DecodeReusing(frame, Limits{}, reused)
+			require.NoError(t, err)
+			assertSameMessage(t, s.msg, got)
+			if _, ok := s.msg.(*Forward); ok {
+				assert.Same(t, reused, got, "DecodeReusing")
+			}
+			if h := sizeHint(s.msg); h > 0 { // the frame is made in one allocation
+				assert.GreaterOrEqual(t, h, len(frame), "sizeHint")
+				assert.LessOrEqual(t, h, 2*len(frame)+64, "sizeHint")
+			}
+
 			out, err := Encode([]byte("xyz"), s.msg)
 			require.NoError(t, err)
 			assert.Equal(t, append([]byte("xyz"), frame...), out, "Encode appends")
@@ -868,4 +885,21 @@ func TestSharedDeliverMatchesEncode(t *testing.T) {
 	require.NoError(t, err)
 	_, err = small.Frame([]Match{{Sub: 1}, {Sub: 2}})
 	require.ErrorIs(t, err, ErrTooLarge)
+}
+
+// BenchmarkForward encodes a shared link's Forward frame into a new
+// buffer and decodes it into a reused Forward, as a link's two ends do.
+func BenchmarkForward(b *testing.B) {
+	ev := realisticEvent()
+	var fwd Forward
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, err := EncodeForward(nil, &ev, Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecodeReusing(buf, Limits{}, &fwd); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/sion-go/sion/transport"
 )
 
-// socketBufferBytes is the size of the buffers between a Conn's
-// goroutines and its socket, one each way.
+// socketBufferBytes is the size of the buffer between a Conn's reader
+// goroutine and its socket.
 const socketBufferBytes = 32 << 10
 
 // firstChunkBytes is how much of a frame the reader allocates when its
@@ -57,11 +57,10 @@ type Conn struct {
 
 	heartbeatInterval, deadAfter, writeTimeout time.Duration
 
-	wq *queue // copies of the frames Send queued, for the writer
-	rq *queue // frames the reader received, for Recv
+	wq *writeQueue // the records of the frames Send queued, for the writer
+	rq *queue      // frames the reader received, for Recv
 
 	br      *bufio.Reader     // over socketReader; the reader's
-	bw      *bufio.Writer     // over nc; the writer's
 	rprefix [prefixBytes]byte // the reader's
 	wprefix [prefixBytes]byte // the writer's
 
@@ -107,9 +106,8 @@ func newConn(nc, raw net.Conn, state *tls.ConnectionState, maxFrameBytes int, cf
 		heartbeatInterval: cfg.HeartbeatInterval,
 		deadAfter:         cfg.DeadAfter,
 		writeTimeout:      cfg.WriteTimeout,
-		wq:                newQueue(cfg.WriteBufferBytes),
+		wq:                newWriteQueue(cfg.WriteBufferBytes),
 		rq:                newQueue(rqLimit),
-		bw:                bufio.NewWriterSize(nc, socketBufferBytes),
 		done:              make(chan struct{}),
 		over:              make(chan struct{}),
 	}
@@ -121,9 +119,9 @@ func newConn(nc, raw net.Conn, state *tls.ConnectionState, maxFrameBytes int, cf
 	return c
 }
 
-// Send queues a copy of frame for the peer and returns nil; the writer
-// goroutine writes it to the socket in the background. Send does not
-// keep frame.
+// Send copies frame into the write buffer for the peer and returns nil;
+// the writer goroutine writes it to the socket in the background, with
+// the frames queued after it, in one write. Send does not keep frame.
 //
 // Send blocks while the write buffer (Config.WriteBufferBytes) has no
 // room for frame, until there is, ctx is done (it returns ctx.Err()),
@@ -146,9 +144,7 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f := make([]byte, len(frame))
-	copy(f, frame)
-	wait, err := c.wq.push(f)
+	wait, err := c.wq.push(frame)
 	if wait == nil {
 		return c.sendErr(err)
 	}
@@ -163,7 +159,7 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 			return fmt.Errorf("tcp: send of %d bytes to %v: %w for %v (WriteBufferBytes is %d)",
 				len(frame), c.RemoteAddr(), ErrWriteBufferFull, c.writeTimeout, c.wq.limit)
 		}
-		if wait, err = c.wq.push(f); wait == nil {
+		if wait, err = c.wq.push(frame); wait == nil {
 			return c.sendErr(err)
 		}
 	}
@@ -437,11 +433,11 @@ func (c *Conn) writeLoop() {
 	heartbeat := time.NewTimer(c.heartbeatInterval)
 	defer heartbeat.Stop()
 	for {
-		frames, wait, err := c.wq.take()
+		records, wait, err := c.wq.take()
 		switch {
-		case len(frames) > 0:
-			werr := c.writeFrames(frames)
-			c.wq.release(frames)
+		case len(records) > 0:
+			_, werr := c.nc.Write(records)
+			c.wq.release(records)
 			if werr != nil {
 				c.writeFailed(werr)
 				return
@@ -469,21 +465,6 @@ func (c *Conn) writeLoop() {
 			heartbeat.Reset(c.heartbeatInterval)
 		}
 	}
-}
-
-// writeFrames writes frames, each after its length prefix, and flushes
-// them to the socket.
-func (c *Conn) writeFrames(frames [][]byte) error {
-	for _, f := range frames {
-		binary.BigEndian.PutUint32(c.wprefix[:], uint32(len(f)))
-		if _, err := c.bw.Write(c.wprefix[:]); err != nil {
-			return err
-		}
-		if _, err := c.bw.Write(f); err != nil {
-			return err
-		}
-	}
-	return c.bw.Flush()
 }
 
 // closeWrite tells the peer that c sends nothing more: a TLS

@@ -62,10 +62,14 @@
 // block. A frame larger than a whole buffer passes when the buffer is
 // empty. Until an accepted Conn is admitted (Conn.Admit), its receive
 // buffer is Config.PendingReadBytes (64 KiB) and so is the largest frame
-// its peer may send; see "Bounds for unadmitted peers". Between goroutine
-// and socket, a 32 KiB buffer each way batches small frames into few
-// system calls. Send and the reader allocate one slice per frame, which
-// Recv hands over. The reader commits a frame's memory as its bytes
+// its peer may send; see "Bounds for unadmitted peers". Send appends the
+// frame, after its length prefix, to the bytes waiting in the write
+// buffer, and the writer writes all that waits in one call, so a burst of
+// small frames takes few system calls and no allocation per frame; its
+// memory is what waits (up to twice that, as the slice grows), and the
+// writer keeps a slice of up to 1 MiB for reuse. The reader reads
+// through a 32 KiB buffer and allocates one slice per frame, which Recv
+// hands over. The reader commits a frame's memory as its bytes
 // arrive, not when its length does: 64 KiB at first (or the frame's
 // length, if smaller), then twice what it holds each time that is full,
 // up to the length; so a peer that announces a large frame and sends
