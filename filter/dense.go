@@ -88,6 +88,7 @@ type dense struct {
 // appends to, and their published length n.
 type dgen struct {
 	n       atomic.Uint32 // slots published
+	merged  atomic.Uint32 // slots whose bounds are all in the bitsets
 	maxFail atomic.Int32  // counting engines: the largest allowedFail of a slot
 	slots   int           // capacity
 	ids     [][]uint64    // by slot: the filter's ID
@@ -175,9 +176,13 @@ type dside struct {
 // engines); variables so that tests can exercise them with few filters.
 var (
 	maxMarks = 16
-	pendMax  = 64
-	purgeMin = 64 // the fewest dead slots that make an engine lay out anew
-	relayout = 4  // an engine lays out anew when its live filters grow this many times
+	// countMarks is maxMarks for counting engines: their gaps between
+	// boundaries are where counts are unsure and filters must be verified
+	// (see count), so they take more.
+	countMarks = 64
+	pendMax    = 64
+	purgeMin   = 64 // the fewest dead slots that make an engine lay out anew
+	relayout   = 4  // an engine lays out anew when its live filters grow this many times
 	// unlaidMin is the fewest predicates on attributes without boundaries
 	// that make an engine lay out anew (and at least an eighth of its
 	// filters).
@@ -361,6 +366,14 @@ func (dn *dense) fits(keys []uint32) bool {
 	return len(g.attrs)+extra <= denseMaxAttrs && len(g.recs) < maxBlocks-1
 }
 
+// marks returns the most checkpoint boundaries per side of the engine.
+func (dn *dense) marks() int {
+	if dn.counting {
+		return countMarks
+	}
+	return maxMarks
+}
+
 // empty reports whether the engine holds no live filter.
 func (dn *dense) empty() bool { return dn.live == 0 }
 
@@ -386,6 +399,7 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 	if n>>6 != dn.merged>>6 {
 		dn.flush(g, dn.merged) // the accumulator holds one word of slots
 		dn.merged = n
+		g.merged.Store(n)
 	}
 	var idx [denseMaxPreds]uint8
 	for i, k := range keys {
@@ -428,6 +442,7 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 	if int(n+1-dn.merged) >= min(pendMax, max(1, dn.live>>12)) || (n+1)&63 == 0 {
 		dn.flush(g, n)
 		dn.merged = n + 1
+		g.merged.Store(n + 1)
 	}
 	return n
 }
@@ -437,6 +452,7 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 func successor(g *dgen) *dgen {
 	ng := &dgen{slots: g.slots, ids: g.ids, off: g.off, allowed: g.allowed, recs: g.recs, live: g.live, attrs: g.attrs}
 	ng.n.Store(g.n.Load())
+	ng.merged.Store(g.merged.Load())
 	ng.maxFail.Store(g.maxFail.Load())
 	return ng
 }
@@ -571,14 +587,15 @@ func (dn *dense) merge(g *dgen) {
 		dn.flush(g, n-1)
 	}
 	dn.merged = n
+	g.merged.Store(n)
 }
 
 // accRow is the length of an attribute's row in acc.
 func (dn *dense) accRow() int {
 	if dn.counting {
-		return 2*(maxMarks+1) + 1 + weightBits
+		return 2*(dn.marks()+1) + 1 + weightBits
 	}
-	return 2*(maxMarks+1) + 1
+	return 2*(dn.marks()+1) + 1
 }
 
 // accumulate enters a predicate on attribute index a of slot s into acc:
@@ -589,7 +606,7 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 	if need := len(g.attrs) * row; len(dn.acc) < need {
 		dn.acc = append(dn.acc, make([]uint64, need-len(dn.acc))...)
 	}
-	regions := maxMarks + 1
+	regions := dn.marks() + 1
 	at := g.attrs[a]
 	base := int(a) * row
 	bit := uint64(1) << (s & 63)
@@ -614,7 +631,7 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 // per attribute and side, a sweep over the regions makes them cumulative
 // and ORs each boundary's word once.
 func (dn *dense) flush(g *dgen, w uint32) {
-	regions := maxMarks + 1
+	regions := dn.marks() + 1
 	row := dn.accRow()
 	for ai := 0; dn.touched != 0; ai, dn.touched = ai+1, dn.touched>>1 {
 		if dn.touched&1 == 0 {

@@ -11,7 +11,8 @@ import (
 // array:
 //
 //	npreds                         1 byte
-//	counting engines: mode         1 byte, then atLeast (uvarint) or the threshold (8 bytes)
+//	counting engines: mode         1 byte, then atLeast (uvarint) or the threshold (8 bytes),
+//	                               then the sum of the weights (uvarint)
 //	per predicate:
 //	  attribute index              1 byte
 //	  flags                        1 byte: lower and upper bound encodings (bits 0–1, 2–3),
@@ -42,6 +43,11 @@ func (dn *dense) encode(b []byte, f *Filter, idx []uint8) []byte {
 		} else {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.threshold))
 		}
+		w := 0
+		for i := range f.preds {
+			w += int(f.preds[i].weight())
+		}
+		b = binary.AppendUvarint(b, uint64(w))
 	}
 	for i := range f.preds {
 		p := &f.preds[i]
@@ -104,6 +110,7 @@ type recReader struct {
 	mode    Mode
 	atLeast int
 	thresh  float64
+	total   int // counting records: the sum of the predicates' weights
 	// the current predicate
 	attr   uint8
 	weight int
@@ -124,6 +131,8 @@ func (dn *dense) record(g *dgen, s uint32) recReader {
 		} else {
 			r.thresh, r.b = math.Float64frombits(binary.LittleEndian.Uint64(r.b)), r.b[8:]
 		}
+		v, k := binary.Uvarint(r.b)
+		r.total, r.b = int(v), r.b[k:]
 		return r
 	}
 	r.weight = 1
@@ -229,8 +238,8 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 		}
 	}
 	for i, a := range ng.attrs {
-		a.lo.layout(los[i], slots>>6)
-		a.hi.layout(his[i], slots>>6)
+		a.lo.layout(los[i], slots>>6, dn.marks())
+		a.hi.layout(his[i], slots>>6, dn.marks())
 	}
 	// Records, renumbered, into blocks.
 	maxFail := g.maxFail.Load()
@@ -297,11 +306,11 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 	return ng
 }
 
-// layout places up to maxMarks boundaries at the quantiles of the sample
-// of bounds, and makes their (empty) bitsets of words words.
-func (sd *dside) layout(sample []float64, words int) {
+// layout places up to marks boundaries at the quantiles of the sample of
+// bounds, and makes their (empty) bitsets of words words.
+func (sd *dside) layout(sample []float64, words, marks int) {
 	slices.Sort(sample)
-	k := min(maxMarks, len(sample)/4)
+	k := min(marks, len(sample)/4)
 	sd.bounds = nil
 	for i := range k {
 		b := sample[(i+1)*len(sample)/(k+1)]

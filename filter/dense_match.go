@@ -248,17 +248,25 @@ func orInto(dst, src []uint64) {
 }
 
 // count is match for counting engines: per attribute it gathers the slots
-// the event is known to fail into a scratch bitset, adds their
-// predicates' weights into bit-sliced counters, and verifies exactly the
-// filters whose counted failed weight is at most what they allow. The
-// counters undercount (the bitsets mark only failures they are sure of),
-// so no filter that matches is left out.
+// the event is known to fail into a scratch bitset, and adds their
+// predicates' weights into bit-sliced counters. The counts may fall short
+// only for filters with a bound between the event's value and the
+// boundaries next to it (or not merged into the bitsets yet): count
+// gathers those slots too (unsure), and verifies them against their
+// records when their count allows a match; every other filter whose
+// failed weight is at most what it allows matches, with the score the
+// counters give.
 func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
+	merged := min(g.merged.Load(), n)
 	words := int(n+63) >> 6
 	if cap(s.u) < words {
 		s.u = make([]uint64, words)
 	}
-	u := s.u[:words]
+	if cap(s.unsure) < words {
+		s.unsure = make([]uint64, words)
+	}
+	u, unsure := s.u[:words], s.unsure[:words]
+	clear(unsure)
 	for p := range s.planes {
 		if cap(s.planes[p]) < words {
 			s.planes[p] = make([]uint64, words)
@@ -271,11 +279,31 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 		src := a.has
 		if numeric(x) {
 			clear(u)
-			if c := a.lo.above(x); c < len(a.lo.marks) {
-				orBits(u, a.lo.marks[c], false)
+			// Lower bounds ≥ the first boundary above v fail; those from
+			// the boundary below it on are unsure.
+			c := a.lo.above(x)
+			var lo bitset
+			if c < len(a.lo.marks) {
+				lo = a.lo.marks[c]
+				orBits(u, lo, false)
 			}
-			if c := a.hi.below(x); c >= 0 {
-				orBits(u, a.hi.marks[c], false)
+			if c > 0 {
+				orDiff(unsure, a.lo.marks[c-1], lo)
+			} else {
+				orDiff(unsure, a.has, lo)
+			}
+			// Upper bounds ≤ the last boundary below v fail; those up to
+			// the boundary above it are unsure.
+			c = a.hi.below(x)
+			var hi bitset
+			if c >= 0 {
+				hi = a.hi.marks[c]
+				orBits(u, hi, false)
+			}
+			if c+1 < len(a.hi.marks) {
+				orDiff(unsure, a.hi.marks[c+1], hi)
+			} else {
+				orDiff(unsure, a.has, hi)
 			}
 			src = bitset{u}
 		}
@@ -285,6 +313,9 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 				addMasked(&s.planes, off, flat(src, c), ch, b)
 			}
 		}
+	}
+	for i := merged; i < n; i++ {
+		unsure[i>>6] |= 1 << (i & 63)
 	}
 	k := int(g.maxFail.Load())
 	for w := range words {
@@ -310,10 +341,32 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 			for p := range countPlanes {
 				fails |= int(s.planes[p][w]>>b&1) << p
 			}
-			if i := uint32(w<<6 + b); fails <= int(*chunkAt(g.allowed, i)) {
+			i := uint32(w<<6 + b)
+			switch {
+			case fails > int(*chunkAt(g.allowed, i)):
+			case unsure[w]>>b&1 != 0:
 				s.verifyDense(d, dn, g, i)
+			default:
+				r := dn.record(g, i)
+				score := float64(r.total - fails) // match score: the weight that holds
+				if r.mode == ModeAtLeast {
+					score = float64(r.left - fails) // the predicates that hold
+				}
+				s.out = append(s.out, hit{id: *chunkAt(g.ids, i), score: score})
 			}
 		}
+	}
+}
+
+// orDiff ORs a AND NOT b into dst, reading a and b atomically; b may be
+// nil (no bits).
+func orDiff(dst []uint64, a, b bitset) {
+	for w := range dst {
+		x := atomic.LoadUint64(&a[w>>(chunkShift-6)][w&(chunkWords-1)])
+		if b != nil {
+			x &^= atomic.LoadUint64(&b[w>>(chunkShift-6)][w&(chunkWords-1)])
+		}
+		dst[w] |= x
 	}
 }
 

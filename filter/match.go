@@ -24,6 +24,7 @@ type scratch struct {
 	u       []uint64              // dense engines' failed-filter bitset
 	srcs    []src                 // bitsets to OR into u
 	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
+	unsure  []uint64              // counting engines: slots whose count may be short
 
 	ev      Event
 	kind    payloadKind
