@@ -366,6 +366,11 @@ func TestDenseRecords(t *testing.T) {
 				require.Equal(t, f.mode, r.mode)
 				require.Equal(t, f.atLeast, r.atLeast)
 				require.Equal(t, f.threshold, r.thresh)
+				total := 0
+				for j := range f.preds {
+					total += int(f.preds[j].weight())
+				}
+				require.Equal(t, total, r.total)
 			}
 			for j := range f.preds {
 				require.True(t, r.next())
