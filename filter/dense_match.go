@@ -51,8 +51,12 @@ func (s *scratch) failed(g *dgen, n uint32) []uint64 {
 		s.u = make([]uint64, words)
 	}
 	u := s.u[:words]
-	for w := range u {
-		u[w] = ^atomic.LoadUint64(&g.live[w>>(chunkShift-6)][w&(chunkWords-1)])
+	for c, ch := range g.live {
+		dst := u[min(len(u), c*chunkWords):]
+		dst = dst[:min(len(dst), len(ch))]
+		for i := range dst {
+			dst[i] = ^atomic.LoadUint64(&ch[i])
+		}
 	}
 	if r := n & 63; r != 0 {
 		u[words-1] |= ^uint64(0) << r

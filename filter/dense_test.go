@@ -226,6 +226,7 @@ func checkDenseEvent(t *testing.T, r *rand.Rand, ix *Index, bf *BruteForce, attr
 func TestDenseConcurrent(t *testing.T) {
 	defer func(a, b int) { pendMax, purgeMin = a, b }(pendMax, purgeMin)
 	pendMax, purgeMin = 3, 8
+	defer setChunkShift(10)() // engines of several chunks
 	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
 		{Name: "x", Kind: ontology.KindInt}, {Name: "y", Kind: ontology.KindInt}, {Name: "z", Kind: ontology.KindFloat},
 	}}, {Name: "S", Parents: []string{"R"}}})
@@ -387,6 +388,15 @@ func TestDenseRecords(t *testing.T) {
 	}
 }
 
+// setChunkShift makes chunks of 2^k slots for a test; call the function
+// it returns to restore them.
+func setChunkShift(k uint32) func() {
+	old := chunkShift
+	set := func(k uint32) { chunkShift, chunkSlots, chunkWords = k, 1<<k, 1<<k/64 }
+	set(k)
+	return func() { set(old) }
+}
+
 // TestDenseChunks fills one engine past two chunks of slots (chunkSlots
 // each), so that bitsets, IDs and records span several chunks and blocks
 // and match ORs them chunk by chunk; removes a third of the filters, which
@@ -400,7 +410,8 @@ func TestDenseChunks(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	num := func() ontology.Value { return ontology.Int(int64(r.IntN(1000))) }
 	ix, bf := NewIndex(o), NewBruteForce(o)
-	const n = 2*chunkSlots + 5000
+	defer setChunkShift(12)()
+	n := uint64(2*chunkSlots + 5000)
 	for id := range uint64(n) {
 		lo := int64(r.IntN(900))
 		spec := Spec{Type: "R", Predicates: []Predicate{
