@@ -18,6 +18,7 @@ type scratch struct {
 	vals    []val            // by key
 	seen    []uint32         // by slot: == epoch when the filter was verified
 	present []uint32         // attribute keys present in this event
+	ipos    []int64          // by key: headPos of the attribute's value, posAbsent when not in this event
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
@@ -77,9 +78,15 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		clear(s.seen)
 		s.epoch = 1
 	}
+	for _, k := range s.present {
+		s.ipos[k] = posAbsent // the last event's
+	}
 	if n := len(d.keys); len(s.stamp) < n {
 		s.stamp = append(s.stamp, make([]uint32, n-len(s.stamp))...)
 		s.vals = append(s.vals, make([]val, n-len(s.vals))...)
+		for len(s.ipos) < n {
+			s.ipos = append(s.ipos, posAbsent)
+		}
 	}
 	if n := len(d.slots); len(s.seen) < n {
 		s.seen = append(s.seen, make([]uint32, n-len(s.seen))...)
@@ -98,6 +105,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		s.stamp[k] = s.epoch
 		s.vals[k] = val{v: v, present: true}
 		s.present = append(s.present, k)
+		s.ipos[k] = headPos(v)
 		s.sig |= 1 << (k & 63)
 		if !v.IsNaN() {
 			s.vsig[sigWord(k)] |= valueBit(k, v)
@@ -220,8 +228,15 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 func (s *scratch) verifyList(d *data, l *plist) {
 	for i := range l.heads {
 		h := &l.heads[i]
-		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.sw&3] != 0 || h.any != 0 && h.any&s.vsig[h.sw>>2] == 0 {
+		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.kf>>headVWord&3] != 0 {
 			continue // needs an attribute, or an attribute value, the event lacks
+		}
+		if h.kf&headBits != 0 {
+			if !headHolds(h, s.ipos[h.kf&headKeyMask]) {
+				continue // a small-domain predicate fails
+			}
+		} else if h.mask != 0 && h.mask&s.vsig[h.kf>>headAWord&3] == 0 {
+			continue // none of a set's values
 		}
 		it := &l.items[i]
 		if !s.fastHolds(d, it) {

@@ -27,6 +27,9 @@ const (
 
 type posting struct {
 	kind postingKind
+	// head is, plus one, the predicate the list's head tests as a bitmap
+	// (see headPred), or 0.
+	head uint8
 	key  uint32
 	// implied is the predicate that holds whenever an event reaches the
 	// posting (postEq, postPrefix, postSuffix), or -1.
@@ -38,32 +41,18 @@ type posting struct {
 // plist is a posting list. It holds entries, not slots, so that
 // verification reaches a filter in one step; and, in the list's own
 // memory, what rejects most of the filters reached without reading them:
-// heads, read in order, then items, read for the filters heads let
-// through. Memory: 8 + 32 + 112 bytes per posting.
+// heads (heads.go), read in order, then items, read for the filters heads
+// let through. Memory: 8 + 32 + 112 bytes per posting.
 type plist struct {
 	ents  []*entry
 	heads []lhead
 	items []litem // by i, like heads
 }
 
-// lhead is what a posting list reads first of each filter: the
-// signatures of the entry, and its place.
-type lhead struct {
-	sig  uint64 // ents[i].sig
-	vsig uint64 // ents[i].vsig
-	// any is a mask of value signature bits at least one of which an
-	// event needs, from one set membership predicate (0 for none), see
-	// anyMask; sw has the word of vsig in bits 0–1 and of any in bits 2–3.
-	any  uint64
-	post uint16 // which posting of ents[i] this is
-	sw   uint8
-}
-
 // add appends posting j of e to l and returns its place.
 func (l *plist) add(e *entry, j int) int32 {
-	am, aw := anyMask(e, j)
 	l.ents = append(l.ents, e)
-	l.heads = append(l.heads, lhead{sig: e.sig, vsig: e.vsig, any: am, post: uint16(j), sw: e.vword | aw<<2})
+	l.heads = append(l.heads, makeHead(e, j))
 	l.items = append(l.items, makeItem(e, j))
 	return int32(len(l.ents) - 1)
 }
@@ -273,6 +262,13 @@ func (x *Index) choosePostings(e *entry) {
 				e.vsig, e.vword = vs[w], uint8(w)
 			}
 		}
+		for j := range e.postings {
+			if j > 0 && e.postings[j].implied == e.postings[j-1].implied {
+				e.postings[j].head = e.postings[j-1].head
+			} else {
+				e.postings[j].head = x.headPred(e, e.postings[j].implied)
+			}
+		}
 	}
 }
 
@@ -324,7 +320,10 @@ type popKey struct {
 	vk    ontology.ValueKey
 }
 
-const popEqAll postingKind = 255
+const (
+	popEqAll postingKind = 255
+	popGroup postingKind = 254 // with key noKey: the filters of the group
+)
 
 // count adds delta to the popularity counts of e's predicates. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
@@ -335,6 +334,7 @@ func (x *Index) count(e *entry, delta int32) {
 			delete(x.pop, k)
 		}
 	}
+	add(popKey{group: e.group, key: noKey, kind: popGroup})
 	for i := range e.f.preds {
 		p := &e.f.preds[i]
 		key := e.keys[i]
