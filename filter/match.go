@@ -19,6 +19,8 @@ type scratch struct {
 	seen    []uint32         // by slot: == epoch when the filter was verified
 	present []uint32         // attribute keys present in this event
 	ipos    []int64          // by key: headPos of the attribute's value, posAbsent when not in this event
+	cand    []int32          // verifyList: the places its heads let through
+	touched uint8            // verifyList: what touching the items read, kept so that the reads stay
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
@@ -225,7 +227,12 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 	}
 }
 
+// verifyList verifies the filters of list l. It reads the heads in order
+// and keeps the places of the filters they let through; then it touches
+// those filters' items, whose loads do not depend on one another, so
+// that their cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
+	cand := s.cand[:0]
 	for i := range l.heads {
 		h := &l.heads[i]
 		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.kf>>headVWord&3] != 0 {
@@ -238,6 +245,18 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		} else if h.mask != 0 && h.mask&s.vsig[h.kf>>headAWord&3] == 0 {
 			continue // none of a set's values
 		}
+		cand = append(cand, int32(i))
+	}
+	s.cand = cand
+	if len(cand) > 1 {
+		var t uint8
+		for _, i := range cand {
+			it := &l.items[i]
+			t += it.nfast + uint8(it.fast[len(it.fast)-1].op)
+		}
+		s.touched = t
+	}
+	for _, i := range cand {
 		it := &l.items[i]
 		if !s.fastHolds(d, it) {
 			continue
