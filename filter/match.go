@@ -205,6 +205,9 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 			s.verifyList(d, l)
 		}
 	}
+	if len(kp.rangeSpans) > 0 && v.v.Kind().Numeric() {
+		s.scanRanges(d, kp, v.v)
+	}
 	if str := v.v.Str(); len(kp.prefixLens) > 0 && v.v.Kind() == kindString {
 		for _, lc := range kp.prefixLens {
 			if lc.n > len(str) {
@@ -223,6 +226,32 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 			if l := kp.suffix[str[len(str)-lc.n:]]; l != nil {
 				s.verifyList(d, l)
 			}
+		}
+	}
+}
+
+// scanRanges verifies the small-domain ranges on kp's operand (numeric
+// value v) whose bitmaps can hold v: those that start at most the widest
+// span before v, by buckets of 1<<rangeShift starts.
+func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
+	span := int64(kp.rangeSpans[len(kp.rangeSpans)-1].n)
+	var lo, hi int64 // the bitmap bases that can hold v
+	switch pos := headPos(v); pos {
+	case posAbsent, posOther:
+		return // NaN, or beyond every bitmap
+	case posFrac:
+		f := math.Floor(v.Float())
+		if !(f >= -posLimit && f <= posLimit) {
+			return // ±Inf, or far away
+		}
+		lo, hi = int64(f)-span+1, int64(f)+1 // a base is at most one above v
+	default:
+		lo, hi = pos-span+1, pos
+	}
+	lo, hi = max(lo, math.MinInt16), min(hi, math.MaxInt16)
+	for b := lo >> rangeShift; b <= hi>>rangeShift; b++ {
+		if l := kp.ranges[int32(b)]; l != nil {
+			s.verifyList(d, l)
 		}
 	}
 }

@@ -23,6 +23,7 @@ const (
 	postEq
 	postPrefix
 	postSuffix
+	postRange
 )
 
 type posting struct {
@@ -30,10 +31,14 @@ type posting struct {
 	// head is, plus one, the predicate the list's head tests as a bitmap
 	// (see headPred), or 0.
 	head uint8
-	key  uint32
+	// via is, plus one, the range predicate of a postRange posting, and
+	// span the number of integers its bitmap covers (see smallSet).
+	via, span uint8
+	key       uint32
 	// implied is the predicate that holds whenever an event reaches the
 	// posting (postEq, postPrefix, postSuffix), or -1.
 	implied int32
+	bucket  int32             // postRange: the bitmap's base >> rangeShift
 	vk      ontology.ValueKey // postEq
 	s       string            // postPrefix, postSuffix
 }
@@ -152,6 +157,11 @@ type keyPostings struct {
 	suffix     map[string]*plist
 	prefixLens []lenCount // sorted by length
 	suffixLens []lenCount
+	// ranges holds small-domain ranges by the base of their bitmap >>
+	// rangeShift, and rangeSpans counts them by span (sorted), so that an
+	// event visits only the buckets of ranges that can hold its value.
+	ranges     map[int32]*plist
+	rangeSpans []lenCount
 }
 
 type lenCount struct{ n, count int }
@@ -161,6 +171,7 @@ type lenCount struct{ n, count int }
 const (
 	maxPostings  = 1 << 16
 	maxAffixScan = 64
+	rangeShift   = 2 // a range bucket holds ranges whose bitmaps start at 4 consecutive integers
 )
 
 type candidate struct {
@@ -263,10 +274,15 @@ func (x *Index) choosePostings(e *entry) {
 			}
 		}
 		for j := range e.postings {
-			if j > 0 && e.postings[j].implied == e.postings[j-1].implied {
-				e.postings[j].head = e.postings[j-1].head
+			p := &e.postings[j]
+			not := p.implied // a range bucket nearly implies its range
+			if p.via != 0 {
+				not = int32(p.via) - 1
+			}
+			if j > 0 && p.implied == e.postings[j-1].implied && p.via == e.postings[j-1].via {
+				p.head = e.postings[j-1].head
 			} else {
-				e.postings[j].head = x.headPred(e, e.postings[j].implied)
+				p.head = x.headPred(e, not)
 			}
 		}
 	}
@@ -393,6 +409,26 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 			return pres
 		}
 		return c
+	case OpRange:
+		mask, base, _, ok := smallSet(p)
+		if !ok {
+			return pres
+		}
+		// An event reaches the ranges whose bucket can hold its value:
+		// about those whose values include it, and a bucket's width more.
+		span := max(1, 64-bits.LeadingZeros64(mask))
+		cost := 1 + present/2 // no equality on the key to estimate shares from
+		if eqAll := x.pop[popKey{group: g, key: key, kind: popEqAll}]; eqAll > 0 {
+			n := int32(0)
+			for v := base; v < base+int64(span)+1<<rangeShift; v++ {
+				n += x.pop[popKey{group: g, key: key, kind: postEq, vk: ontology.Int(v).Key()}]
+			}
+			cost = 1 + present*float64(n)/float64(eqAll)
+		}
+		if pres.cost <= cost {
+			return pres
+		}
+		return candidate{pred: i, cost: cost, posts: []posting{{kind: postRange, key: key, implied: -1, via: uint8(min(i+1, math.MaxUint8)), span: uint8(span), bucket: int32(base >> rangeShift)}}}
 	case OpPrefix, OpSuffix:
 		s := p.Value.Str()
 		if len(s) > maxAffixScan {
@@ -469,6 +505,19 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 	switch p.kind {
 	case postPresent:
 		return &kp.present
+	case postRange:
+		if kp.ranges == nil {
+			kp.ranges = map[int32]*plist{}
+		}
+		if create {
+			kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
+		}
+		l := kp.ranges[p.bucket]
+		if l == nil {
+			l = &plist{}
+			kp.ranges[p.bucket] = l
+		}
+		return l
 	case postEq:
 		if kp.eq == nil {
 			kp.eq = map[ontology.ValueKey]*plist{}
@@ -505,10 +554,15 @@ func (d *data) dropPosting(g *group, p posting) {
 		return
 	}
 	kp := g.byKey[p.key]
+	if p.kind == postRange {
+		kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
+	}
 	if len(d.list(g, p, false).ents) == 0 {
 		switch p.kind {
 		case postEq:
 			delete(kp.eq, p.vk)
+		case postRange:
+			delete(kp.ranges, p.bucket)
 		case postPrefix:
 			delete(kp.prefix, p.s)
 			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
