@@ -248,9 +248,10 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 	default:
 		lo, hi = pos-span+1, pos
 	}
-	lo, hi = max(lo, math.MinInt16), min(hi, math.MaxInt16)
-	for b := lo >> rangeShift; b <= hi>>rangeShift; b++ {
-		if l := kp.ranges[int32(b)]; l != nil {
+	first := max(lo>>rangeShift-int64(kp.rangeLo), 0)
+	last := min(hi>>rangeShift-int64(kp.rangeLo), int64(len(kp.ranges))-1)
+	for b := first; b <= last; b++ {
+		if l := kp.ranges[b]; l != nil {
 			s.verifyList(d, l)
 		}
 	}

@@ -158,9 +158,12 @@ type keyPostings struct {
 	prefixLens []lenCount // sorted by length
 	suffixLens []lenCount
 	// ranges holds small-domain ranges by the base of their bitmap >>
-	// rangeShift, and rangeSpans counts them by span (sorted), so that an
-	// event visits only the buckets of ranges that can hold its value.
-	ranges     map[int32]*plist
+	// rangeShift, less rangeLo, and rangeSpans counts them by span
+	// (sorted), so that an event visits only the buckets of ranges that
+	// can hold its value. Memory: a pointer per bucket between the lowest
+	// and the highest in use.
+	ranges     []*plist
+	rangeLo    int32
 	rangeSpans []lenCount
 }
 
@@ -506,16 +509,23 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 	case postPresent:
 		return &kp.present
 	case postRange:
-		if kp.ranges == nil {
-			kp.ranges = map[int32]*plist{}
-		}
 		if create {
 			kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
 		}
-		l := kp.ranges[p.bucket]
+		switch {
+		case len(kp.ranges) == 0:
+			kp.ranges, kp.rangeLo = []*plist{nil}, p.bucket
+		case p.bucket < kp.rangeLo:
+			kp.ranges = append(make([]*plist, kp.rangeLo-p.bucket), kp.ranges...)
+			kp.rangeLo = p.bucket
+		}
+		for int(p.bucket-kp.rangeLo) >= len(kp.ranges) {
+			kp.ranges = append(kp.ranges, nil)
+		}
+		l := kp.ranges[p.bucket-kp.rangeLo]
 		if l == nil {
 			l = &plist{}
-			kp.ranges[p.bucket] = l
+			kp.ranges[p.bucket-kp.rangeLo] = l
 		}
 		return l
 	case postEq:
@@ -562,7 +572,8 @@ func (d *data) dropPosting(g *group, p posting) {
 		case postEq:
 			delete(kp.eq, p.vk)
 		case postRange:
-			delete(kp.ranges, p.bucket)
+			kp.ranges[p.bucket-kp.rangeLo] = nil
+			kp.trimRanges()
 		case postPrefix:
 			delete(kp.prefix, p.s)
 			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
@@ -577,6 +588,22 @@ func (d *data) dropPosting(g *group, p posting) {
 	delete(g.byKey, p.key)
 	g.attrs = dropKP(g.attrs, kp)
 	g.pay = dropKP(g.pay, kp)
+}
+
+// trimRanges drops the empty buckets at either end of kp.ranges.
+func (kp *keyPostings) trimRanges() {
+	r := kp.ranges
+	for len(r) > 0 && r[len(r)-1] == nil {
+		r = r[:len(r)-1]
+	}
+	for len(r) > 0 && r[0] == nil {
+		r = r[1:]
+		kp.rangeLo++
+	}
+	if len(r) == 0 {
+		r = nil
+	}
+	kp.ranges = r
 }
 
 func dropKP(s []*keyPostings, kp *keyPostings) []*keyPostings {
