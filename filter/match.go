@@ -258,9 +258,9 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 }
 
 // verifyList verifies the filters of list l. It reads the heads in order
-// and keeps the places of the filters they let through; then it touches
-// those filters' items, whose loads do not depend on one another, so
-// that their cache misses overlap; then it checks the items.
+// and keeps the places of the filters they let through; then, when those
+// are few, it touches their items, whose loads do not depend on one
+// another, so that the cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
 	cand := s.cand[:0]
 	for i := range l.heads {
@@ -278,7 +278,9 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		cand = append(cand, int32(i))
 	}
 	s.cand = cand
-	if len(cand) > 1 {
+	if len(cand) > 1 && 4*len(cand) < len(l.heads) {
+		// Few and far between; when most pass, the items are read in
+		// order anyway and the hardware prefetches them.
 		var t uint8
 		for _, i := range cand {
 			it := &l.items[i]
