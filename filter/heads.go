@@ -43,6 +43,12 @@ const (
 	headOutside = 1 << 29 // the bitmap's predicate holds outside its window
 )
 
+// open reports whether h rejects no event: it needs no attribute, no
+// attribute value, and has no bitmap or set mask.
+func (h *lhead) open() bool {
+	return h.sig == 0 && h.vsig == 0 && h.mask == 0 && h.kf&headBits == 0
+}
+
 // Event positions (scratch.ipos): an integer value, or one of these, all
 // further than 64 from any window (bases are int16, integers within
 // ±posLimit).

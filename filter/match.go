@@ -262,6 +262,12 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 // are few, it touches their items, whose loads do not depend on one
 // another, so that the cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
+	if l.open == len(l.heads) {
+		for i := range l.items {
+			s.item(d, l, i) // no head can reject: payload predicates only, say
+		}
+		return
+	}
 	cand := s.cand[:0]
 	for i := range l.heads {
 		h := &l.heads[i]
@@ -289,22 +295,28 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		s.touched = t
 	}
 	for _, i := range cand {
-		it := &l.items[i]
-		if !s.fastHolds(d, it) {
-			continue
-		}
-		if it.flags&itemMulti != 0 {
-			if s.seen[it.slot] == s.epoch {
-				continue
-			}
-			s.seen[it.slot] = s.epoch
-		}
-		if it.flags&itemComplete != 0 {
-			s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
-			continue
-		}
-		s.verify(d, l.ents[i])
+		s.item(d, l, int(i))
 	}
+}
+
+// item checks the item at place i of l, and the filter when its item does
+// not hold all its predicates.
+func (s *scratch) item(d *data, l *plist, i int) {
+	it := &l.items[i]
+	if !s.fastHolds(d, it) {
+		return
+	}
+	if it.flags&itemMulti != 0 {
+		if s.seen[it.slot] == s.epoch {
+			return
+		}
+		s.seen[it.slot] = s.epoch
+	}
+	if it.flags&itemComplete != 0 {
+		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
+		return
+	}
+	s.verify(d, l.ents[i])
 }
 
 // fastHolds reports whether the predicates kept inline in it hold.

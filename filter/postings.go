@@ -52,12 +52,17 @@ type plist struct {
 	ents  []*entry
 	heads []lhead
 	items []litem // by i, like heads
+	open  int     // heads that reject no event (see lhead.open)
 }
 
 // add appends posting j of e to l and returns its place.
 func (l *plist) add(e *entry, j int) int32 {
 	l.ents = append(l.ents, e)
-	l.heads = append(l.heads, makeHead(e, j))
+	h := makeHead(e, j)
+	l.heads = append(l.heads, h)
+	if h.open() {
+		l.open++
+	}
 	l.items = append(l.items, makeItem(e, j))
 	return int32(len(l.ents) - 1)
 }
@@ -66,6 +71,9 @@ func (l *plist) add(e *entry, j int) int32 {
 // it returns that one's entry and posting, or ok false when none moved.
 func (l *plist) del(i int32) (m *entry, post uint16, ok bool) {
 	last := int32(len(l.ents) - 1)
+	if l.heads[i].open() {
+		l.open--
+	}
 	if i != last {
 		m, post, ok = l.ents[last], l.heads[last].post, true
 		l.ents[i], l.heads[i], l.items[i] = m, l.heads[last], l.items[last]
