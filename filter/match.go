@@ -18,6 +18,9 @@ type scratch struct {
 	vals    []val            // by key
 	seen    []uint32         // by slot: == epoch when the filter was verified
 	present []uint32         // attribute keys present in this event
+	ipos    []int64          // by key: headPos of the attribute's value, posAbsent when not in this event
+	cand    []int32          // verifyList: the places its heads let through
+	touched uint8            // verifyList: what touching the items read, kept so that the reads stay
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
@@ -78,9 +81,15 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		clear(s.seen)
 		s.epoch = 1
 	}
+	for _, k := range s.present {
+		s.ipos[k] = posAbsent // the last event's
+	}
 	if n := len(d.keys); len(s.stamp) < n {
 		s.stamp = append(s.stamp, make([]uint32, n-len(s.stamp))...)
 		s.vals = append(s.vals, make([]val, n-len(s.vals))...)
+		for len(s.ipos) < n {
+			s.ipos = append(s.ipos, posAbsent)
+		}
 	}
 	if n := len(d.slots); len(s.seen) < n {
 		s.seen = append(s.seen, make([]uint32, n-len(s.seen))...)
@@ -103,6 +112,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		}
 		s.vals[k] = val{v: v, present: true}
 		s.present = append(s.present, k)
+		s.ipos[k] = headPos(v)
 		s.sig |= 1 << (k & 63)
 		if !v.IsNaN() {
 			s.vsig[sigWord(k)] |= valueBit(k, v)
@@ -200,6 +210,9 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 			s.verifyList(d, l)
 		}
 	}
+	if len(kp.rangeSpans) > 0 && v.v.Kind().Numeric() {
+		s.scanRanges(d, kp, v.v)
+	}
 	if str := v.v.Str(); len(kp.prefixLens) > 0 && v.v.Kind() == kindString {
 		for _, lc := range kp.prefixLens {
 			if lc.n > len(str) {
@@ -222,28 +235,93 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 	}
 }
 
+// scanRanges verifies the small-domain ranges on kp's operand (numeric
+// value v) whose bitmaps can hold v: those that start at most the widest
+// span before v, by buckets of 1<<rangeShift starts.
+func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
+	span := int64(kp.rangeSpans[len(kp.rangeSpans)-1].n)
+	var lo, hi int64 // the bitmap bases that can hold v
+	switch pos := headPos(v); pos {
+	case posAbsent, posOther:
+		return // NaN, or beyond every bitmap
+	case posFrac:
+		f := math.Floor(v.Float())
+		if !(f >= -posLimit && f <= posLimit) {
+			return // ±Inf, or far away
+		}
+		lo, hi = int64(f)-span+1, int64(f)+1 // a base is at most one above v
+	default:
+		lo, hi = pos-span+1, pos
+	}
+	first := max(lo>>rangeShift-int64(kp.rangeLo), 0)
+	last := min(hi>>rangeShift-int64(kp.rangeLo), int64(len(kp.ranges))-1)
+	for b := first; b <= last; b++ {
+		if l := kp.ranges[b]; l != nil {
+			s.verifyList(d, l)
+		}
+	}
+}
+
+// verifyList verifies the filters of list l. It reads the heads in order
+// and keeps the places of the filters they let through; then, when those
+// are few, it touches their items, whose loads do not depend on one
+// another, so that the cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
+	if l.open == len(l.heads) {
+		for i := range l.items {
+			s.item(d, l, i) // no head can reject: payload predicates only, say
+		}
+		return
+	}
+	cand := s.cand[:0]
 	for i := range l.heads {
 		h := &l.heads[i]
-		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.sw&3] != 0 || h.any != 0 && h.any&s.vsig[h.sw>>2] == 0 {
+		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.kf>>headVWord&3] != 0 {
 			continue // needs an attribute, or an attribute value, the event lacks
 		}
-		it := &l.items[i]
-		if !s.fastHolds(d, it) {
-			continue
-		}
-		if it.flags&itemMulti != 0 {
-			if s.seen[it.slot] == s.epoch {
-				continue
+		if h.kf&headBits != 0 {
+			if !headHolds(h, s.ipos[h.kf&headKeyMask]) {
+				continue // a small-domain predicate fails
 			}
-			s.seen[it.slot] = s.epoch
+		} else if h.mask != 0 && h.mask&s.vsig[h.kf>>headAWord&3] == 0 {
+			continue // none of a set's values
 		}
-		if it.flags&itemComplete != 0 {
-			s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
-			continue
-		}
-		s.verify(d, l.ents[i])
+		cand = append(cand, int32(i))
 	}
+	s.cand = cand
+	if len(cand) > 1 && 4*len(cand) < len(l.heads) {
+		// Few and far between; when most pass, the items are read in
+		// order anyway and the hardware prefetches them.
+		var t uint8
+		for _, i := range cand {
+			it := &l.items[i]
+			t += it.nfast + uint8(it.fast[len(it.fast)-1].op)
+		}
+		s.touched = t
+	}
+	for _, i := range cand {
+		s.item(d, l, int(i))
+	}
+}
+
+// item checks the item at place i of l, and the filter when its item does
+// not hold all its predicates.
+func (s *scratch) item(d *data, l *plist, i int) {
+	it := &l.items[i]
+	if !s.fastHolds(d, it) {
+		return
+	}
+	if it.flags&itemMulti != 0 {
+		if s.seen[it.slot] == s.epoch {
+			return
+		}
+		s.seen[it.slot] = s.epoch
+	}
+	if it.flags&itemComplete != 0 {
+		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
+		return
+	}
+	s.verify(d, l.ents[i])
 }
 
 // fastHolds reports whether the predicates kept inline in it hold.

@@ -23,14 +23,22 @@ const (
 	postEq
 	postPrefix
 	postSuffix
+	postRange
 )
 
 type posting struct {
 	kind postingKind
-	key  uint32
+	// head is, plus one, the predicate the list's head tests as a bitmap
+	// (see headPred), or 0.
+	head uint8
+	// via is, plus one, the range predicate of a postRange posting, and
+	// span the number of integers its bitmap covers (see smallSet).
+	via, span uint8
+	key       uint32
 	// implied is the predicate that holds whenever an event reaches the
 	// posting (postEq, postPrefix, postSuffix), or -1.
 	implied int32
+	bucket  int32             // postRange: the bitmap's base >> rangeShift
 	vk      ontology.ValueKey // postEq
 	s       string            // postPrefix, postSuffix
 }
@@ -38,32 +46,23 @@ type posting struct {
 // plist is a posting list. It holds entries, not slots, so that
 // verification reaches a filter in one step; and, in the list's own
 // memory, what rejects most of the filters reached without reading them:
-// heads, read in order, then items, read for the filters heads let
-// through. Memory: 8 + 32 + 112 bytes per posting.
+// heads (heads.go), read in order, then items, read for the filters heads
+// let through. Memory: 8 + 32 + 112 bytes per posting.
 type plist struct {
 	ents  []*entry
 	heads []lhead
 	items []litem // by i, like heads
-}
-
-// lhead is what a posting list reads first of each filter: the
-// signatures of the entry, and its place.
-type lhead struct {
-	sig  uint64 // ents[i].sig
-	vsig uint64 // ents[i].vsig
-	// any is a mask of value signature bits at least one of which an
-	// event needs, from one set membership predicate (0 for none), see
-	// anyMask; sw has the word of vsig in bits 0–1 and of any in bits 2–3.
-	any  uint64
-	post uint16 // which posting of ents[i] this is
-	sw   uint8
+	open  int     // heads that reject no event (see lhead.open)
 }
 
 // add appends posting j of e to l and returns its place.
 func (l *plist) add(e *entry, j int) int32 {
-	am, aw := anyMask(e, j)
 	l.ents = append(l.ents, e)
-	l.heads = append(l.heads, lhead{sig: e.sig, vsig: e.vsig, any: am, post: uint16(j), sw: e.vword | aw<<2})
+	h := makeHead(e, j)
+	l.heads = append(l.heads, h)
+	if h.open() {
+		l.open++
+	}
 	l.items = append(l.items, makeItem(e, j))
 	return int32(len(l.ents) - 1)
 }
@@ -72,6 +71,9 @@ func (l *plist) add(e *entry, j int) int32 {
 // it returns that one's entry and posting, or ok false when none moved.
 func (l *plist) del(i int32) (m *entry, post uint16, ok bool) {
 	last := int32(len(l.ents) - 1)
+	if l.heads[i].open() {
+		l.open--
+	}
 	if i != last {
 		m, post, ok = l.ents[last], l.heads[last].post, true
 		l.ents[i], l.heads[i], l.items[i] = m, l.heads[last], l.items[last]
@@ -163,6 +165,14 @@ type keyPostings struct {
 	suffix     map[string]*plist
 	prefixLens []lenCount // sorted by length
 	suffixLens []lenCount
+	// ranges holds small-domain ranges by the base of their bitmap >>
+	// rangeShift, less rangeLo, and rangeSpans counts them by span
+	// (sorted), so that an event visits only the buckets of ranges that
+	// can hold its value. Memory: a pointer per bucket between the lowest
+	// and the highest in use.
+	ranges     []*plist
+	rangeLo    int32
+	rangeSpans []lenCount
 }
 
 type lenCount struct{ n, count int }
@@ -172,6 +182,7 @@ type lenCount struct{ n, count int }
 const (
 	maxPostings  = 1 << 16
 	maxAffixScan = 64
+	rangeShift   = 2 // a range bucket holds ranges whose bitmaps start at 4 consecutive integers
 )
 
 type candidate struct {
@@ -273,6 +284,18 @@ func (x *Index) choosePostings(e *entry) {
 				e.vsig, e.vword = vs[w], uint8(w)
 			}
 		}
+		for j := range e.postings {
+			p := &e.postings[j]
+			not := p.implied // a range bucket nearly implies its range
+			if p.via != 0 {
+				not = int32(p.via) - 1
+			}
+			if j > 0 && p.implied == e.postings[j-1].implied && p.via == e.postings[j-1].via {
+				p.head = e.postings[j-1].head
+			} else {
+				p.head = x.headPred(e, not)
+			}
+		}
 	}
 }
 
@@ -343,7 +366,10 @@ type popKey struct {
 	vk    ontology.ValueKey
 }
 
-const popEqAll postingKind = 255
+const (
+	popEqAll postingKind = 255
+	popGroup postingKind = 254 // with key noKey: the filters of the group
+)
 
 // count adds delta to the popularity counts of e's predicates. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
@@ -354,6 +380,7 @@ func (x *Index) count(e *entry, delta int32) {
 			delete(x.pop, k)
 		}
 	}
+	add(popKey{group: e.group, key: noKey, kind: popGroup})
 	for i := range e.f.preds {
 		p := &e.f.preds[i]
 		key := e.keys[i]
@@ -412,6 +439,26 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 			return pres
 		}
 		return c
+	case OpRange:
+		mask, base, _, ok := smallSet(p)
+		if !ok {
+			return pres
+		}
+		// An event reaches the ranges whose bucket can hold its value:
+		// about those whose values include it, and a bucket's width more.
+		span := max(1, 64-bits.LeadingZeros64(mask))
+		cost := 1 + present/2 // no equality on the key to estimate shares from
+		if eqAll := x.pop[popKey{group: g, key: key, kind: popEqAll}]; eqAll > 0 {
+			n := int32(0)
+			for v := base; v < base+int64(span)+1<<rangeShift; v++ {
+				n += x.pop[popKey{group: g, key: key, kind: postEq, vk: ontology.Int(v).Key()}]
+			}
+			cost = 1 + present*float64(n)/float64(eqAll)
+		}
+		if pres.cost <= cost {
+			return pres
+		}
+		return candidate{pred: i, cost: cost, posts: []posting{{kind: postRange, key: key, implied: -1, via: uint8(min(i+1, math.MaxUint8)), span: uint8(span), bucket: int32(base >> rangeShift)}}}
 	case OpPrefix, OpSuffix:
 		s := p.Value.Str()
 		if len(s) > maxAffixScan {
@@ -488,6 +535,26 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 	switch p.kind {
 	case postPresent:
 		return &kp.present
+	case postRange:
+		if create {
+			kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
+		}
+		switch {
+		case len(kp.ranges) == 0:
+			kp.ranges, kp.rangeLo = []*plist{nil}, p.bucket
+		case p.bucket < kp.rangeLo:
+			kp.ranges = append(make([]*plist, kp.rangeLo-p.bucket), kp.ranges...)
+			kp.rangeLo = p.bucket
+		}
+		for int(p.bucket-kp.rangeLo) >= len(kp.ranges) {
+			kp.ranges = append(kp.ranges, nil)
+		}
+		l := kp.ranges[p.bucket-kp.rangeLo]
+		if l == nil {
+			l = &plist{}
+			kp.ranges[p.bucket-kp.rangeLo] = l
+		}
+		return l
 	case postEq:
 		if kp.eq == nil {
 			kp.eq = map[ontology.ValueKey]*plist{}
@@ -524,10 +591,16 @@ func (d *data) dropPosting(g *group, p posting) {
 		return
 	}
 	kp := g.byKey[p.key]
+	if p.kind == postRange {
+		kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
+	}
 	if len(d.list(g, p, false).ents) == 0 {
 		switch p.kind {
 		case postEq:
 			delete(kp.eq, p.vk)
+		case postRange:
+			kp.ranges[p.bucket-kp.rangeLo] = nil
+			kp.trimRanges()
 		case postPrefix:
 			delete(kp.prefix, p.s)
 			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
@@ -542,6 +615,22 @@ func (d *data) dropPosting(g *group, p posting) {
 	delete(g.byKey, p.key)
 	g.attrs = dropKP(g.attrs, kp)
 	g.pay = dropKP(g.pay, kp)
+}
+
+// trimRanges drops the empty buckets at either end of kp.ranges.
+func (kp *keyPostings) trimRanges() {
+	r := kp.ranges
+	for len(r) > 0 && r[len(r)-1] == nil {
+		r = r[:len(r)-1]
+	}
+	for len(r) > 0 && r[0] == nil {
+		r = r[1:]
+		kp.rangeLo++
+	}
+	if len(r) == 0 {
+		r = nil
+	}
+	kp.ranges = r
 }
 
 func dropKP(s []*keyPostings, kp *keyPostings) []*keyPostings {

@@ -1,0 +1,252 @@
+package filter
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// List heads: what a posting list reads first of each filter, in order,
+// to reject most of the filters it reaches without reading their items.
+//
+// Besides the attribute and equality signatures, a head can hold one
+// small-domain predicate of the filter as a bitmap: an =, ≠, ∈, ∉ or range
+// on an integer-valued attribute whose outcome changes only inside 64
+// consecutive integers. Bit i says whether the predicate holds for the
+// integer base+i; outside that window it is false (=, ∈, ranges) or true
+// (≠, ∉). The event's value of the attribute is turned into an integer
+// position once per event (headPos), so the test is one subtraction and
+// one bit test. It is a pre-test: the filter's items and predicates still
+// decide exactly, so a value the bitmap cannot judge (a number that is not
+// an integer) passes it.
+
+// lhead is what a posting list reads first of each filter (32 bytes).
+type lhead struct {
+	sig  uint64 // ents[i].sig
+	vsig uint64 // ents[i].vsig
+	// mask is, with headBits in kf, the bitmap of the predicate on
+	// attribute key kf&headKeyMask over the integers base…base+63;
+	// otherwise the value signature bits at least one of which an event
+	// needs, from one set membership predicate (0 for none, see anyMask).
+	mask uint64
+	kf   uint32 // the bitmap's key in bits 0–23; the words and flags above
+	base int16
+	post uint16 // which posting of ents[i] this is
+}
+
+const (
+	headKeyMask = 1<<24 - 1
+	headVWord   = 24      // shift of the word of vsig (2 bits)
+	headAWord   = 26      // shift of the word of the any mask (2 bits)
+	headBits    = 1 << 28 // mask is a bitmap
+	headOutside = 1 << 29 // the bitmap's predicate holds outside its window
+)
+
+// open reports whether h rejects no event: it needs no attribute, no
+// attribute value, and has no bitmap or set mask.
+func (h *lhead) open() bool {
+	return h.sig == 0 && h.vsig == 0 && h.mask == 0 && h.kf&headBits == 0
+}
+
+// Event positions (scratch.ipos): an integer value, or one of these, all
+// further than 64 from any window (bases are int16, integers within
+// ±posLimit).
+const (
+	posAbsent int64 = math.MinInt64     // missing or NaN: every bitmap fails
+	posFrac   int64 = math.MinInt64 + 1 // a number that is not an integer: bitmaps pass
+	posOther  int64 = math.MinInt64 + 2 // another kind, or an integer far away: outside every window
+	posLimit        = 1 << 40
+)
+
+// headPos returns the position of attribute value v for bitmap tests.
+func headPos(v ontology.Value) int64 {
+	if v.IsNaN() {
+		return posAbsent
+	}
+	switch v.Kind() {
+	case ontology.KindInt:
+		if n := v.Int(); n >= -posLimit && n <= posLimit {
+			return n
+		}
+	case ontology.KindFloat:
+		n, ok := integral(v)
+		if !ok {
+			return posFrac
+		}
+		if n >= -posLimit && n <= posLimit {
+			return n
+		}
+	}
+	return posOther
+}
+
+// headHolds reports whether the bitmap of h may hold at position pos:
+// false only when the predicate fails for every value at pos.
+func headHolds(h *lhead, pos int64) bool {
+	if d := uint64(pos - int64(h.base)); d < 64 {
+		return h.mask>>d&1 != 0
+	}
+	return pos == posFrac || pos != posAbsent && h.kf&headOutside != 0
+}
+
+// smallSet returns the bitmap form of p when it has one: p is =, ≠, ∈, ∉
+// with integral numeric literals, or a range with numeric ends, and the
+// integers for which it differs from its value far away (false for =, ∈
+// and ranges, true for ≠ and ∉) fit in 64 consecutive integers starting
+// at an int16 base. Bit i is p's outcome for the integer base+i.
+func smallSet(p *Predicate) (mask uint64, base int64, outside, ok bool) {
+	var members [64]int64 // =, ≠, ∈, ∉: the distinct members, relative to base later
+	nm := 0
+	switch p.Op {
+	case OpEQ, OpNE:
+		n, ok := integral(p.Value)
+		if !ok {
+			return 0, 0, false, false
+		}
+		base, members[0], nm = n, n, 1
+	case OpIn, OpNotIn:
+		if len(p.Set) == 0 || len(p.Set) > len(members) {
+			return 0, 0, false, false
+		}
+		for i, m := range p.Set {
+			n, ok := integral(m)
+			if !ok {
+				return 0, 0, false, false
+			}
+			if i == 0 || n < base {
+				base = n
+			}
+			members[i] = n
+		}
+		nm = len(p.Set)
+	case OpRange:
+		lo, ok1 := roundBound(p.Value, math.Ceil)
+		hi, ok2 := roundBound(p.Hi, math.Floor)
+		if !ok1 || !ok2 {
+			return 0, 0, false, false
+		}
+		// The integers lo…hi are those of the closed range; an open end
+		// that is an integer drops out.
+		if p.LoOpen && ontology.Equal(ontology.Int(lo), p.Value) {
+			lo++
+		}
+		if p.HiOpen && ontology.Equal(ontology.Int(hi), p.Hi) {
+			hi--
+		}
+		if hi < lo { // no integer inside: an empty bitmap
+			hi = lo - 1
+		}
+		if lo < math.MinInt16 || lo > math.MaxInt16 || hi-lo >= 64 {
+			return 0, 0, false, false
+		}
+		if hi >= lo {
+			mask = math.MaxUint64 >> (63 - (hi - lo))
+		}
+		return mask, lo, false, true
+	default:
+		return 0, 0, false, false
+	}
+	if base < math.MinInt16 || base > math.MaxInt16 {
+		return 0, 0, false, false
+	}
+	for _, n := range members[:nm] {
+		if n-base >= 64 {
+			return 0, 0, false, false
+		}
+		mask |= 1 << (n - base)
+	}
+	if p.Op == OpNE || p.Op == OpNotIn {
+		return ^mask, base, true, true
+	}
+	return mask, base, false, true
+}
+
+// roundBound returns the numeric range end v rounded to an integer by
+// round (math.Ceil for a lower end, math.Floor for an upper one), when it
+// is within ±2^52.
+func roundBound(v ontology.Value, round func(float64) float64) (int64, bool) {
+	switch v.Kind() {
+	case ontology.KindInt:
+		if n := v.Int(); n >= -1<<52 && n <= 1<<52 {
+			return n, true
+		}
+	case ontology.KindFloat:
+		if f := round(v.Float()); f >= -0x1p52 && f <= 0x1p52 {
+			return int64(f), true
+		}
+	}
+	return 0, false
+}
+
+// headPred chooses the predicate of match-all filter e, other than
+// implied, that list heads test as a bitmap: of those with a bitmap form
+// on an attribute, the one an event is least likely to satisfy, estimated
+// from the group's popularity counts (the share of filters testing the
+// attribute, times the share of the equalities on it that the bitmap's
+// values take; for values no equality names, the bitmap's share of 64).
+// It returns the predicate's index plus one, or 0 for none. Cost: at most
+// 64 map lookups per candidate predicate. mu must be held.
+func (x *Index) headPred(e *entry, implied int32) uint8 {
+	if e.mode != ModeAll || len(e.preds) >= math.MaxUint8 {
+		return 0
+	}
+	total := float64(max(1, x.pop[popKey{group: e.group, key: noKey, kind: popGroup}]))
+	best, bestEst := 0, 2.0
+	for i := range e.preds {
+		p := &e.preds[i]
+		k := e.keys[i]
+		if int32(i) == implied || p.Operand.Source != SourceAttr || k > headKeyMask {
+			continue
+		}
+		mask, base, outside, ok := smallSet(p)
+		if !ok {
+			continue
+		}
+		eqAll := x.pop[popKey{group: e.group, key: k, kind: popEqAll}]
+		in := float64(bits.OnesCount64(mask)) / 64
+		if eqAll > 0 {
+			// The share of the values the predicate holds for; for ≠ and ∉,
+			// one minus the share of those it fails for.
+			m := mask
+			if outside {
+				m = ^mask
+			}
+			n := int32(0)
+			for m != 0 {
+				b := bits.TrailingZeros64(m)
+				m &= m - 1
+				n += x.pop[popKey{group: e.group, key: k, kind: postEq, vk: ontology.Int(base + int64(b)).Key()}]
+			}
+			in = float64(n) / float64(eqAll)
+			if outside {
+				in = 1 - in
+			}
+		}
+		est := min(1, float64(x.pop[popKey{group: e.group, key: k, kind: postPresent}])/total) * in
+		if est < bestEst {
+			best, bestEst = i+1, est
+		}
+	}
+	return uint8(best)
+}
+
+// makeHead returns the head of posting j of e.
+func makeHead(e *entry, j int) lhead {
+	h := lhead{sig: e.sig, vsig: e.vsig, post: uint16(j), kf: uint32(e.vword) << headVWord}
+	if hp := e.postings[j].head; hp != 0 && e.mode == ModeAll {
+		i := hp - 1
+		if mask, base, outside, ok := smallSet(&e.preds[i]); ok {
+			h.mask, h.base = mask, int16(base)
+			h.kf |= e.keys[i] | headBits
+			if outside {
+				h.kf |= headOutside
+			}
+			return h
+		}
+	}
+	am, aw := anyMask(e, j)
+	h.mask = am
+	h.kf |= uint32(aw) << headAWord
+	return h
+}

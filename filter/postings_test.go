@@ -1,0 +1,105 @@
+package filter
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// TestIndexRangeBuckets checks ranges reached through range buckets
+// (postRange) against the oracle: integer and float ends, open and closed,
+// negative bases, domain ends, spans from 1 to 64 on one operand,
+// ranges without an integer inside, "at least" and "score" filters in the
+// same buckets, events with integral, fractional, NaN, infinite and
+// far-away values and values of other kinds, before and after removals
+// that take away the widest spans.
+func TestIndexRangeBuckets(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "T", Attributes: []ontology.Attribute{
+		{Name: "n", Kind: ontology.KindInt}, {Name: "x", Kind: ontology.KindFloat}, {Name: "m", Kind: ontology.KindInt},
+	}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	type added struct {
+		id   uint64
+		wide bool
+	}
+	var all []added
+	id := uint64(0)
+	add := func(spec Spec, wide bool) {
+		f, err := Build(spec)
+		require.NoError(t, err)
+		id++
+		require.NoError(t, ix.Add(id, f))
+		require.NoError(t, bf.Add(id, f))
+		all = append(all, added{id, wide})
+	}
+	i, fl := ontology.Int, ontology.Float
+	notM := Attr("m").NE(i(99)) // keeps the filters out of the dense engine
+	for lo := int64(-70); lo <= 70; lo += 7 {
+		for _, w := range []int64{0, 1, 5, 11, 40, 63} {
+			for k, open := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				if w == 0 && open != [2]bool{} {
+					continue
+				}
+				wide := w >= 40
+				add(Spec{Type: "T", Predicates: []Predicate{Attr("n").Range(i(lo), i(lo+w), open[0], open[1]), notM}}, wide)
+				if k == 0 && w > 0 {
+					add(Spec{Type: "T", Predicates: []Predicate{Attr("x").Range(fl(float64(lo)+0.5), fl(float64(lo+w)+0.25), false, false), notM}}, wide)
+					add(Spec{Type: "T", Predicates: []Predicate{Attr("x").Range(i(lo), fl(float64(lo+w)), false, true), notM}}, wide)
+					add(Spec{Type: "T", Mode: ModeAtLeast, AtLeast: 1, Predicates: []Predicate{Attr("n").Range(i(lo), i(lo+w), false, false), Attr("x").Range(i(lo), i(lo+w), false, false)}}, wide)
+					add(Spec{Type: "T", Mode: ModeScore, Threshold: 1.5, Predicates: []Predicate{Attr("n").Range(i(lo), i(lo+w), false, false), Attr("m").EQ(i(lo)), notM}}, wide)
+				}
+			}
+		}
+		// no integer inside
+		add(Spec{Type: "T", Predicates: []Predicate{Attr("x").Range(fl(float64(lo)+0.25), fl(float64(lo)+0.75), false, false), notM}}, false)
+		add(Spec{Type: "T", Predicates: []Predicate{Attr("x").Range(i(lo), i(lo+1), true, true), notM}}, false)
+	}
+	for _, lo := range []int64{math.MinInt16, math.MaxInt16 - 5, math.MaxInt16 + 1} {
+		add(Spec{Type: "T", Predicates: []Predicate{Attr("n").Range(i(lo), i(lo+5), false, false), notM}}, false)
+	}
+	buckets := 0
+	typ, _ := o.Lookup("T")
+	for _, kp := range ix.inst[ix.side.Load()].groups[typ.ID+1].byKey {
+		buckets += len(kp.ranges)
+	}
+	require.Positive(t, buckets, "range buckets in use")
+
+	var vals []ontology.Value
+	for n := int64(-150); n <= 150; n++ {
+		vals = append(vals, i(n), fl(float64(n)+0.5), fl(float64(n)+0.25), fl(float64(n)+0.75))
+	}
+	for _, n := range []int64{math.MinInt16 - 1, math.MinInt16, math.MinInt16 + 5, math.MaxInt16, math.MaxInt16 + 1, math.MaxInt16 + 6, math.MaxInt64, math.MinInt64} {
+		vals = append(vals, i(n), fl(float64(n)+0.5))
+	}
+	vals = append(vals, fl(math.NaN()), fl(math.Inf(1)), fl(math.Inf(-1)), fl(1e300), ontology.String("1"), ontology.Bool(true), ontology.TimeNanos(3))
+	check := func(step string) {
+		t.Helper()
+		for k, v := range vals {
+			ev := &BasicEvent{Type: "T", Attrs: []ontology.Attr{{Name: "n", Value: v}, {Name: "x", Value: vals[(k*13+5)%len(vals)]}}}
+			if k%5 != 0 {
+				ev.Attrs = append(ev.Attrs, ontology.Attr{Name: "m", Value: i(int64(k%150 - 75))})
+			}
+			want, got := collect(bf, ev), collect(ix, ev)
+			require.True(t, assertSameMatches(t, want, got), "%s: event %+v", step, ev)
+		}
+	}
+	check("added")
+	for _, a := range all {
+		if a.wide {
+			require.True(t, ix.Remove(a.id))
+			require.True(t, bf.Remove(a.id))
+		}
+	}
+	check("wide ranges removed")
+	for k, a := range all {
+		if !a.wide && k%2 == 0 {
+			require.True(t, ix.Remove(a.id))
+			require.True(t, bf.Remove(a.id))
+		}
+	}
+	check("half the rest removed")
+}
