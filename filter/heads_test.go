@@ -42,7 +42,7 @@ func headPredicates() []Predicate {
 	a := Attr("n")
 	i, f := ontology.Int, ontology.Float
 	return []Predicate{
-		a.EQ(i(0)), a.EQ(i(-3)), a.EQ(f(5)), a.EQ(f(-0.0)), a.EQ(i(math.MinInt16)), a.EQ(i(math.MaxInt16)),
+		a.EQ(i(0)), a.EQ(i(-3)), a.EQ(f(5)), a.EQ(f(math.Copysign(0, -1))), a.EQ(i(math.MinInt16)), a.EQ(i(math.MaxInt16)),
 		a.NE(i(0)), a.NE(i(47)), a.NE(f(2)),
 		a.In(i(0), i(3), i(47)), a.In(i(-10), i(53)), a.In(f(1), i(2), f(63)), a.In(i(7), i(7)),
 		a.In(i(math.MaxInt16), i(math.MaxInt16+63)),
