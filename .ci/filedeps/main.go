@@ -46,6 +46,7 @@ var layers = []string{
 	// events and places
 	"errors.go",
 	"event.go",
+	"seen.go",
 	"eventplace.go",
 	"reader.go",
 	// one switch: subscriptions, sessions, where their matches go, delivery
