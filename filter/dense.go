@@ -76,7 +76,6 @@ type dense struct {
 	// in use.
 	acc     []uint64
 	touched uint64
-	laying  bool   // flush counts the bits it sets (held, pres): a layout is merging
 	built   int    // live filters at the last layout
 	unlaid  int    // predicates added since the layout on attributes it gave no boundaries
 	layouts int    // how many times the engine was laid out
@@ -405,7 +404,7 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 		n = g.n.Load()
 	}
 	if n>>6 != dn.merged>>6 {
-		dn.flush(g, dn.merged) // the accumulator holds one word of slots
+		dn.flush(g, dn.merged, false) // the accumulator holds one word of slots
 		dn.merged = n
 		g.merged.Store(n)
 	}
@@ -448,7 +447,7 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 		dn.accumulate(g, idx[i], n, hasLo, lo, hasHi, hi, int(p.weight()))
 	}
 	if int(n+1-dn.merged) >= min(pendMax, max(1, dn.live>>12)) || (n+1)&63 == 0 {
-		dn.flush(g, n)
+		dn.flush(g, n, false)
 		dn.merged = n + 1
 		g.merged.Store(n + 1)
 	}
@@ -579,13 +578,11 @@ func (dn *dense) remove(s uint32, keys []uint32, moved func(id uint64, slot uint
 // them from the records; g is not published yet (layout).
 func (dn *dense) merge(g *dgen) {
 	n := g.n.Load()
-	dn.laying = true
-	defer func() { dn.laying = false }()
 	dn.merged, dn.touched = 0, 0
 	clear(dn.acc)
 	for s := range n {
 		if s&63 == 0 && s > 0 {
-			dn.flush(g, s-1)
+			dn.flush(g, s-1, true)
 		}
 		if atomic.LoadUint64(g.live.word(s))&(1<<(s&63)) == 0 {
 			continue
@@ -595,7 +592,7 @@ func (dn *dense) merge(g *dgen) {
 		}
 	}
 	if n > 0 {
-		dn.flush(g, n-1)
+		dn.flush(g, n-1, true)
 	}
 	dn.merged = n
 	g.merged.Store(n)
@@ -640,8 +637,11 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 
 // flush ORs what acc gathered, for the word of slot w, into the bitsets:
 // per attribute and side, a sweep over the regions makes them cumulative
-// and ORs each boundary's word once.
-func (dn *dense) flush(g *dgen, w uint32) {
+// and ORs each boundary's word once. With count set (a layout, which
+// publishes g afterwards) it also counts the bits it sets into held and
+// pres, the order match ORs the bitsets in; Adds leave those counts as
+// the layout made them.
+func (dn *dense) flush(g *dgen, w uint32, count bool) {
 	regions := dn.marks() + 1
 	row := dn.accRow()
 	for ai := 0; dn.touched != 0; ai, dn.touched = ai+1, dn.touched>>1 {
@@ -652,7 +652,7 @@ func (dn *dense) flush(g *dgen, w uint32) {
 		acc := dn.acc[ai*row : (ai+1)*row]
 		has := acc[2*regions]
 		atomic.OrUint64(a.has.word(w), has)
-		if dn.laying {
+		if count {
 			a.pres.Add(int32(popcount(has)))
 		}
 		// Lower side: marks[c] holds bounds ≥ bounds[c], regions c+1 on.
@@ -661,7 +661,7 @@ func (dn *dense) flush(g *dgen, w uint32) {
 			run |= acc[c+1]
 			if run != 0 {
 				atomic.OrUint64(a.lo.marks[c].word(w), run)
-				if dn.laying {
+				if count {
 					a.lo.held[c].Add(int32(popcount(run)))
 				}
 			}
@@ -672,7 +672,7 @@ func (dn *dense) flush(g *dgen, w uint32) {
 			run |= acc[regions+c]
 			if run != 0 {
 				atomic.OrUint64(a.hi.marks[c].word(w), run)
-				if dn.laying {
+				if count {
 					a.hi.held[c].Add(int32(popcount(run)))
 				}
 			}

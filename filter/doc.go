@@ -113,20 +113,23 @@
 //     and values its filter needs and up to four of its predicates in
 //     compact form, so most entries are rejected, and many matched,
 //     without reading the filter; only the rest are verified.
-//   - The dense engine takes "match all" filters made only of numeric
-//     comparisons and ranges on attributes, once a group has 32 of them. It
-//     finds the filters an event fails with checkpoint bitsets over cells
-//     of bounds per attribute (REIN, HEM), ORed fullest first, and verifies
-//     exactly the few filters they leave unmarked. Removal is lazy (purged
-//     when dead filters outnumber live ones).
+//   - The dense engine takes filters made only of numeric comparisons and
+//     ranges on attributes ("match all", and "at least" or "score" with
+//     integral weights 1–15), once a group has 32 of them. It keeps each
+//     as a record of a few bytes per predicate, not as a *Filter, finds
+//     the filters an event fails with checkpoint bitsets per attribute
+//     (REIN, HEM), ORed fullest first, and verifies exactly the few
+//     filters they leave unmarked. Removal is lazy (dead slots are dropped
+//     when they outnumber live ones).
 //
 // An XPath evaluation is bounded by XPathStepBudget navigation steps; past
 // it, the predicate is false (counted by XPathOverBudget), so that one
 // filter cannot stall every publisher with a quadratic expression.
 //
 // Each distinct payload path is extracted once per event, and only when
-// some filter reached needs it. Match never blocks on Add and Remove (two
-// copies, left-right), and allocates nothing in steady state except for
+// some filter reached needs it. Match never blocks on Add and Remove (the
+// posting lists are kept in two copies, left-right; dense engines are one
+// copy updated in place), and allocates nothing in steady state except for
 // XML payloads and JSON strings with escapes. The benchmarks in bench/ give
 // the figures.
 //

@@ -197,14 +197,20 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		t, _ := x.ont.Lookup(f.typ)
 		group = t.ID + 1
 	}
+	// The keys of f's predicates, on the stack unless f has many.
+	var buf [denseMaxPreds]uint32
+	keys := buf[:0]
+	if len(f.preds) <= len(buf) {
+		keys = buf[:len(f.preds)]
+	} else {
+		keys = make([]uint32, len(f.preds))
+	}
+	for i := range f.preds {
+		keys[i] = x.acquireKey(f, i)
+	}
 	kind := denseKind(f)
 	if kind != noDense {
 		g := x.inst[1-x.side.Load()].groups[group]
-		var buf [denseMaxPreds]uint32
-		keys := buf[:len(f.preds)]
-		for i := range f.preds {
-			keys[i] = x.acquireKey(f, i)
-		}
 		switch {
 		case g != nil && g.dense[kind] != nil && g.dense[kind].fits(keys):
 			x.addDense(g.dense[kind], id, f, group, kind, keys)
@@ -213,23 +219,18 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			x.newDense(id, f, group, kind, keys)
 			return nil
 		}
-		for i := range f.preds {
-			x.releaseKey(keyNameOf(f, i))
-		}
 	}
 	e := &entry{id: id, f: f, group: group, kind: kind}
 	for i := range f.preds {
 		e.weight += f.preds[i].weight()
 	}
 	e.preds, e.mode, e.atLeast, e.thresh = f.preds, f.mode, f.atLeast, f.threshold
-	if len(f.preds) <= len(e.keyBuf) {
-		e.keys = e.keyBuf[:len(f.preds)]
+	if len(keys) <= len(e.keyBuf) {
+		e.keys = e.keyBuf[:len(keys)]
 	} else {
-		e.keys = make([]uint32, len(f.preds))
+		e.keys = make([]uint32, len(keys))
 	}
-	for i := range f.preds {
-		e.keys[i] = x.acquireKey(f, i)
-	}
+	copy(e.keys, keys)
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
