@@ -199,7 +199,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	}
 	// The keys of f's predicates, on the stack unless f has many.
 	var buf [denseMaxPreds]uint32
-	keys := buf[:0]
+	var keys []uint32
 	if len(f.preds) <= len(buf) {
 		keys = buf[:len(f.preds)]
 	} else {
