@@ -407,16 +407,18 @@ func (rc *remoteClient) register(ctx context.Context, sub *Subscription) error {
 	return err
 }
 
-// unregister stops deliveries to sub at once, on this side, and asks the
-// switch to drop the subscription without waiting for its answer.
-func (rc *remoteClient) unregister(sub *Subscription) {
-	rc.mu.Lock()
-	_, ok := rc.subs[sub.id]
-	delete(rc.subs, sub.id)
-	closed := rc.closed
-	rc.mu.Unlock()
-	if ok && !closed {
-		rc.unsubscribe(sub.id)
+// unregister stops deliveries to subs at once, on this side, and asks
+// the switch to drop the subscriptions without waiting for its answer.
+func (rc *remoteClient) unregister(subs ...*Subscription) {
+	for _, sub := range subs {
+		rc.mu.Lock()
+		_, ok := rc.subs[sub.id]
+		delete(rc.subs, sub.id)
+		closed := rc.closed
+		rc.mu.Unlock()
+		if ok && !closed {
+			rc.unsubscribe(sub.id)
+		}
 	}
 }
 

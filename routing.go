@@ -230,11 +230,13 @@ func (sw *Switch) install(sub *Subscription) ([]*linkAck, error) {
 		sw.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidFilter, err)
 	}
-	sw.mu.RLock()
-	still := sw.subs[sub.id] == sub
-	sw.mu.RUnlock()
-	if !still { // unregistered while it was being added: take it out again
+	if sub.unregistered.Load() { // unregistered while it was being added: take it out again
 		sw.index.Remove(sub.id)
+		sw.mu.Lock()
+		if sw.subs[sub.id] == sub {
+			delete(sw.subs, sub.id)
+		}
+		sw.mu.Unlock()
 		return nil, fmt.Errorf("%w: subscription %d was cancelled while it was made", ErrClosed, sub.id)
 	}
 	return sw.routeAdd(sub), nil
@@ -258,10 +260,7 @@ type routeReg struct {
 func (sw *Switch) routeAdd(sub *Subscription) []*linkAck {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
-	sw.mu.RLock()
-	live := sw.subs[sub.id] == sub
-	sw.mu.RUnlock()
-	if !live {
+	if sub.unregistered.Load() { // set before unregister's routeRemove, which waits for routeMu
 		return nil
 	}
 	rs := &routedSub{sub: sub}

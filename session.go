@@ -95,7 +95,7 @@ type backend interface {
 	publish(ctx context.Context, s *Session, ev *Event) error
 	nextSubID() uint64
 	register(ctx context.Context, sub *Subscription) error
-	unregister(sub *Subscription)
+	unregister(subs ...*Subscription)
 	setProfile(ctx context.Context, s *Session, p []ontology.Attr) error
 	advertise(ctx context.Context, s *Session, ads []Advertisement) error
 	pull(ctx context.Context, s *Session, max int) ([]Delivery, error)
@@ -285,9 +285,7 @@ func (s *Session) Drain(ctx context.Context) error {
 	if err := s.be.sync(ctx); err != nil { // deliveries in flight reach the queues
 		return err
 	}
-	for _, sub := range subs {
-		s.be.unregister(sub)
-	}
+	s.be.unregister(subs...)
 	for _, sub := range subs {
 		if sub.handled != nil {
 			sub.closeQueue() // the handler takes what is queued, then returns
@@ -364,8 +362,12 @@ func (s *Session) shut(cause error) {
 	subs := s.subs
 	s.subs = map[uint64]*Subscription{}
 	s.mu.Unlock()
+	all := make([]*Subscription, 0, len(subs))
 	for _, sub := range subs {
-		s.be.unregister(sub)
+		all = append(all, sub)
+	}
+	s.be.unregister(all...)
+	for _, sub := range all {
 		sub.end(cause)
 	}
 	s.wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -83,13 +84,17 @@ type Switch struct {
 	place *EventPlace
 	log   *slog.Logger
 	index *filter.Index
+	// matching brackets each delivery from its Match to its lookup of
+	// subs, so that unregister forgets a subscription only once no
+	// delivery that matched it is still to look it up.
+	matching matching
 
 	nextSub     atomic.Uint64
 	nextSession atomic.Uint64
 
 	mu       sync.RWMutex
 	sessions map[uint64]*Session      // mu
-	subs     map[uint64]*Subscription // mu; the subscriptions in the index
+	subs     map[uint64]*Subscription // mu; the subscriptions in the index, and those unregister is taking out
 	closed   bool                     // mu
 	serving  []context.CancelFunc     // mu; of Serve calls
 	conns    sync.WaitGroup           // connections Serve accepted
@@ -300,16 +305,39 @@ func (sw *Switch) register(ctx context.Context, sub *Subscription) error {
 	return nil
 }
 
-// unregister takes sub's filter out of the index — no Match that starts
-// afterwards reaches it — and then releases what it propagated over
-// shared links. Idempotent.
-func (sw *Switch) unregister(sub *Subscription) {
+// unregister takes subs' filters out of the index — no Match that starts
+// afterwards reaches them — and, once every delivery that matched one of
+// them before has found it (matching.wait), forgets them and releases what
+// they propagated over shared links. A delivery in flight thus still
+// reaches a subscription being unregistered: a proxy filter replaced make
+// before break (a TTL raised, a cover released, a managed constraint
+// changed) passes every event the index matched before its replacement
+// was in. It waits for the Matches in progress, not for the deliveries
+// they make. Idempotent.
+func (sw *Switch) unregister(subs ...*Subscription) {
+	var gone []*Subscription
+	for _, sub := range subs {
+		if sub.unregistered.Swap(true) { // first: a register in progress checks it after its Add
+			continue
+		}
+		sw.index.Remove(sub.id)
+		gone = append(gone, sub)
+	}
+	if len(gone) == 0 {
+		return
+	}
+	sw.matching.wait()
 	sw.mu.Lock()
-	delete(sw.subs, sub.id) // first: a register in progress checks it after its Add
+	for _, sub := range gone {
+		if sw.subs[sub.id] == sub {
+			delete(sw.subs, sub.id)
+		}
+	}
 	sw.mu.Unlock()
-	sw.index.Remove(sub.id)
-	sw.routeRemove(sub)
-	sw.front.unsubscribed(sub)
+	for _, sub := range gone {
+		sw.routeRemove(sub)
+		sw.front.unsubscribed(sub)
+	}
 }
 
 // The rest of the backend of local sessions.
@@ -437,22 +465,28 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 		ps.shared = eventFrames{}
 		sw.pool.Put(ps)
 	}()
+	g := sw.matching.enter()
 	sw.index.Match(e, func(id uint64, score float64) {
 		ps.hits = append(ps.hits, hitSub{id: id, score: score})
 	})
 	if len(ps.hits) == 0 {
+		sw.matching.leave(g)
 		return nil
 	}
 	sw.mu.RLock()
 	n := 0
 	for _, h := range ps.hits {
-		if sub := sw.subs[h.id]; sub != nil && sub.sess != from && (skip == nil || !skip(sub.sess)) {
+		if sub := sw.subs[h.id]; sub != nil && sub.sess != from {
 			h.sub = sub
 			ps.hits[n] = h
 			n++
 		}
 	}
 	sw.mu.RUnlock()
+	sw.matching.leave(g)
+	if skip != nil { // the caller's code: after leave, so that it may unregister
+		n = len(slices.DeleteFunc(ps.hits[:n], func(h hitSub) bool { return skip(h.sub.sess) }))
+	}
 	hits := ps.hits[:n]
 	slices.SortFunc(hits, func(a, b hitSub) int {
 		if c := cmp.Compare(a.sub.sess.id, b.sub.sess.id); c != 0 {
@@ -475,6 +509,50 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 		hits = hits[k:]
 	}
 	return errors.Join(errs...)
+}
+
+// matching counts the deliveries between their Match and their lookup
+// of Switch.subs, in two generations, as the filter index counts its
+// readers (left-right): a delivery adds itself to the current generation
+// (enter), and wait flips the generation and waits for the old one to
+// empty, twice, so that it returns once every delivery that entered
+// before it was called has left. A delivery costs three atomic
+// operations; wait costs the Matches in progress (at 1M filters, about
+// a millisecond), and never waits for a delivery that enters meanwhile.
+type matching struct {
+	gen atomic.Uint32
+	_   [60]byte
+	n   [2]struct {
+		atomic.Int64
+		_ [56]byte // each on its own cache line: every delivery writes one
+	}
+	mu sync.Mutex // one wait at a time: wait's flips must not interleave
+}
+
+// enter counts a delivery that is about to Match; leave(g) with what it
+// returns once it has looked up its hits.
+func (m *matching) enter() uint32 {
+	g := m.gen.Load() & 1
+	m.n[g].Add(1)
+	return g
+}
+
+func (m *matching) leave(g uint32) { m.n[g].Add(-1) }
+
+// wait returns once every delivery that entered before the call has left.
+// A delivery that counts itself in a generation after wait saw it empty
+// starts its Match after wait was called, so after the caller's
+// Index.Remove. It must not be called between enter and leave.
+func (m *matching) wait() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for range 2 {
+		g := m.gen.Load() & 1
+		m.gen.Store(g ^ 1)
+		for m.n[g].Load() != 0 {
+			runtime.Gosched()
+		}
+	}
 }
 
 // fire delivers e to session s, whose subscriptions hits matched, through
