@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"syscall"
 	"testing"
 	"time"
 )
@@ -10,7 +9,7 @@ import (
 // system, every goroutine, the garbage collector included — from
 // startCPU on, so that a figure on a shared machine does not count the
 // time the process waited for a core. It reads getrusage(RUSAGE_SELF),
-// whose resolution is the kernel's accounting (microseconds, often
+// where the platform has it (cpu_unix_test.go), whose resolution is the kernel's accounting (microseconds, often
 // coarser per thread), fine over the hundreds of milliseconds of a
 // benchmark.
 type cpuClock struct{ start time.Duration }
@@ -25,18 +24,13 @@ func (c cpuClock) elapsed() time.Duration { return processCPU() - c.start }
 // divided by events (nothing when events is 0). Call it right after the
 // timed loop. On two cores a pipeline can spend up to twice its wall
 // time; compare it with ns/op (per event) or 1/events-per-second.
-func (c cpuClock) report(b *testing.B, events int) {
-	el := c.elapsed()
-	if events > 0 {
-		b.ReportMetric(float64(el.Nanoseconds())/float64(events), "cpu-ns/event")
-	}
-}
+func (c cpuClock) report(b *testing.B, events int) { reportCPU(b, c.elapsed(), events, "cpu-ns/event") }
 
-// processCPU returns the process's user plus system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+// reportCPU adds the metric unit: CPU time d divided by n (nothing when
+// n is 0, or where this platform gives no process CPU time: see
+// cpuMeasured).
+func reportCPU(b *testing.B, d time.Duration, n int, unit string) {
+	if cpuMeasured && n > 0 {
+		b.ReportMetric(float64(d.Nanoseconds())/float64(n), unit)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

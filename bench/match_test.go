@@ -135,7 +135,7 @@ func BenchmarkIndexAdd(b *testing.B) {
 				i++
 				ops++
 			}
-			b.ReportMetric(float64((cpu+c.elapsed()).Nanoseconds())/float64(ops), "cpu-ns/op")
+			reportCPU(b, cpu+c.elapsed(), ops, "cpu-ns/op")
 			for j := range i {
 				x.Remove(poolBase + uint64(j))
 			}
@@ -174,7 +174,7 @@ func BenchmarkIndexRemove(b *testing.B) {
 				i++
 				ops++
 			}
-			b.ReportMetric(float64((cpu+c.elapsed()).Nanoseconds())/float64(ops), "cpu-ns/op")
+			reportCPU(b, cpu+c.elapsed(), ops, "cpu-ns/op")
 			for j := i; j < len(pool); j++ {
 				x.Remove(poolBase + uint64(j))
 			}
