@@ -131,7 +131,7 @@ func (s *rvSwitch) allows(r *router, e *Event, hits []hitSub, shared *eventFrame
 // the traffic of its classes (RendezvousConfig.Release).
 func (s *rvSwitch) meterBypassed(e *Event) {
 	var buf [3]traffic.Class
-	s.bypassMeter.Record(time.Now(), classesOf(s.rv.levels(s.sw.place.Ontology(), e.Type), e, &buf)...)
+	s.bypassMeter.Record(s.now(), classesOf(s.rv.levels(s.sw.place.Ontology(), e.Type), e, &buf)...)
 }
 
 // classOf names a class at a level: the type and the value of the
@@ -387,7 +387,7 @@ func (s *rvSwitch) handlePathChange(r *router, m *linkctl.PathChange) error {
 		return sendOrLog(r, &linkctl.BranchPoint{Class: m.Class, Seq: m.Seq})
 	}
 	c := classOf{m.Class, val}
-	now := time.Now()
+	now := s.now()
 	notice := m.Direction == linkctl.Downstream && m.Branch == me.ID
 	if !notice && s.nextHop(m.Class.Type) != r {
 		// A path change comes from the rendezvous switch's side: the
@@ -519,7 +519,7 @@ func (s *rvSwitch) handleBranchPoint(r *router, m *linkctl.BranchPoint) error {
 			b.merge, b.active = overlay.Node{ID: m.Node.ID, Addr: m.Node.Addr}, true
 		default: // no branch or merge point: the class cannot be bypassed now
 			delete(s.rvRoles, m.Class)
-			s.refused[m.Class] = time.Now().Add(cmp.Or(s.rv.cfg.Window, DefaultTrafficWindow))
+			s.refused[m.Class] = s.now().Add(cmp.Or(s.rv.cfg.Window, DefaultTrafficWindow))
 			if r == b.up && b.branch.ID != (overlay.ID{}) {
 				sendOrLog(b.down, &linkctl.BypassEnd{Class: m.Class, Seq: m.Seq})
 			}

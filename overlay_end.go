@@ -2,7 +2,6 @@ package sion
 
 import (
 	"context"
-	"time"
 
 	"github.com/sion-go/sion/internal/linkctl"
 	"github.com/sion-go/sion/internal/overlay"
@@ -103,7 +102,7 @@ func (s *rvSwitch) meterEvent(e *Event) {
 	lv := s.rv.levels(s.sw.place.Ontology(), e.Type)
 	var buf [3]traffic.Class
 	cs := classesOf(lv, e, &buf)
-	s.meter.Record(time.Now(), cs...)
+	s.meter.Record(s.now(), cs...)
 	if len(cs) > 1 {
 		s.mu.Lock()
 		for _, c := range cs[1:] {

@@ -695,8 +695,8 @@ func (s *rvSwitch) startRerouter() {
 			case <-s.kicks:
 				s.sw.reroute()
 				s.rerouteAdverts()
-			case now := <-tick.C:
-				s.balance(now)
+			case <-tick.C:
+				s.balance(s.now())
 			case <-s.stop:
 				return
 			}

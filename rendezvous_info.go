@@ -71,7 +71,7 @@ func (sw *Switch) Rendezvous() (RendezvousInfo, bool) {
 	if !ok {
 		return RendezvousInfo{}, false
 	}
-	return s.info(time.Now()), true
+	return s.info(s.now()), true
 }
 
 func (s *rvSwitch) info(now time.Time) RendezvousInfo {

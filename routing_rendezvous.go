@@ -69,6 +69,16 @@ type RendezvousConfig struct {
 	// nearest to it on the ring (half on each side); 0 means 16
 	// (Pastry's L for 4-bit digits).
 	Leaves int
+	// Clock, when set, is the time traffic is measured and bypasses are
+	// decided by: the traffic windows, Release's hysteresis, a refused
+	// bypass's hold, and RendezvousInfo's rates. nil means time.Now. A
+	// switch still looks a tenth of a Window of real time at a time (a
+	// ticker) and reads Clock then. A simulation or a test sets a clock
+	// it advances itself, so that S3's rates do not depend on how fast
+	// the machine publishes; it must be safe for concurrent use and
+	// never go back. Overlay timers (dials, departed nodes) keep real
+	// time.
+	Clock func() time.Time
 }
 
 // ClassLevels names the attributes of an event type's level-2 and
@@ -325,6 +335,15 @@ type rvSwitch struct {
 	classVals map[linkctl.ClassRef]ontology.Value // mu; the typed values of the classes metered
 	seq       uint64                              // mu; the last path change's number
 	calm      time.Time                           // mu; no bypass starts before then
+}
+
+// now returns the time of traffic and bypasses: RendezvousConfig.Clock's,
+// or time.Now.
+func (s *rvSwitch) now() time.Time {
+	if c := s.rv.cfg.Clock; c != nil {
+		return c()
+	}
+	return time.Now()
 }
 
 // keys registers sub, once per event type it covers, over r when r's peer
