@@ -157,6 +157,7 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 	if kind != kindPublish {
 		wait = nil // only a publish of a fresh type waits for it to settle
 	}
+	a.Change = m.change // after the changes this request itself announced
 	return a, wait, nil
 }
 

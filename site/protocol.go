@@ -113,6 +113,12 @@ type answer struct {
 	// Sites are the sites whose switches carry one of the types asked
 	// about (subscribe), the proxy's own included.
 	Sites []siteEntry `json:"sites,omitempty"`
+	// Change is the last change the manager had announced when it made
+	// the answer: the answer holds every change up to it and none after.
+	// A change announced after it may reach the proxy first (answers and
+	// changes travel on two subscriptions): the proxy lays such changes
+	// over the answer again (Proxy.replayLocked).
+	Change int64 `json:"change,omitempty"`
 }
 
 // answerError is the error an answer carries (answer.Error); it wraps

@@ -152,6 +152,12 @@ type Proxy struct {
 	rep        representative       // mu; this proxy's part as its site's representative
 	closed     bool                 // mu
 
+	// changes are the last changes the site manager announced in its
+	// epoch, oldest first (at most maxChangeLog), kept to lay over an
+	// answer made before them; forgot is the last one no longer kept.
+	changes []change // mu
+	forgot  int64    // mu
+
 	counts counters
 	young  atomic.Bool // the manager's last answer said it is young: subscriptions are only added to
 
@@ -363,10 +369,11 @@ func (p *Proxy) publishSite(ctx context.Context, t string) (siteEntry, error) {
 		case err == nil && a.Error != "":
 			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %w", t, &answerError{a.Error, a.NoSwitch})
 		case err == nil:
+			// apply has taken a.Publish, with the changes received since
+			// the answer was made laid over it.
 			p.mu.Lock()
 			p.published[t] = struct{}{}
-			p.dir.publish = a.Publish
-			at = a.Publish
+			at = p.dir.publish
 			p.mu.Unlock()
 		default:
 			// The manager is away: the cached answer, or the site's
