@@ -134,9 +134,10 @@ func (m *managerLink) close() {
 // registration returns the proxy's registration, for a request; p.mu
 // must be held.
 func (p *Proxy) registrationLocked() request {
+	p.regSeq++
 	return request{
 		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep, Known: p.dir.own.Representative,
-		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)),
+		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)), Seq: p.regSeq,
 	}
 }
 

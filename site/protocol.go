@@ -83,6 +83,13 @@ type request struct {
 	// Unreachable names a representative proxy (by address) the proxy
 	// could not reach.
 	Unreachable string `json:"unreachable,omitempty"`
+	// Seq numbers the proxy's registrations in the order it took them.
+	// A proxy sends requests from several goroutines at once, so one that
+	// took its registration earlier may be served later: the manager
+	// keeps the registration with the highest Seq of the session, and a
+	// lower one does not take back what a later one said (0: none given,
+	// always taken).
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // siteEntry is one site as the site manager tells it.

@@ -157,6 +157,7 @@ type Proxy struct {
 	// answer made before them; forgot is the last one no longer kept.
 	changes []change // mu
 	forgot  int64    // mu
+	regSeq  int64    // mu; the last registration's number (request.Seq)
 
 	counts counters
 	young  atomic.Bool // the manager's last answer said it is young: subscriptions are only added to
