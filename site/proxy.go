@@ -132,10 +132,14 @@ type ProxyConfig struct {
 // what an application may subscribe to with the front's Admit where that
 // matters.
 //
-// While the site manager is away the proxy works on its cached answers
-// (a type it has never asked about is placed at its own site's switches
-// only, until the manager answers); it registers again when the manager
-// is back. A Proxy is safe for concurrent use.
+// A Subscribe on the front returns once the subscription is placed where
+// the site manager's answer says (granted at each switch and
+// representative proxy). While the site manager is away — or does not
+// answer within ProxyConfig.RequestTimeout — the proxy works on its
+// cached answers (a type it has never asked about is placed at its own
+// site's switches only, and at the other sites once the manager answers,
+// after Subscribe has returned); it registers again when the manager is
+// back. A Proxy is safe for concurrent use.
 type Proxy struct {
 	cfg  ProxyConfig
 	log  *slog.Logger
