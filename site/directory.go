@@ -36,6 +36,14 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 	if p != nil && p.sess != s && p.sess != nil && !done(p.sess) {
 		return answer{}, nil, fmt.Errorf("site: proxy name %q is registered by another session, still open", name)
 	}
+	if p != nil && p.sess == s && r.Seq != 0 && r.Seq < p.seq {
+		// A registration the proxy took before the one kept, served after
+		// it (the proxy sends requests from several goroutines): it says
+		// nothing newer, and the proxy is heard from all the same.
+		r.Site, r.Addr, r.Switches = p.site, p.addr, p.switches
+		r.Published, r.Subscribed = p.published, slices.Sorted(maps.Keys(p.subscribed))
+		r.Representative, r.Known = false, "" // what it knew then of the role
+	}
 	if m.cfg.Authorize != nil && (p == nil || p.site != r.Site || p.addr != r.Addr || !slices.Equal(p.switches, r.Switches)) {
 		// Asked with mu held: Authorize must be quick (a table lookup).
 		if err := m.cfg.Authorize(ctx, Registration{Proxy: name, Site: r.Site, Addr: r.Addr, Switches: slices.Clone(r.Switches)}); err != nil {
@@ -52,6 +60,9 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 		}
 		p = &proxyState{name: name}
 		m.proxies[name] = p
+	}
+	if p.sess != s || r.Seq > p.seq {
+		p.seq = r.Seq
 	}
 	p.sess = s
 	if p.site != "" && p.site != r.Site {
@@ -157,6 +168,7 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 	if kind != kindPublish {
 		wait = nil // only a publish of a fresh type waits for it to settle
 	}
+	a.Change = m.change // after the changes this request itself announced
 	return a, wait, nil
 }
 

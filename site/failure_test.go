@@ -580,7 +580,14 @@ func TestManagerRestart(t *testing.T) {
 		{"after the proxies noticed", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := newFailSystem(t, figSites, fallback("B0"))
+			// The manager's Timeout is the default, not testTimeout: no
+			// proxy fails here, and what is checked — every role kept,
+			// no subscription moved — holds only while the manager hears
+			// from every proxy within Timeout. On a loaded machine (the
+			// race detector, a shared CPU) the new manager was seen to
+			// read no registration for 0.7 s; it then takes every proxy
+			// for unreachable and moves the roles, as Timeout says.
+			fs := newFailSystem(t, figSites, fallback("B0"), func(_ *system, c *site.ManagerConfig) { c.Timeout = site.DefaultTimeout })
 			sensorA := fs.session("5", "sensor-A")
 			sensorB := fs.session("5", "sensor-B")
 			sensorC := fs.session("2", "sensor-C")
@@ -619,6 +626,13 @@ func TestManagerRestart(t *testing.T) {
 
 			inter, fanned = fs.proxies["0"].Stats().InterSiteSubscribes, fs.proxies["1"].Stats().FannedOut
 			sa := fs.subscribe("0", "process-A", "{type ⊑ TopicA}")
+			// Subscribe returns once the subscription is placed where the
+			// manager's answer says; when the answer does not come within
+			// RequestTimeout (seen on a loaded machine), it is placed at
+			// proxy 0's own site and crosses once the manager answers
+			// (Proxy). Wait until B1's events flow; by then it has
+			// crossed, and it must have crossed once.
+			probe(t, "TopicA", 1000, []*sion.Session{sensorA}, sa)
 			assert.Equal(t, inter+1, fs.proxies["0"].Stats().InterSiteSubscribes, "the new subscription crosses once")
 			assert.Equal(t, fanned+1, fs.proxies["1"].Stats().FannedOut, "to B1's representative proxy")
 			publishAll(t, sensorA, "TopicA", span(0, 10), sa)

@@ -117,6 +117,12 @@ func TestAuthorize(t *testing.T) {
 	sensor := fs.session("5", "sensor-B")
 	require.NoError(t, pub(sensor, "TopicB", -1))
 	sb := fs.subscribe("0", "process-B", "{type ⊑ TopicB}")
+	// Subscribe returns once the subscription is placed where the site
+	// manager's answer says; when the answer does not come within
+	// RequestTimeout (seen on a loaded machine), it is placed at proxy
+	// 0's own site and reaches B1 once the manager answers (Proxy). Wait
+	// until B1's events flow.
+	probe(t, "TopicB", 1000, []*sion.Session{sensor}, sb)
 	publishAll(t, sensor, "TopicB", span(0, 5), sb)
 	settled(t, sb)
 }

@@ -199,6 +199,7 @@ type proxyState struct {
 	lagging    bool
 	published  []string
 	subscribed map[string]struct{}
+	seq        int64 // the registration kept: its request.Seq, on sess
 }
 
 // settle is a change whose announcement some answers wait on: until the

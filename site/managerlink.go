@@ -134,9 +134,10 @@ func (m *managerLink) close() {
 // registration returns the proxy's registration, for a request; p.mu
 // must be held.
 func (p *Proxy) registrationLocked() request {
+	p.regSeq++
 	return request{
 		Site: p.cfg.Site, Addr: p.cfg.Addr, Switches: p.cfg.Switches, Representative: p.dir.isRep, Known: p.dir.own.Representative,
-		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)),
+		Published: slices.Sorted(maps.Keys(p.published)), Subscribed: slices.Sorted(maps.Keys(p.subscribed)), Seq: p.regSeq,
 	}
 }
 
@@ -204,7 +205,7 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	}
 	select {
 	case a := <-ch:
-		m.apply(a)
+		m.apply(a, kind, types)
 		if a.Error != "" {
 			p.counts.managerRefusals.Add(1)
 		}
@@ -233,8 +234,12 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 	}
 }
 
-// apply takes what an answer says of the proxy's own site.
-func (m *managerLink) apply(a answer) {
+// apply takes what an answer to a request of kind about types says — of
+// the proxy's own site, where it publishes, and (subscribe) which sites
+// publish types — and then lays over it the changes the proxy received
+// that the answer does not hold yet: an answer made before a change may
+// arrive after it, and must not undo it.
+func (m *managerLink) apply(a answer, kind string, types []string) {
 	p := m.p
 	m.newEpoch(a.Epoch)
 	p.young.Store(a.Young)
@@ -242,7 +247,6 @@ func (m *managerLink) apply(a answer) {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.setOwnLocked(a.Own)
 	if p.dir.isRep != a.Representative {
 		p.log.Info("site: representative proxy role", "proxy", p.cfg.Name, "site", p.cfg.Site, "representative", a.Representative)
@@ -251,6 +255,78 @@ func (m *managerLink) apply(a answer) {
 	if a.Publish != nil {
 		e := *a.Publish
 		p.dir.publish = &e
+	}
+	if kind == kindSubscribe {
+		for _, t := range types {
+			p.dir.sites[t] = nil
+		}
+		for _, e := range a.Sites {
+			for _, t := range e.Types {
+				p.dir.sites[t] = append(p.dir.sites[t], withoutTypes(e))
+			}
+		}
+	}
+	whole := p.replayLocked(a.Epoch, a.Change)
+	p.mu.Unlock()
+	if !whole {
+		m.lostChanges()
+	}
+}
+
+// maxChangeLog bounds the changes a proxy keeps to lay over answers made
+// before them (Proxy.changes).
+const maxChangeLog = 256
+
+// recordLocked keeps change c to lay over answers made before it; p.mu
+// must be held.
+func (p *Proxy) recordLocked(c change) {
+	if len(p.changes) > 0 && p.changes[0].Epoch != c.Epoch {
+		p.changes, p.forgot = nil, 0 // a new manager numbers its changes from 1
+	}
+	if len(p.changes) == maxChangeLog {
+		p.forgot = p.changes[0].Change
+		p.changes = slices.Delete(p.changes, 0, 1)
+	}
+	p.changes = append(p.changes, c)
+}
+
+// replayLocked applies again the changes of epoch later than change
+// after — those an answer made after change after does not hold — and
+// reports false when some of them are no longer kept (the caller forgets
+// the cache: lostChanges); p.mu must be held.
+func (p *Proxy) replayLocked(epoch uint64, after int64) bool {
+	if len(p.changes) == 0 || p.changes[0].Epoch != epoch {
+		return true
+	}
+	if p.forgot > after {
+		return false
+	}
+	for _, c := range p.changes {
+		if c.Change > after {
+			p.applyChangeLocked(c)
+		}
+	}
+	return true
+}
+
+// applyChangeLocked applies change c to the cached directory; p.mu must
+// be held.
+func (p *Proxy) applyChangeLocked(c change) {
+	e := withoutTypes(c.Entry)
+	if c.Site == p.cfg.Site {
+		p.setOwnLocked(e)
+		p.dir.isRep = e.Representative == p.cfg.Addr
+	} else if p.dir.publish != nil && p.dir.publish.ID == c.Site {
+		p.dir.publish = &e
+	}
+	for t, es := range p.dir.sites {
+		i := slices.IndexFunc(es, func(x siteEntry) bool { return x.ID == c.Site })
+		switch {
+		case i >= 0:
+			es[i] = e
+		case slices.Contains(c.Types, t) || (t == "*" && len(c.Types) > 0):
+			p.dir.sites[t] = append(es, e)
+		}
 	}
 }
 
@@ -297,23 +373,9 @@ func (m *managerLink) onChange(d sion.Delivery) {
 		return
 	}
 	m.newEpoch(c.Epoch)
-	e := withoutTypes(c.Entry)
 	p.mu.Lock()
-	if c.Site == p.cfg.Site {
-		p.setOwnLocked(e)
-		p.dir.isRep = e.Representative == p.cfg.Addr
-	} else if p.dir.publish != nil && p.dir.publish.ID == c.Site {
-		p.dir.publish = &e
-	}
-	for t, es := range p.dir.sites {
-		i := slices.IndexFunc(es, func(x siteEntry) bool { return x.ID == c.Site })
-		switch {
-		case i >= 0:
-			es[i] = e
-		case slices.Contains(c.Types, t) || (t == "*" && len(c.Types) > 0):
-			p.dir.sites[t] = append(es, e)
-		}
-	}
+	p.recordLocked(c)
+	p.applyChangeLocked(c)
 	need := false
 	for _, t := range c.Types {
 		if p.subscribed[t] > 0 {

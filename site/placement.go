@@ -37,21 +37,10 @@ func (p *Proxy) destinations(ctx context.Context, fs *frontSub, newly []string) 
 	p.mu.Unlock()
 	known := true
 	if len(ask) > 0 {
+		// The answer goes into the cache as it is applied (apply), with
+		// the changes received since it was made laid over it.
 		a, err := p.mgr.request(ctx, kindSubscribe, ask)
-		if err != nil || a.Error != "" {
-			known = false
-		} else {
-			p.mu.Lock()
-			for _, t := range ask {
-				p.dir.sites[t] = nil
-			}
-			for _, e := range a.Sites {
-				for _, t := range e.Types {
-					p.dir.sites[t] = append(p.dir.sites[t], withoutTypes(e))
-				}
-			}
-			p.mu.Unlock()
-		}
+		known = err == nil && a.Error == ""
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

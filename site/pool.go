@@ -57,6 +57,9 @@ type placed struct {
 	ready chan struct{}      // closed when Subscribe has returned
 	sub   *sion.Subscription // set before ready closes when it succeeded
 	err   error              // set before ready closes when it failed
+
+	handled  atomic.Uint64 // deliveries its handler has brought back
+	progress chan struct{} // 1-buffered: handled grew
 }
 
 func newPool(p *Proxy) *pool {
@@ -154,14 +157,23 @@ func (pl *pool) place(ctx context.Context, addr string, proxy bool, f *filter.Fi
 	ps := c.subs[key]
 	first := ps == nil
 	if first {
-		ps = &placed{ready: make(chan struct{})}
+		ps = &placed{ready: make(chan struct{}), progress: make(chan struct{}, 1)}
 		c.subs[key] = ps
 	}
 	ps.refs++
 	pl.mu.Unlock()
 	if first {
 		pl.p.counts.subscribe(pl.p, addr)
-		ps.sub, ps.err = c.sess.SubscribeFilter(ctx, f, sion.WithQueue(pl.p.cfg.Queue), sion.WithHandler(pl.p.bringBack(addr)))
+		bring := pl.p.bringBack(addr)
+		handler := func(d sion.Delivery) {
+			bring(d)
+			ps.handled.Add(1)
+			select {
+			case ps.progress <- struct{}{}:
+			default:
+			}
+		}
+		ps.sub, ps.err = c.sess.SubscribeFilter(ctx, f, sion.WithQueue(pl.p.cfg.Queue), sion.WithHandler(handler))
 		if ps.err != nil {
 			pl.mu.Lock()
 			if c.subs[key] == ps {
@@ -185,7 +197,10 @@ func (pl *pool) place(ctx context.Context, addr string, proxy bool, f *filter.Fi
 }
 
 // release drops one reference to f at addr, cancelling the subscription
-// with the last.
+// with the last — once it has brought back what it matched before (see
+// drain): release follows the placement that replaces it (make before
+// break), and the events matched here just before that one was granted
+// may not have arrived yet.
 func (pl *pool) release(addr string, f *filter.Filter) {
 	key := f.String()
 	pl.mu.Lock()
@@ -219,10 +234,41 @@ func (pl *pool) release(addr string, f *filter.Filter) {
 	pl.p.wg.Go(func() {
 		<-ps.ready
 		if ps.sub != nil {
+			pl.drain(c, ps)
 			ps.sub.Cancel() // does not wait for the switch
 			pl.p.counts.dropped.Add(ps.sub.Stats().Dropped - counted)
 		}
 	})
+}
+
+// drain waits until ps, placed on c, has brought back every event the
+// switch (or representative proxy) at c matched for it before the call:
+// a Sync round trip puts them in its queue, and its handler takes them
+// from there. Cancel would drop them — a handler gets no call that starts
+// after Cancel returns — and the placement that replaces ps was granted
+// after they were published, so nothing else brings them. It gives up
+// after RequestTimeout, when the proxy closes, or at once when c's
+// connection is down (nothing arrives until it is back). At a
+// representative proxy, Sync covers what it has handed to its front;
+// events still on their way to it from its switches are not waited for.
+func (pl *pool) drain(c *conn, ps *placed) {
+	if c.down.Load() {
+		return
+	}
+	p := pl.p
+	ctx, cancel := p.context(p.cfg.RequestTimeout)
+	defer cancel()
+	if err := c.sess.Sync(ctx); err != nil {
+		return
+	}
+	queued := ps.sub.Stats().Delivered
+	for ps.handled.Load() < queued {
+		select {
+		case <-ps.progress:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // publish publishes ev at addr, keeping its ID.

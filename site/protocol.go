@@ -83,6 +83,13 @@ type request struct {
 	// Unreachable names a representative proxy (by address) the proxy
 	// could not reach.
 	Unreachable string `json:"unreachable,omitempty"`
+	// Seq numbers the proxy's registrations in the order it took them.
+	// A proxy sends requests from several goroutines at once, so one that
+	// took its registration earlier may be served later: the manager
+	// keeps the registration with the highest Seq of the session, and a
+	// lower one does not take back what a later one said (0: none given,
+	// always taken).
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // siteEntry is one site as the site manager tells it.
@@ -113,6 +120,12 @@ type answer struct {
 	// Sites are the sites whose switches carry one of the types asked
 	// about (subscribe), the proxy's own included.
 	Sites []siteEntry `json:"sites,omitempty"`
+	// Change is the last change the manager had announced when it made
+	// the answer: the answer holds every change up to it and none after.
+	// A change announced after it may reach the proxy first (answers and
+	// changes travel on two subscriptions): the proxy lays such changes
+	// over the answer again (Proxy.replayLocked).
+	Change int64 `json:"change,omitempty"`
 }
 
 // answerError is the error an answer carries (answer.Error); it wraps

@@ -132,10 +132,14 @@ type ProxyConfig struct {
 // what an application may subscribe to with the front's Admit where that
 // matters.
 //
-// While the site manager is away the proxy works on its cached answers
-// (a type it has never asked about is placed at its own site's switches
-// only, until the manager answers); it registers again when the manager
-// is back. A Proxy is safe for concurrent use.
+// A Subscribe on the front returns once the subscription is placed where
+// the site manager's answer says (granted at each switch and
+// representative proxy). While the site manager is away — or does not
+// answer within ProxyConfig.RequestTimeout — the proxy works on its
+// cached answers (a type it has never asked about is placed at its own
+// site's switches only, and at the other sites once the manager answers,
+// after Subscribe has returned); it registers again when the manager is
+// back. A Proxy is safe for concurrent use.
 type Proxy struct {
 	cfg  ProxyConfig
 	log  *slog.Logger
@@ -151,6 +155,13 @@ type Proxy struct {
 	subscribed map[string]int       // mu; event types the subscriptions need, with how many do
 	rep        representative       // mu; this proxy's part as its site's representative
 	closed     bool                 // mu
+
+	// changes are the last changes the site manager announced in its
+	// epoch, oldest first (at most maxChangeLog), kept to lay over an
+	// answer made before them; forgot is the last one no longer kept.
+	changes []change // mu
+	forgot  int64    // mu
+	regSeq  int64    // mu; the last registration's number (request.Seq)
 
 	counts counters
 	young  atomic.Bool // the manager's last answer said it is young: subscriptions are only added to
@@ -363,10 +374,11 @@ func (p *Proxy) publishSite(ctx context.Context, t string) (siteEntry, error) {
 		case err == nil && a.Error != "":
 			return siteEntry{}, fmt.Errorf("site: the site manager refused a publish of %q: %w", t, &answerError{a.Error, a.NoSwitch})
 		case err == nil:
+			// apply has taken a.Publish, with the changes received since
+			// the answer was made laid over it.
 			p.mu.Lock()
 			p.published[t] = struct{}{}
-			p.dir.publish = a.Publish
-			at = a.Publish
+			at = p.dir.publish
 			p.mu.Unlock()
 		default:
 			// The manager is away: the cached answer, or the site's
