@@ -179,23 +179,23 @@ func roundBound(v ontology.Value, round func(float64) float64) (int64, bool) {
 	return 0, false
 }
 
-// headPred chooses the predicate of match-all filter e, other than
-// implied, that list heads test as a bitmap: of those with a bitmap form
+// headPred chooses the predicate of match-all filter e (drafted as dr),
+// other than implied, that list heads test as a bitmap: of those with a bitmap form
 // on an attribute, the one an event is least likely to satisfy, estimated
 // from the group's popularity counts (the share of filters testing the
 // attribute, times the share of the equalities on it that the bitmap's
 // values take; for values no equality names, the bitmap's share of 64).
 // It returns the predicate's index plus one, or 0 for none. Cost: at most
 // 64 map lookups per candidate predicate. mu must be held.
-func (x *Index) headPred(e *entry, implied int32) uint8 {
-	if e.mode != ModeAll || len(e.preds) >= math.MaxUint8 {
+func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
+	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
 		return 0
 	}
 	total := float64(max(1, x.pop[popKey{group: e.group, key: noKey, kind: popGroup}]))
 	best, bestEst := 0, 2.0
-	for i := range e.preds {
-		p := &e.preds[i]
-		k := e.keys[i]
+	for i := range dr.f.preds {
+		p := &dr.f.preds[i]
+		k := dr.keys[i]
 		if int32(i) == implied || p.Operand.Source != SourceAttr || k > headKeyMask {
 			continue
 		}
@@ -231,21 +231,21 @@ func (x *Index) headPred(e *entry, implied int32) uint8 {
 	return uint8(best)
 }
 
-// makeHead returns the head of posting j of e.
-func makeHead(e *entry, j int) lhead {
+// makeHead returns the head of posting j of e (drafted as dr).
+func makeHead(e *entry, dr *draft, j int) lhead {
 	h := lhead{sig: e.sig, vsig: e.vsig, post: uint16(j), kf: uint32(e.vword) << headVWord}
-	if hp := e.postings[j].head; hp != 0 && e.mode == ModeAll {
+	if hp := e.postings[j].head; hp != 0 && dr.f.mode == ModeAll {
 		i := hp - 1
-		if mask, base, outside, ok := smallSet(&e.preds[i]); ok {
+		if mask, base, outside, ok := smallSet(&dr.f.preds[i]); ok {
 			h.mask, h.base = mask, int16(base)
-			h.kf |= e.keys[i] | headBits
+			h.kf |= dr.keys[i] | headBits
 			if outside {
 				h.kf |= headOutside
 			}
 			return h
 		}
 	}
-	am, aw := anyMask(e, j)
+	am, aw := anyMask(e, dr, j)
 	h.mask = am
 	h.kf |= uint32(aw) << headAWord
 	return h

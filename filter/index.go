@@ -58,6 +58,7 @@ type Index struct {
 	nextKey uint32
 	free    []uint32 // free slots
 	next    uint32   // next unused slot
+	recs    recWriter
 
 	inst    [2]*data
 	side    atomic.Uint32 // the copy readers use
@@ -91,24 +92,20 @@ type keyInfo struct {
 	used bool
 }
 
-// entry is one filter as the index holds it. It is shared by both copies
-// and immutable once built, except slot, which only the writer reads.
+// entry is one filter as the index holds it: its record (record.go), not
+// its *Filter, which the caller keeps. It is shared by both copies and
+// immutable once built, except slot, which only the writer reads.
+// Memory: the entry, its postings and its record, about 200 bytes on
+// W-SPARSE.
 type entry struct {
 	id       uint64
-	f        *Filter
-	preds    []Predicate // f.preds, one pointer step closer
-	mode     Mode        // f's mode, K and threshold, likewise
-	atLeast  int
-	thresh   float64
-	keyBuf   [6]uint32 // keys live here when they fit, in the entry's own memory
+	rec      []byte // predicates, keys, mode: never written once made
 	slot     uint32
 	group    int // type ID + 1; 0 for AnyType
-	keys     []uint32
 	postings []posting
 	kind     int     // the dense engine kind it could live in, or noDense
 	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
-	weight   float64 // the sum of the predicates' weights
 	multi    bool    // reachable through several postings: deduplicate
 	// sig has bit k%64 set for every attribute key k the filter needs
 	// present (match all filters only): an event whose attribute signature
@@ -120,7 +117,14 @@ type entry struct {
 	// valueBit.
 	vsig  uint64
 	vword uint8
-	// xkey per predicate for SourceXPath predicates
+}
+
+// draft is what Add knows of a filter while it enters it in postings —
+// its resolved *Filter and its predicates' keys — and the entry does not
+// keep.
+type draft struct {
+	f    *Filter
+	keys []uint32
 }
 
 // data is one of the two copies readers switch between.
@@ -220,17 +224,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, f: f, group: group, kind: kind}
-	for i := range f.preds {
-		e.weight += f.preds[i].weight()
-	}
-	e.preds, e.mode, e.atLeast, e.thresh = f.preds, f.mode, f.atLeast, f.threshold
-	if len(keys) <= len(e.keyBuf) {
-		e.keys = e.keyBuf[:len(keys)]
-	} else {
-		e.keys = make([]uint32, len(keys))
-	}
-	copy(e.keys, keys)
+	e := &entry{id: id, group: group, kind: kind, rec: x.recs.put(f, keys)}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
@@ -239,9 +233,15 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		x.next++
 	}
 	x.count(e, 1)
-	x.choosePostings(e)
+	dr := &draft{f: f, keys: keys}
+	x.choosePostings(e, dr)
+	heads := make([]lhead, len(e.postings))
+	items := make([]litem, len(e.postings))
+	for j := range e.postings {
+		heads[j], items[j] = makeHead(e, dr, j), makeItem(e, dr, j)
+	}
 	x.entries[id] = e
-	x.write(func(d *data) { d.insert(e) })
+	x.write(func(d *data) { d.insert(e, dr, heads, items) })
 	return nil
 }
 
@@ -290,7 +290,8 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 	moved := x.migrants(group, kind, keys)
 	mv := x.moveDense(group, kind)
 	for _, o := range moved {
-		x.denseAt[o.id] = denseLoc(group, kind, dn.add(o.id, o.f, o.keys, mv))
+		of, okeys := x.filterOf(o)
+		x.denseAt[o.id] = denseLoc(group, kind, dn.add(o.id, of, okeys, mv))
 		delete(x.entries, o.id)
 	}
 	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, mv))
@@ -328,7 +329,7 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 		if o.group != group || o.kind != kind {
 			continue
 		}
-		for _, k := range o.keys {
+		for _, k := range recKeys(o.rec, nil) {
 			attrs[k] = true
 		}
 		moved = append(moved, o)
@@ -357,9 +358,10 @@ func (x *Index) Remove(id uint64) bool {
 	delete(x.entries, id)
 	x.count(e, -1)
 	var dead []uint32
-	for i := range e.f.preds {
-		if id, last := x.releaseKey(keyNameOf(e.f, i)); last {
-			dead = append(dead, id)
+	var buf [denseMaxPreds]uint32
+	for _, k := range recKeys(e.rec, buf[:0]) {
+		if k, last := x.releaseKey(x.inst[0].keys[k].name); last {
+			dead = append(dead, k)
 		}
 	}
 	x.write(func(d *data) {
@@ -483,14 +485,16 @@ func (d *data) group(i int) *group {
 	return g
 }
 
-func (d *data) insert(e *entry) {
+// insert enters e (drafted as dr) in its postings, with the heads and
+// items Add made for them.
+func (d *data) insert(e *entry, dr *draft, heads []lhead, items []litem) {
 	for len(d.slots) <= int(e.slot) {
 		d.slots = append(d.slots, nil)
 		d.pos = append(d.pos, nil)
 	}
 	d.slots[e.slot] = e
-	for i, k := range e.keys {
-		d.useKey(k, keyNameOf(e.f, i), e.f.xexpr(i))
+	for i, k := range dr.keys {
+		d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
 	}
 	g := d.group(e.group)
 	if e.kind != noDense {
@@ -498,7 +502,7 @@ func (d *data) insert(e *entry) {
 	}
 	pos := make([]int32, len(e.postings))
 	for j, p := range e.postings {
-		pos[j] = d.list(g, p, true).add(e, j)
+		pos[j] = d.list(g, p, true).add(e, heads[j], items[j])
 	}
 	d.pos[e.slot] = pos
 }

@@ -342,42 +342,43 @@ func (s *scratch) fastHolds(d *data, it *litem) bool {
 // match score (with a relative margin of 1e-9, far above the rounding of
 // the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
-	preds := e.preds
+	b := e.rec
+	h := readHead(b)
 	n, w := 0, 0.0
-	rest, restW := len(preds), e.weight
-	for i := range preds {
-		p := &preds[i]
-		var h bool
-		switch p.Operand.Source {
+	rest, restW := h.npreds, h.weight
+	var p rpred
+	for i, j := 0, h.body; i < h.npreds; i++ {
+		j = readPred(b, j, &p)
+		var ok bool
+		switch p.src {
 		case sourceNone:
-			h = true
+			ok = true
 		case SourceXPath:
-			h = s.value(d, e.keys[i]).v.Bool()
+			ok = s.value(d, p.key).v.Bool()
 		default:
-			h = p.holds(s.value(d, e.keys[i]))
+			ok = p.holds(b, s.value(d, p.key))
 		}
 		rest--
-		pw := p.weight()
-		restW -= pw
-		if h {
+		restW -= p.weight
+		if ok {
 			n++
-			w += pw
+			w += p.weight
 			continue
 		}
-		switch e.mode {
+		switch h.mode {
 		case ModeAll:
 			return
 		case ModeAtLeast:
-			if n+rest < e.atLeast {
+			if n+rest < h.atLeast {
 				return
 			}
 		case ModeScore:
-			if w+restW < e.thresh*(1-1e-9) {
+			if w+restW < h.threshold*(1-1e-9) {
 				return
 			}
 		}
 	}
-	if ok, score := e.f.decide(n, w); ok {
+	if ok, score := h.decide(n, w); ok {
 		s.out = append(s.out, hit{id: e.id, score: score})
 	}
 }

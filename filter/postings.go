@@ -55,15 +55,15 @@ type plist struct {
 	open  int     // heads that reject no event (see lhead.open)
 }
 
-// add appends posting j of e to l and returns its place.
-func (l *plist) add(e *entry, j int) int32 {
+// add appends a posting of e, with its head h and item it, to l and
+// returns its place.
+func (l *plist) add(e *entry, h lhead, it litem) int32 {
 	l.ents = append(l.ents, e)
-	h := makeHead(e, j)
 	l.heads = append(l.heads, h)
 	if h.open() {
 		l.open++
 	}
-	l.items = append(l.items, makeItem(e, j))
+	l.items = append(l.items, it)
 	return int32(len(l.ents) - 1)
 }
 
@@ -101,28 +101,29 @@ const (
 	itemMulti
 )
 
-// makeItem returns the list item of posting j of e: the predicates other
-// than the posting's implied one that have a fast form, most selective
-// first (equality, set membership, comparisons, exclusions, presence).
-func makeItem(e *entry, j int) litem {
+// makeItem returns the list item of posting j of e (drafted as dr): the
+// predicates other than the posting's implied one that have a fast form,
+// most selective first (equality, set membership, comparisons,
+// exclusions, presence).
+func makeItem(e *entry, dr *draft, j int) litem {
 	it := litem{id: e.id, slot: e.slot}
 	if e.multi {
 		it.flags |= itemMulti
 	}
-	if e.mode != ModeAll {
+	if dr.f.mode != ModeAll {
 		return it
 	}
 	implied := e.postings[j].implied
 	rest, complete := 0, true
 	var cand [4][4]fastPred // by rank
 	var nc [4]int
-	for i := range e.preds {
-		p := &e.preds[i]
+	for i := range dr.f.preds {
+		p := &dr.f.preds[i]
 		if int32(i) == implied || p.Op == OpTrue {
 			continue
 		}
 		rest++
-		fp, ok := makeFast(p, e.keys[i])
+		fp, ok := makeFast(p, dr.keys[i])
 		if !ok {
 			complete = false
 			continue
@@ -149,9 +150,9 @@ func makeItem(e *entry, j int) litem {
 			}
 		}
 	}
-	if complete && rest == int(it.nfast) && len(e.preds) < 1<<16 {
+	if complete && rest == int(it.nfast) && len(dr.f.preds) < 1<<16 {
 		it.flags |= itemComplete
-		it.npreds = uint16(len(e.preds))
+		it.npreds = uint16(len(dr.f.preds))
 	}
 	return it
 }
@@ -191,11 +192,10 @@ type candidate struct {
 	posts []posting
 }
 
-// choosePostings decides under which postings e is entered. The copy
-// readers do not use is consulted for list lengths; both copies hold the
-// same lists. mu must be held.
-func (x *Index) choosePostings(e *entry) {
-	f := e.f
+// choosePostings decides under which postings e (drafted as dr) is
+// entered, from the group's popularity counts. mu must be held.
+func (x *Index) choosePostings(e *entry, dr *draft) {
+	f := dr.f
 	var cands []candidate
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
 	for i := range f.preds {
@@ -205,7 +205,7 @@ func (x *Index) choosePostings(e *entry) {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(e.group, e.keys[i], i, p))
+		cands = append(cands, x.accessFor(e.group, dr.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
@@ -264,7 +264,7 @@ func (x *Index) choosePostings(e *entry) {
 	if len(e.postings) > maxPostings {
 		e.postings = e.postings[:0]
 		for _, c := range need {
-			e.postings = append(e.postings, posting{kind: postPresent, key: e.keys[c.pred], implied: -1})
+			e.postings = append(e.postings, posting{kind: postPresent, key: dr.keys[c.pred], implied: -1})
 		}
 	}
 	e.multi = len(need) > 1
@@ -273,9 +273,9 @@ func (x *Index) choosePostings(e *entry) {
 		for i := range f.preds {
 			p := &f.preds[i]
 			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
-				e.sig |= 1 << (e.keys[i] & 63)
+				e.sig |= 1 << (dr.keys[i] & 63)
 				if p.Op == OpEQ {
-					vs[sigWord(e.keys[i])] |= valueBit(e.keys[i], p.Value)
+					vs[sigWord(dr.keys[i])] |= valueBit(dr.keys[i], p.Value)
 				}
 			}
 		}
@@ -293,7 +293,7 @@ func (x *Index) choosePostings(e *entry) {
 			if j > 0 && p.implied == e.postings[j-1].implied && p.via == e.postings[j-1].via {
 				p.head = e.postings[j-1].head
 			} else {
-				p.head = x.headPred(e, not)
+				p.head = x.headPred(e, dr, not)
 			}
 		}
 	}
@@ -319,27 +319,27 @@ func (x *Index) densePresent(g int, key uint32) int32 {
 }
 
 // anyMask returns the value signature bits of the members of one set
-// membership predicate on an attribute of match-all filter e, other than
-// the one posting j implies, and their word: an event matches e only if
-// its signature has one of them. Of several, it takes the smallest set;
-// with none, it returns 0.
-func anyMask(e *entry, j int) (uint64, uint8) {
-	if e.mode != ModeAll {
+// membership predicate on an attribute of match-all filter e (drafted as
+// dr), other than the one posting j implies, and their word: an event
+// matches e only if its signature has one of them. Of several, it takes
+// the smallest set; with none, it returns 0.
+func anyMask(e *entry, dr *draft, j int) (uint64, uint8) {
+	if dr.f.mode != ModeAll {
 		return 0, 0
 	}
 	var best uint64
 	var word uint8
-	for i := range e.preds {
-		p := &e.preds[i]
+	for i := range dr.f.preds {
+		p := &dr.f.preds[i]
 		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == e.postings[j].implied {
 			continue
 		}
 		var m uint64
 		for _, v := range p.Set {
-			m |= valueBit(e.keys[i], v)
+			m |= valueBit(dr.keys[i], v)
 		}
 		if best == 0 || bits.OnesCount64(m) < bits.OnesCount64(best) {
-			best, word = m, sigWord(e.keys[i])
+			best, word = m, sigWord(dr.keys[i])
 		}
 	}
 	return best, word
@@ -371,7 +371,8 @@ const (
 	popGroup postingKind = 254 // with key noKey: the filters of the group
 )
 
-// count adds delta to the popularity counts of e's predicates. mu must be held.
+// count adds delta to the popularity counts of e's predicates, read from
+// its record. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
 	add := func(k popKey) {
 		if n := x.pop[k] + delta; n != 0 {
@@ -381,23 +382,25 @@ func (x *Index) count(e *entry, delta int32) {
 		}
 	}
 	add(popKey{group: e.group, key: noKey, kind: popGroup})
-	for i := range e.f.preds {
-		p := &e.f.preds[i]
-		key := e.keys[i]
+	h := readHead(e.rec)
+	var p rpred
+	for i, j := 0, h.body; i < h.npreds; i++ {
+		j = readPred(e.rec, j, &p)
+		key := p.key
 		if key == noKey {
 			continue
 		}
 		add(popKey{group: e.group, key: key, kind: postPresent})
 		switch {
-		case p.Operand.Source == SourceXPath:
-		case p.Op == OpEQ:
+		case p.src == SourceXPath:
+		case p.op == OpEQ:
 			add(popKey{group: e.group, key: key, kind: popEqAll})
-			add(popKey{group: e.group, key: key, kind: postEq, vk: p.Value.Key()})
-		case p.Op == OpIn:
-			for _, m := range p.Set {
+			add(popKey{group: e.group, key: key, kind: postEq, vk: p.lo.Key()})
+		case p.op == OpIn:
+			p.members(e.rec, func(m ontology.Value) {
 				add(popKey{group: e.group, key: key, kind: popEqAll})
 				add(popKey{group: e.group, key: key, kind: postEq, vk: m.Key()})
-			}
+			})
 		}
 	}
 }
