@@ -204,12 +204,16 @@ func TestIndexHeads(t *testing.T) {
 	bitmaps := 0
 	typ, _ := o.Lookup("T")
 	for _, kp := range ix.inst[ix.side.Load()].groups[typ.ID+1].byKey {
-		ls := []*plist{&kp.present}
+		ls := []*plist{kp.present}
 		for _, l := range kp.eq {
 			ls = append(ls, l)
 		}
 		for _, l := range ls {
-			for _, h := range l.heads {
+			if l == nil || l.cur.Load() == nil {
+				continue
+			}
+			v := l.cur.Load()
+			for _, h := range v.heads[:v.n.Load()] {
 				if h.kf&headBits != 0 {
 					bitmaps++
 				}

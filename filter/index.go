@@ -34,15 +34,23 @@ import (
 // engine (see dense): kept as compact records, not as *Filter values, and
 // found through bitsets of the filters an event fails.
 //
+// Filters in posting lists are kept as records (record.go), not as
+// *Filter values: the caller keeps its *Filter.
+//
 // Concurrency: Index is safe for concurrent use. Match never blocks on
-// writers and writers never block Match. The posting lists are kept in two
-// copies and readers switch between them (the left-right technique,
-// Ramalhete & Correia 2015): Add and Remove apply each change twice and wait
-// for in-flight Match calls on the older copy to finish. Dense engines are
-// one copy shared by both, updated in place with atomic words and
-// published generations, so adding a filter to one waits for no reader.
-// Add and Remove are serialised among themselves. Match allocates nothing
-// in steady state for events without an XML payload.
+// writers and writers never block Match. The posting lists, like the dense
+// engines, are one copy updated in place: a list appends postings and
+// publishes its length, clears a removed posting's live bit atomically,
+// and moves to new arrays, published by an atomic pointer, when dead
+// postings outnumber live ones (see plist). What leads to the lists — the
+// groups, the keys, the maps from values and affixes to lists — is kept
+// in two copies and readers switch between them (the left-right
+// technique, Ramalhete & Correia 2015): a change there (a new key, a new
+// or emptied list, a range posting) is applied twice, and waits for
+// in-flight Match calls on the older copy to finish. Adding a filter whose
+// lists exist waits for no reader. Add and Remove are serialised among
+// themselves. Match allocates nothing in steady state for events without
+// an XML payload.
 type Index struct {
 	ont *ontology.Ontology
 
@@ -56,8 +64,10 @@ type Index struct {
 	keys    map[keyName]*keyRef
 	freeKey []uint32
 	nextKey uint32
-	free    []uint32 // free slots
-	next    uint32   // next unused slot
+	free    []uint32      // free slots
+	next    uint32        // next unused slot
+	pos     [][]int32     // by slot, by posting: the entry's place in its list
+	nslots  atomic.Uint32 // slots in use or free: what readers size Match's scratch by
 	recs    recWriter
 
 	inst    [2]*data
@@ -95,8 +105,8 @@ type keyInfo struct {
 // entry is one filter as the index holds it: its record (record.go), not
 // its *Filter, which the caller keeps. It is shared by both copies and
 // immutable once built, except slot, which only the writer reads.
-// Memory: the entry, its postings and its record, about 200 bytes on
-// W-SPARSE.
+// Memory: 128 bytes, 64 per posting, and the record (about 30 bytes on
+// W-SPARSE); its postings' list items are in the lists (see plist).
 type entry struct {
 	id       uint64
 	rec      []byte // predicates, keys, mode: never written once made
@@ -127,25 +137,28 @@ type draft struct {
 	keys []uint32
 }
 
-// data is one of the two copies readers switch between.
+// data is one of the two copies readers switch between: the groups, the
+// keys, and what leads to the posting lists (which both copies share).
 type data struct {
 	groups   []*group // by type ID + 1; 0 is AnyType
 	keys     []keyInfo
 	attrKeys map[string]uint32
-	slots    []*entry
-	pos      [][]int32 // by slot, by posting: the entry's place in its list
 }
 
 type group struct {
 	// dense holds, by kind, the group's filters of numeric intervals when
 	// it has enough; the engine is shared by both copies (see dense).
 	dense    [2]*dense
-	eligible [2]int // by kind: dense-eligible filters held in postings
-	direct   plist
-	always   plist
-	byKey    map[uint32]*keyPostings
-	attrs    []*keyPostings // postings on attribute keys
-	pay      []*keyPostings // postings on payload keys
+	eligible [2]int // by kind: dense-eligible filters held in postings (the writer's; readers never read it)
+	direct   *plist // shared by both copies, like every list
+	always   *plist
+	// hide holds, while the group's eligible filters move from postings
+	// into a new dense engine, their slots: readers of a copy that has
+	// the engine skip them in the lists (see newDense).
+	hide  map[uint32]bool
+	byKey map[uint32]*keyPostings
+	attrs []*keyPostings // postings on attribute keys
+	pay   []*keyPostings // postings on payload keys
 }
 
 // NewIndex returns an empty Index whose filters and events use the event
@@ -180,9 +193,10 @@ func (x *Index) Len() int {
 // fit their declared kinds; those errors wrap ErrInvalid. An id already
 // present returns an error wrapping ErrDuplicateID. When Add returns, every
 // Match that starts afterwards sees the filter. Add may be called
-// concurrently with Match and other Add and Remove calls; it waits for
-// Match calls in flight to leave the copy it updates second. Cost: O(number
-// of predicates) map operations, twice.
+// concurrently with Match and other Add and Remove calls; when it makes a
+// key, a list or a range posting, it waits for Match calls in flight to
+// leave the copy it updates second. Cost: O(number of predicates) map
+// operations.
 func (x *Index) Add(id uint64, f *Filter) error {
 	f, err := Resolve(x.ont, f)
 	if err != nil {
@@ -231,6 +245,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	} else {
 		e.slot = x.next
 		x.next++
+		x.nslots.Store(x.next)
 	}
 	x.count(e, 1)
 	dr := &draft{f: f, keys: keys}
@@ -241,7 +256,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		heads[j], items[j] = makeHead(e, dr, j), makeItem(e, dr, j)
 	}
 	x.entries[id] = e
-	x.write(func(d *data) { d.insert(e, dr, heads, items) })
+	x.enter(e, dr, heads, items)
 	return nil
 }
 
@@ -296,21 +311,29 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 	}
 	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, mv))
 	ks := slices.Clone(keys) // keys is on Add's stack
+	x.ensureGroup(group)
+	// The engine and the moved filters' hiding go in together; then the
+	// filters leave the lists (which both copies share), and the hiding
+	// ends.
+	hide := map[uint32]bool{}
+	for _, o := range moved {
+		hide[o.slot] = true
+	}
 	x.write(func(d *data) {
-		for _, o := range moved {
-			d.remove(o)
-		}
 		for i, k := range ks {
 			d.useKey(k, keyNameOf(f, i), nil)
 		}
-		d.group(group).dense[kind] = dn
+		g := d.groups[group]
+		g.dense[kind], g.hide = dn, hide
 	})
 	for _, o := range moved {
+		x.leave(o)
 		// Their keys carry over; their popularity counts become the
 		// engine's (see accessFor).
 		x.count(o, -1)
 		x.free = append(x.free, o.slot)
 	}
+	x.write(func(d *data) { d.groups[group].hide = nil })
 }
 
 // migrants returns, when a filter is about to create the dense engine of
@@ -364,12 +387,14 @@ func (x *Index) Remove(id uint64) bool {
 			dead = append(dead, k)
 		}
 	}
-	x.write(func(d *data) {
-		d.remove(e)
-		for _, k := range dead {
-			d.forget(k)
-		}
-	})
+	x.leave(e)
+	if len(dead) > 0 {
+		x.write(func(d *data) {
+			for _, k := range dead {
+				d.forget(k)
+			}
+		})
+	}
 	x.free = append(x.free, e.slot)
 	return true
 }
@@ -476,51 +501,124 @@ func (x *Index) releaseKey(kn keyName) (uint32, bool) {
 
 // ---- one copy ----
 
-func (d *data) group(i int) *group {
-	g := d.groups[i]
-	if g == nil {
-		g = &group{byKey: map[uint32]*keyPostings{}}
-		d.groups[i] = g
+// ensureGroup makes both copies have group i, with the lists they share.
+// mu must be held.
+func (x *Index) ensureGroup(i int) {
+	if x.inst[0].groups[i] != nil {
+		return
 	}
-	return g
+	direct, always := &plist{}, &plist{}
+	x.write(func(d *data) {
+		d.groups[i] = &group{byKey: map[uint32]*keyPostings{}, direct: direct, always: always}
+	})
 }
 
-// insert enters e (drafted as dr) in its postings, with the heads and
-// items Add made for them.
-func (d *data) insert(e *entry, dr *draft, heads []lhead, items []litem) {
-	for len(d.slots) <= int(e.slot) {
-		d.slots = append(d.slots, nil)
-		d.pos = append(d.pos, nil)
+// enter puts e (drafted as dr) into its postings' lists, with the heads
+// and items Add made for them. Appending to a list waits for no reader;
+// only new keys, new lists and range postings (whose spans readers
+// consult) change the copies, through write. mu must be held.
+func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
+	x.ensureGroup(e.group)
+	d := x.inst[1-x.side.Load()]
+	g := d.groups[e.group]
+	lists := make([]*plist, len(e.postings))
+	var fresh []int // postings whose lists are new
+	ranges := false
+	for j, p := range e.postings {
+		ranges = ranges || p.kind == postRange
+		if lists[j] = d.lookup(g, p); lists[j] != nil {
+			continue
+		}
+		for _, k := range fresh {
+			if samePlace(e.postings[k], p) {
+				lists[j] = lists[k]
+			}
+		}
+		if lists[j] == nil {
+			lists[j] = &plist{}
+			fresh = append(fresh, j)
+		}
 	}
-	d.slots[e.slot] = e
-	for i, k := range dr.keys {
-		d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
+	newKey := false
+	for _, k := range dr.keys {
+		if k != noKey && (int(k) >= len(d.keys) || !d.keys[k].used) {
+			newKey = true
+		}
 	}
-	g := d.group(e.group)
+	if newKey || ranges || len(fresh) > 0 {
+		x.write(func(d *data) {
+			for i, k := range dr.keys {
+				d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
+			}
+			g := d.groups[e.group]
+			for _, j := range fresh {
+				d.attach(g, e.postings[j], lists[j])
+			}
+			for _, p := range e.postings {
+				if p.kind == postRange {
+					kp := g.byKey[p.key]
+					kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
+				}
+			}
+		})
+	}
 	if e.kind != noDense {
-		g.eligible[e.kind]++
+		for _, d := range x.inst {
+			d.groups[e.group].eligible[e.kind]++
+		}
+	}
+	for len(x.pos) <= int(e.slot) {
+		x.pos = append(x.pos, nil)
 	}
 	pos := make([]int32, len(e.postings))
-	for j, p := range e.postings {
-		pos[j] = d.list(g, p, true).add(e, heads[j], items[j])
+	x.pos[e.slot] = pos
+	for j := range e.postings {
+		pos[j] = lists[j].add(e, heads[j], items[j], x.pos)
 	}
-	d.pos[e.slot] = pos
 }
 
-func (d *data) remove(e *entry) {
+// samePlace reports whether postings p and q go to the same list.
+func samePlace(p, q posting) bool {
+	return p.kind == q.kind && p.key == q.key && p.vk == q.vk && p.s == q.s && p.bucket == q.bucket
+}
+
+// leave takes e out of its postings' lists, and the lists it leaves
+// empty out of both copies. mu must be held.
+func (x *Index) leave(e *entry) {
+	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
-	d.slots[e.slot] = nil
 	if e.kind != noDense {
-		g.eligible[e.kind]--
-	}
-	pos := d.pos[e.slot]
-	for j, p := range e.postings {
-		if m, q, ok := d.list(g, p, false).del(pos[j]); ok {
-			d.pos[m.slot][q] = pos[j]
+		for _, d := range x.inst {
+			d.groups[e.group].eligible[e.kind]--
 		}
-		d.dropPosting(g, p)
 	}
-	d.pos[e.slot] = nil
+	pos := x.pos[e.slot]
+	var gone []int // postings whose lists are left empty
+	ranges := false
+	for j, p := range e.postings {
+		ranges = ranges || p.kind == postRange
+		l := d.lookup(g, p)
+		l.del(pos[j], x.pos) // may move the entry's other postings in l
+		if l.live == 0 {
+			gone = append(gone, j)
+		}
+	}
+	x.pos[e.slot] = nil
+	if len(gone) == 0 && !ranges {
+		return
+	}
+	x.write(func(d *data) {
+		g := d.groups[e.group]
+		for _, p := range e.postings {
+			if p.kind == postRange {
+				kp := g.byKey[p.key]
+				kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
+			}
+		}
+		for _, j := range gone {
+			d.detach(g, e.postings[j])
+		}
+	})
 }
 
 // useKey makes the copy know key k, named kn (with XPath expression xe

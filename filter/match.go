@@ -24,6 +24,7 @@ type scratch struct {
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
+	hide    map[uint32]bool       // the group's hidden slots (group.hide)
 	u       []uint64              // dense engines' failed-filter bitset
 	srcs    []src                 // bitsets to OR into u
 	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
@@ -91,7 +92,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 			s.ipos = append(s.ipos, posAbsent)
 		}
 	}
-	if n := len(d.slots); len(s.seen) < n {
+	if n := int(x.nslots.Load()); len(s.seen) < n {
 		s.seen = append(s.seen, make([]uint32, n-len(s.seen))...)
 	}
 	s.ev = ev
@@ -170,16 +171,25 @@ func (s *scratch) visit(d *data, g *group) {
 	if g == nil {
 		return
 	}
-	for _, e := range g.direct.ents {
-		s.out = append(s.out, hit{id: e.id, score: e.score})
+	if v := g.direct.cur.Load(); v != nil {
+		for i, e := range v.ents[:v.n.Load()] {
+			if v.alive(i) {
+				s.out = append(s.out, hit{id: e.id, score: e.score})
+			}
+		}
 	}
 	for _, dn := range g.dense {
 		if dn != nil {
 			dn.match(s, d)
 		}
 	}
-	for _, e := range g.always.ents {
-		s.verify(d, e)
+	s.hide = g.hide
+	if v := g.always.cur.Load(); v != nil {
+		for i, e := range v.ents[:v.n.Load()] {
+			if v.alive(i) && (s.hide == nil || !s.hide[e.slot]) {
+				s.verify(d, e)
+			}
+		}
 	}
 	if len(g.attrs) <= len(s.present) {
 		for _, kp := range g.attrs {
@@ -204,7 +214,9 @@ func (s *scratch) visit(d *data, g *group) {
 // probe verifies the filters reached through the postings of one key whose
 // operand is present with value v.
 func (s *scratch) probe(d *data, kp *keyPostings, v val) {
-	s.verifyList(d, &kp.present)
+	if kp.present != nil {
+		s.verifyList(d, kp.present)
+	}
 	if kp.eq != nil && v.v.IsValid() && !v.v.IsNaN() {
 		if l := kp.eq[v.v.Key()]; l != nil {
 			s.verifyList(d, l)
@@ -267,15 +279,30 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 // are few, it touches their items, whose loads do not depend on one
 // another, so that the cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
-	if l.open == len(l.heads) {
-		for i := range l.items {
-			s.item(d, l, i) // no head can reject: payload predicates only, say
+	v := l.cur.Load()
+	if v == nil {
+		return
+	}
+	n := int(v.n.Load())
+	if int(v.open.Load()) >= n {
+		for i := range n {
+			if v.alive(i) {
+				s.item(d, v, i) // no head can reject: payload predicates only, say
+			}
 		}
 		return
 	}
 	cand := s.cand[:0]
-	for i := range l.heads {
-		h := &l.heads[i]
+	heads := v.heads[:n]
+	var live uint64
+	for i := range heads {
+		if i&63 == 0 {
+			live = v.live[i>>6].Load()
+		}
+		if live>>(i&63)&1 == 0 {
+			continue // removed
+		}
+		h := &heads[i]
 		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.kf>>headVWord&3] != 0 {
 			continue // needs an attribute, or an attribute value, the event lacks
 		}
@@ -289,29 +316,33 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		cand = append(cand, int32(i))
 	}
 	s.cand = cand
-	if len(cand) > 1 && 4*len(cand) < len(l.heads) {
+	if len(cand) > 1 && 4*len(cand) < n {
 		// Few and far between; when most pass, the items are read in
 		// order anyway and the hardware prefetches them.
 		var t uint8
 		for _, i := range cand {
-			it := &l.items[i]
+			it := &v.items[i]
 			t += it.nfast + uint8(it.fast[len(it.fast)-1].op)
 		}
 		s.touched = t
 	}
 	for _, i := range cand {
-		s.item(d, l, int(i))
+		s.item(d, v, int(i))
 	}
 }
 
-// item checks the item at place i of l, and the filter when its item does
+// item checks the item at place i of v, and the filter when its item does
 // not hold all its predicates.
-func (s *scratch) item(d *data, l *plist, i int) {
-	it := &l.items[i]
-	if !s.fastHolds(d, it) {
+func (s *scratch) item(d *data, v *lvec, i int) {
+	it := &v.items[i]
+	if !s.fastHolds(d, it) || s.hide != nil && s.hide[it.slot] {
 		return
 	}
 	if it.flags&itemMulti != 0 {
+		if int(it.slot) >= len(s.seen) {
+			// Added since this Match sized seen.
+			s.seen = append(s.seen, make([]uint32, int(it.slot)+1-len(s.seen))...)
+		}
 		if s.seen[it.slot] == s.epoch {
 			return
 		}
@@ -321,7 +352,7 @@ func (s *scratch) item(d *data, l *plist, i int) {
 		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
 		return
 	}
-	s.verify(d, l.ents[i])
+	s.verify(d, v.ents[i])
 }
 
 // fastHolds reports whether the predicates kept inline in it hold.

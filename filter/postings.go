@@ -43,46 +43,6 @@ type posting struct {
 	s       string            // postPrefix, postSuffix
 }
 
-// plist is a posting list. It holds entries, not slots, so that
-// verification reaches a filter in one step; and, in the list's own
-// memory, what rejects most of the filters reached without reading them:
-// heads (heads.go), read in order, then items, read for the filters heads
-// let through. Memory: 8 + 32 + 112 bytes per posting.
-type plist struct {
-	ents  []*entry
-	heads []lhead
-	items []litem // by i, like heads
-	open  int     // heads that reject no event (see lhead.open)
-}
-
-// add appends a posting of e, with its head h and item it, to l and
-// returns its place.
-func (l *plist) add(e *entry, h lhead, it litem) int32 {
-	l.ents = append(l.ents, e)
-	l.heads = append(l.heads, h)
-	if h.open() {
-		l.open++
-	}
-	l.items = append(l.items, it)
-	return int32(len(l.ents) - 1)
-}
-
-// del removes the posting at place i, moving the last one into its place;
-// it returns that one's entry and posting, or ok false when none moved.
-func (l *plist) del(i int32) (m *entry, post uint16, ok bool) {
-	last := int32(len(l.ents) - 1)
-	if l.heads[i].open() {
-		l.open--
-	}
-	if i != last {
-		m, post, ok = l.ents[last], l.heads[last].post, true
-		l.ents[i], l.heads[i], l.items[i] = m, l.heads[last], l.items[last]
-	}
-	l.ents[last] = nil
-	l.ents, l.heads, l.items = l.ents[:last], l.heads[:last], l.items[:last]
-	return m, post, ok
-}
-
 // litem is what a posting list keeps of a match-all filter: up to four of
 // its predicates in compact form, other than the one the posting implies,
 // checked before the filter is read. When they are all its predicates
@@ -157,10 +117,13 @@ func makeItem(e *entry, dr *draft, j int) litem {
 	return it
 }
 
+// keyPostings is the lists of one key in one group of one copy: the
+// lists themselves are shared by both copies (see plist), the maps and
+// slices that lead to them are each copy's own, changed only through
+// Index.write.
 type keyPostings struct {
 	key        uint32
-	n          int
-	present    plist
+	present    *plist
 	eq         map[ontology.ValueKey]*plist
 	prefix     map[string]*plist
 	suffix     map[string]*plist
@@ -514,14 +477,36 @@ func valueBit(k uint32, v ontology.Value) uint64 {
 
 var sigSeed = maphash.MakeSeed()
 
-// list returns the list posting p lives in, creating it when create is set.
-func (d *data) list(g *group, p posting, create bool) *plist {
+// lookup returns the list of posting p in group g of copy d, or nil.
+func (d *data) lookup(g *group, p posting) *plist {
 	switch p.kind {
 	case postDirect:
-		return &g.direct
+		return g.direct
 	case postAlways:
-		return &g.always
+		return g.always
 	}
+	kp := g.byKey[p.key]
+	if kp == nil {
+		return nil
+	}
+	switch p.kind {
+	case postPresent:
+		return kp.present
+	case postRange:
+		if b := int(p.bucket - kp.rangeLo); b >= 0 && b < len(kp.ranges) {
+			return kp.ranges[b]
+		}
+		return nil
+	case postEq:
+		return kp.eq[p.vk]
+	case postPrefix:
+		return kp.prefix[p.s]
+	}
+	return kp.suffix[p.s]
+}
+
+// attach makes l, new, the list of posting p in group g of copy d.
+func (d *data) attach(g *group, p posting, l *plist) {
 	kp := g.byKey[p.key]
 	if kp == nil {
 		kp = &keyPostings{key: p.key}
@@ -532,16 +517,10 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 			g.pay = append(g.pay, kp)
 		}
 	}
-	if create {
-		kp.n++
-	}
 	switch p.kind {
 	case postPresent:
-		return &kp.present
+		kp.present = l
 	case postRange:
-		if create {
-			kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
-		}
 		switch {
 		case len(kp.ranges) == 0:
 			kp.ranges, kp.rangeLo = []*plist{nil}, p.bucket
@@ -552,22 +531,12 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 		for int(p.bucket-kp.rangeLo) >= len(kp.ranges) {
 			kp.ranges = append(kp.ranges, nil)
 		}
-		l := kp.ranges[p.bucket-kp.rangeLo]
-		if l == nil {
-			l = &plist{}
-			kp.ranges[p.bucket-kp.rangeLo] = l
-		}
-		return l
+		kp.ranges[p.bucket-kp.rangeLo] = l
 	case postEq:
 		if kp.eq == nil {
 			kp.eq = map[ontology.ValueKey]*plist{}
 		}
-		l := kp.eq[p.vk]
-		if l == nil {
-			l = &plist{}
-			kp.eq[p.vk] = l
-		}
-		return l
+		kp.eq[p.vk] = l
 	default:
 		m, lens := &kp.prefix, &kp.prefixLens
 		if p.kind == postSuffix {
@@ -576,43 +545,35 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 		if *m == nil {
 			*m = map[string]*plist{}
 		}
-		l := (*m)[p.s]
-		if l == nil {
-			l = &plist{}
-			(*m)[p.s] = l
-			*lens = addLen(*lens, len(p.s))
-		}
-		return l
+		(*m)[p.s] = l
+		*lens = addLen(*lens, len(p.s))
 	}
 }
 
-// dropPosting accounts for the removal of posting p from its list: it
-// deletes the list when it is now empty, and the key's postings when the
-// key has none left.
-func (d *data) dropPosting(g *group, p posting) {
-	if p.kind == postDirect || p.kind == postAlways {
+// detach takes the list of posting p, left empty, out of group g of copy
+// d, and the key's postings when the key has no list left. It does
+// nothing when the list is not there (detached already).
+func (d *data) detach(g *group, p posting) {
+	if p.kind == postDirect || p.kind == postAlways || d.lookup(g, p) == nil {
 		return
 	}
 	kp := g.byKey[p.key]
-	if p.kind == postRange {
-		kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
+	switch p.kind {
+	case postPresent:
+		kp.present = nil
+	case postEq:
+		delete(kp.eq, p.vk)
+	case postRange:
+		kp.ranges[p.bucket-kp.rangeLo] = nil
+		kp.trimRanges()
+	case postPrefix:
+		delete(kp.prefix, p.s)
+		kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
+	case postSuffix:
+		delete(kp.suffix, p.s)
+		kp.suffixLens = dropLen(kp.suffixLens, len(p.s))
 	}
-	if len(d.list(g, p, false).ents) == 0 {
-		switch p.kind {
-		case postEq:
-			delete(kp.eq, p.vk)
-		case postRange:
-			kp.ranges[p.bucket-kp.rangeLo] = nil
-			kp.trimRanges()
-		case postPrefix:
-			delete(kp.prefix, p.s)
-			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
-		case postSuffix:
-			delete(kp.suffix, p.s)
-			kp.suffixLens = dropLen(kp.suffixLens, len(p.s))
-		}
-	}
-	if kp.n--; kp.n > 0 {
+	if kp.present != nil || len(kp.eq) > 0 || len(kp.prefix) > 0 || len(kp.suffix) > 0 || len(kp.ranges) > 0 || len(kp.rangeSpans) > 0 {
 		return
 	}
 	delete(g.byKey, p.key)
