@@ -191,7 +191,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
 		return 0
 	}
-	total := float64(max(1, x.pop[popKey{group: e.group, key: noKey, kind: popGroup}]))
+	total := float64(max(1, x.groupFilters(e.group)))
 	best, bestEst := 0, 2.0
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
@@ -203,7 +203,11 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 		if !ok {
 			continue
 		}
-		eqAll := x.pop[popKey{group: e.group, key: k, kind: popEqAll}]
+		st := x.stats(e.group, k)
+		if st == nil {
+			st = &popStats{}
+		}
+		eqAll := st.eqAll
 		in := float64(bits.OnesCount64(mask)) / 64
 		if eqAll > 0 {
 			// The share of the values the predicate holds for; for ≠ and ∉,
@@ -216,14 +220,14 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 			for m != 0 {
 				b := bits.TrailingZeros64(m)
 				m &= m - 1
-				n += x.pop[popKey{group: e.group, key: k, kind: postEq, vk: ontology.Int(base + int64(b)).Key()}]
+				n += st.eqInt(base + int64(b))
 			}
 			in = float64(n) / float64(eqAll)
 			if outside {
 				in = 1 - in
 			}
 		}
-		est := min(1, float64(x.pop[popKey{group: e.group, key: k, kind: postPresent}])/total) * in
+		est := min(1, float64(st.present)/total) * in
 		if est < bestEst {
 			best, bestEst = i+1, est
 		}

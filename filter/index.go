@@ -60,7 +60,7 @@ type Index struct {
 	// no entry): the group in the high 32 bits, the engine kind in bit
 	// 31, the engine slot in the low 31.
 	denseAt map[uint64]uint64
-	pop     map[popKey]int32 // popularity of operands and values, for choosing access
+	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
 	keys    map[keyName]*keyRef
 	freeKey []uint32
 	nextKey uint32
@@ -167,7 +167,7 @@ func NewIndex(o *ontology.Ontology) *Index {
 	if o == nil {
 		panic("filter: NewIndex with a nil ontology")
 	}
-	x := &Index{ont: o, entries: map[uint64]*entry{}, denseAt: map[uint64]uint64{}, keys: map[keyName]*keyRef{}, pop: map[popKey]int32{}}
+	x := &Index{ont: o, entries: map[uint64]*entry{}, denseAt: map[uint64]uint64{}, keys: map[keyName]*keyRef{}, pop: map[int]*groupPop{}}
 	for i := range x.inst {
 		x.inst[i] = &data{groups: make([]*group, o.NumTypes()+1), attrKeys: map[string]uint32{}}
 	}

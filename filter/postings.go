@@ -317,53 +317,150 @@ func allTrue(f *Filter) bool {
 	return true
 }
 
-// popKey counts, per group and operand, the predicates of all filters
-// (chosen as access or not): how many test the operand at all, how many
-// test it for equality, and how many for each value. The counts
-// estimate how often an event reaches a posting, and unlike list lengths
-// they do not shrink when filters avoid a popular value.
-type popKey struct {
-	group int
-	key   uint32
-	kind  postingKind // postPresent, postEq (vk) or popEqAll
-	vk    ontology.ValueKey
+// groupPop is the popularity counts of one group: its filters, and by
+// key ID (small, dense integers) the counts of each operand.
+type groupPop struct {
+	filters int32
+	keys    []*popStats
 }
 
-const (
-	popEqAll postingKind = 255
-	popGroup postingKind = 254 // with key noKey: the filters of the group
-)
+// popStats counts, for one group and operand, the predicates of all
+// filters (chosen as access or not): how many test the operand at all,
+// how many test it for equality, and how many for each value (integers,
+// and floats of integral value, by their int64 — those in 0…popSmall−1
+// in small —; other values by key). The counts estimate how often an
+// event reaches a posting, and unlike list lengths they do not shrink
+// when filters avoid a popular value.
+type popStats struct {
+	present int32
+	eqAll   int32
+	small   []int32 // by value, as long as the largest counted
+	ints    map[int64]int32
+	other   map[ontology.ValueKey]int32
+}
+
+// popSmall bounds the integers counted by slice rather than map.
+const popSmall = 1024
+
+// eqInt returns the count of equalities to the integer n.
+func (st *popStats) eqInt(n int64) int32 {
+	if uint64(n) < uint64(len(st.small)) {
+		return st.small[n]
+	}
+	if n >= 0 && n < popSmall {
+		return 0
+	}
+	return st.ints[n]
+}
+
+// eq returns the count of equalities to v.
+func (st *popStats) eq(v ontology.Value) int32 {
+	if st == nil {
+		return 0
+	}
+	if n, ok := popInt(v); ok {
+		return st.eqInt(n)
+	}
+	return st.other[v.Key()]
+}
+
+// addEq adds delta to the count of equalities to v.
+func (st *popStats) addEq(v ontology.Value, delta int32) {
+	st.eqAll += delta
+	n, ok := popInt(v)
+	switch {
+	case ok && n >= 0 && n < popSmall:
+		for int(n) >= len(st.small) {
+			st.small = append(st.small, 0)
+		}
+		st.small[n] += delta
+	case ok:
+		if st.ints == nil {
+			st.ints = map[int64]int32{}
+		}
+		if c := st.ints[n] + delta; c != 0 {
+			st.ints[n] = c
+		} else {
+			delete(st.ints, n)
+		}
+	default:
+		if st.other == nil {
+			st.other = map[ontology.ValueKey]int32{}
+		}
+		k := v.Key()
+		if c := st.other[k] + delta; c != 0 {
+			st.other[k] = c
+		} else {
+			delete(st.other, k)
+		}
+	}
+}
+
+// popInt returns v as the int64 its ValueKey stands for, when it is an
+// int or a float of integral value (ontology.Value.Key).
+func popInt(v ontology.Value) (int64, bool) {
+	if v.Kind() == ontology.KindInt || v.Kind() == ontology.KindFloat {
+		return integral(v)
+	}
+	return 0, false
+}
+
+// stats returns the counts of key in group g, or nil. mu must be held.
+func (x *Index) stats(g int, key uint32) *popStats {
+	gp := x.pop[g]
+	if gp == nil || int(key) >= len(gp.keys) {
+		return nil
+	}
+	return gp.keys[key]
+}
+
+// groupFilters returns how many filters group g has. mu must be held.
+func (x *Index) groupFilters(g int) int32 {
+	if gp := x.pop[g]; gp != nil {
+		return gp.filters
+	}
+	return 0
+}
 
 // count adds delta to the popularity counts of e's predicates, read from
 // its record. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
-	add := func(k popKey) {
-		if n := x.pop[k] + delta; n != 0 {
-			x.pop[k] = n
-		} else {
-			delete(x.pop, k)
-		}
+	gp := x.pop[e.group]
+	if gp == nil {
+		gp = &groupPop{}
+		x.pop[e.group] = gp
 	}
-	add(popKey{group: e.group, key: noKey, kind: popGroup})
+	if gp.filters += delta; gp.filters == 0 {
+		delete(x.pop, e.group) // every count is 0 with it
+	}
 	h := readHead(e.rec)
 	var p rpred
 	for i, j := 0, h.body; i < h.npreds; i++ {
 		j = readPred(e.rec, j, &p)
-		key := p.key
-		if key == noKey {
+		if p.key == noKey {
 			continue
 		}
-		add(popKey{group: e.group, key: key, kind: postPresent})
+		for int(p.key) >= len(gp.keys) {
+			gp.keys = append(gp.keys, nil)
+		}
+		st := gp.keys[p.key]
+		if st == nil {
+			st = &popStats{}
+			gp.keys[p.key] = st
+		}
+		if st.present += delta; st.present == 0 {
+			gp.keys[p.key] = nil // every count is 0 with it
+		}
 		switch {
 		case p.src == SourceXPath:
 		case p.op == OpEQ:
-			add(popKey{group: e.group, key: key, kind: popEqAll})
-			add(popKey{group: e.group, key: key, kind: postEq, vk: p.lo.Key()})
+			st.addEq(p.lo, delta)
 		case p.op == OpIn:
-			p.members(e.rec, func(m ontology.Value) {
-				add(popKey{group: e.group, key: key, kind: popEqAll})
-				add(popKey{group: e.group, key: key, kind: postEq, vk: m.Key()})
-			})
+			for k, b := 0, p.set; k < p.nset; k++ {
+				var m ontology.Value
+				m, b = readValue(e.rec, b)
+				st.addEq(m, delta)
+			}
 		}
 	}
 }
@@ -375,10 +472,15 @@ func (x *Index) count(e *entry, delta int32) {
 // times the value's share among the equalities on the operand; an affix a
 // quarter of presence.
 func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
-	present := float64(x.pop[popKey{group: g, key: key, kind: postPresent}] + x.densePresent(g, key))
-	eqAll := float64(max(1, x.pop[popKey{group: g, key: key, kind: popEqAll}]))
-	eq := func(vk ontology.ValueKey) float64 {
-		return 1 + present*float64(x.pop[popKey{group: g, key: key, kind: postEq, vk: vk}])/eqAll
+	st := x.stats(g, key)
+	var stPresent, stEqAll int32
+	if st != nil {
+		stPresent, stEqAll = st.present, st.eqAll
+	}
+	present := float64(stPresent + x.densePresent(g, key))
+	eqAll := float64(max(1, stEqAll))
+	eq := func(v ontology.Value) float64 {
+		return 1 + present*float64(st.eq(v))/eqAll
 	}
 	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key, implied: -1}}}
 	if p.Operand.Source == SourceXPath {
@@ -388,17 +490,29 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	switch p.Op {
 	case OpEQ:
 		vk := p.Value.Key()
-		return candidate{pred: i, cost: eq(vk), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
+		return candidate{pred: i, cost: eq(p.Value), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
 	case OpIn:
-		c := candidate{pred: i}
-		seen := map[ontology.ValueKey]bool{}
+		c := candidate{pred: i, posts: make([]posting, 0, len(p.Set))}
+		var seen map[ontology.ValueKey]bool // for large sets; small ones look back
+	members:
 		for _, m := range p.Set {
 			vk := m.Key()
-			if seen[vk] {
-				continue
+			if len(p.Set) > 16 {
+				if seen == nil {
+					seen = map[ontology.ValueKey]bool{}
+				}
+				if seen[vk] {
+					continue
+				}
+				seen[vk] = true
+			} else {
+				for _, q := range c.posts {
+					if q.vk == vk {
+						continue members
+					}
+				}
 			}
-			seen[vk] = true
-			c.cost += eq(vk)
+			c.cost += eq(m)
 			c.posts = append(c.posts, posting{kind: postEq, key: key, implied: int32(i), vk: vk})
 		}
 		if pres.cost < c.cost {
@@ -414,10 +528,10 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 		// about those whose values include it, and a bucket's width more.
 		span := max(1, 64-bits.LeadingZeros64(mask))
 		cost := 1 + present/2 // no equality on the key to estimate shares from
-		if eqAll := x.pop[popKey{group: g, key: key, kind: popEqAll}]; eqAll > 0 {
+		if stEqAll > 0 {
 			n := int32(0)
 			for v := base; v < base+int64(span)+1<<rangeShift; v++ {
-				n += x.pop[popKey{group: g, key: key, kind: postEq, vk: ontology.Int(v).Key()}]
+				n += st.eqInt(v)
 			}
 			cost = 1 + present*float64(n)/float64(eqAll)
 		}
