@@ -30,7 +30,10 @@ type lhead struct {
 	// otherwise the value signature bits at least one of which an event
 	// needs, from one set membership predicate (0 for none, see anyMask).
 	mask uint64
-	kf   uint32 // the bitmap's key in bits 0–23; the words and flags above
+	// kf is the bitmap's key in bits 0–23, the words and flags above.
+	// Once the head is published, the writer changes only its headDead
+	// bit, atomically, and readers load it atomically.
+	kf   uint32
 	base int16
 	post uint16 // which posting of ents[i] this is
 }
@@ -41,6 +44,7 @@ const (
 	headAWord   = 26      // shift of the word of the any mask (2 bits)
 	headBits    = 1 << 28 // mask is a bitmap
 	headOutside = 1 << 29 // the bitmap's predicate holds outside its window
+	headDead    = 1 << 30 // the posting was removed (see plist)
 )
 
 // open reports whether h rejects no event: it needs no attribute, no
@@ -81,13 +85,14 @@ func headPos(v ontology.Value) int64 {
 	return posOther
 }
 
-// headHolds reports whether the bitmap of h may hold at position pos:
-// false only when the predicate fails for every value at pos.
-func headHolds(h *lhead, pos int64) bool {
+// headHolds reports whether the bitmap of h (whose kf, loaded, is kf)
+// may hold at position pos: false only when the predicate fails for
+// every value at pos.
+func headHolds(h *lhead, kf uint32, pos int64) bool {
 	if d := uint64(pos - int64(h.base)); d < 64 {
 		return h.mask>>d&1 != 0
 	}
-	return pos == posFrac || pos != posAbsent && h.kf&headOutside != 0
+	return pos == posFrac || pos != posAbsent && kf&headOutside != 0
 }
 
 // smallSet returns the bitmap form of p when it has one: p is =, ≠, ∈, ∉

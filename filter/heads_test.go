@@ -81,7 +81,7 @@ func TestSmallSetAgreesWithHolds(t *testing.T) {
 				if x.present {
 					pos = headPos(x.v)
 				}
-				want, got := p.holds(x), headHolds(h, pos)
+				want, got := p.holds(x), headHolds(h, h.kf, pos)
 				if want {
 					assert.True(t, got, "%+v rejected %v, which it holds for", p, x.v)
 				}
@@ -209,11 +209,10 @@ func TestIndexHeads(t *testing.T) {
 			ls = append(ls, l)
 		}
 		for _, l := range ls {
-			if l == nil || l.cur.Load() == nil {
+			if l == nil {
 				continue
 			}
-			v := l.cur.Load()
-			for _, h := range v.heads[:v.n.Load()] {
+			for _, h := range l.heads[:l.n.Load()] {
 				if h.kf&headBits != 0 {
 					bitmaps++
 				}

@@ -67,7 +67,7 @@ type Index struct {
 	free    []uint32      // free slots
 	next    uint32        // next unused slot
 	pos     [][]int32     // by slot, by posting: the entry's place in its list
-	nslots  atomic.Uint32 // slots in use or free: what readers size Match's scratch by
+	nslots  atomic.Uint32 // next, published: what readers size Match's scratch by (written under mu, read atomically)
 	recs    recWriter
 
 	inst    [2]*data
@@ -507,37 +507,57 @@ func (x *Index) ensureGroup(i int) {
 	if x.inst[0].groups[i] != nil {
 		return
 	}
-	direct, always := &plist{}, &plist{}
+	direct, always := newPlist(0), newPlist(0)
 	x.write(func(d *data) {
 		d.groups[i] = &group{byKey: map[uint32]*keyPostings{}, direct: direct, always: always}
 	})
 }
 
+// placed is a list that goes in place of the one of posting p in both
+// copies: new, or moved.
+type placed struct {
+	p posting
+	l *plist
+}
+
 // enter puts e (drafted as dr) into its postings' lists, with the heads
 // and items Add made for them. Appending to a list waits for no reader;
-// only new keys, new lists and range postings (whose spans readers
-// consult) change the copies, through write. mu must be held.
+// only new keys, new or moved lists and range postings (whose spans
+// readers consult) change the copies, through write. mu must be held.
 func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 	x.ensureGroup(e.group)
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
-	lists := make([]*plist, len(e.postings))
-	var fresh []int // postings whose lists are new
+	for len(x.pos) <= int(e.slot) {
+		x.pos = append(x.pos, nil)
+	}
+	pos := make([]int32, len(e.postings))
+	x.pos[e.slot] = pos
+	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false
 	for j, p := range e.postings {
 		ranges = ranges || p.kind == postRange
-		if lists[j] = d.lookup(g, p); lists[j] != nil {
-			continue
+		l, at := findPlaced(fresh, p)
+		if l == nil {
+			l, at = findPlaced(moved, p)
 		}
-		for _, k := range fresh {
-			if samePlace(e.postings[k], p) {
-				lists[j] = lists[k]
+		if l == nil {
+			l = d.lookup(g, p)
+		}
+		if l == nil {
+			l = newPlist(grown(0))
+			fresh = append(fresh, placed{p, l})
+			at = &fresh[len(fresh)-1]
+		}
+		if l.full() {
+			l = l.moved(grown(l.live), x.pos)
+			if at == nil {
+				moved = append(moved, placed{p, l})
+			} else {
+				at.l = l
 			}
 		}
-		if lists[j] == nil {
-			lists[j] = &plist{}
-			fresh = append(fresh, j)
-		}
+		pos[j] = l.add(e, heads[j], items[j])
 	}
 	newKey := false
 	for _, k := range dr.keys {
@@ -545,14 +565,17 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 			newKey = true
 		}
 	}
-	if newKey || ranges || len(fresh) > 0 {
+	if newKey || ranges || len(fresh) > 0 || len(moved) > 0 {
 		x.write(func(d *data) {
 			for i, k := range dr.keys {
 				d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
 			}
 			g := d.groups[e.group]
-			for _, j := range fresh {
-				d.attach(g, e.postings[j], lists[j])
+			for _, f := range fresh {
+				d.attach(g, f.p, f.l)
+			}
+			for _, m := range moved {
+				d.swap(g, m.p, m.l)
 			}
 			for _, p := range e.postings {
 				if p.kind == postRange {
@@ -567,14 +590,17 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 			d.groups[e.group].eligible[e.kind]++
 		}
 	}
-	for len(x.pos) <= int(e.slot) {
-		x.pos = append(x.pos, nil)
+}
+
+// findPlaced returns the list of ls, and its place in ls, that posting p
+// goes to, or nil.
+func findPlaced(ls []placed, p posting) (*plist, *placed) {
+	for i := range ls {
+		if samePlace(ls[i].p, p) {
+			return ls[i].l, &ls[i]
+		}
 	}
-	pos := make([]int32, len(e.postings))
-	x.pos[e.slot] = pos
-	for j := range e.postings {
-		pos[j] = lists[j].add(e, heads[j], items[j], x.pos)
-	}
+	return nil, nil
 }
 
 // samePlace reports whether postings p and q go to the same list.
@@ -583,7 +609,8 @@ func samePlace(p, q posting) bool {
 }
 
 // leave takes e out of its postings' lists, and the lists it leaves
-// empty out of both copies. mu must be held.
+// empty out of both copies; lists with more dead postings than live ones
+// move. mu must be held.
 func (x *Index) leave(e *entry) {
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
@@ -593,30 +620,48 @@ func (x *Index) leave(e *entry) {
 		}
 	}
 	pos := x.pos[e.slot]
-	var gone []int // postings whose lists are left empty
+	var moved []placed
+	var gone []posting // lists left empty
 	ranges := false
 	for j, p := range e.postings {
 		ranges = ranges || p.kind == postRange
-		l := d.lookup(g, p)
-		l.del(pos[j], x.pos) // may move the entry's other postings in l
+		l, at := findPlaced(moved, p)
+		if l == nil {
+			l = d.lookup(g, p)
+		}
+		if l.del(pos[j]) {
+			l = l.moved(int(l.live)*2, x.pos) // may move the entry's other postings in l
+			if at == nil {
+				moved = append(moved, placed{p, l})
+			} else {
+				at.l = l
+			}
+		}
 		if l.live == 0 {
-			gone = append(gone, j)
+			if p.kind == postDirect || p.kind == postAlways {
+				moved = append(moved, placed{p, newPlist(0)})
+			} else {
+				gone = append(gone, p)
+			}
 		}
 	}
 	x.pos[e.slot] = nil
-	if len(gone) == 0 && !ranges {
+	if len(gone) == 0 && len(moved) == 0 && !ranges {
 		return
 	}
 	x.write(func(d *data) {
 		g := d.groups[e.group]
+		for _, m := range moved {
+			d.swap(g, m.p, m.l)
+		}
 		for _, p := range e.postings {
 			if p.kind == postRange {
 				kp := g.byKey[p.key]
 				kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
 			}
 		}
-		for _, j := range gone {
-			d.detach(g, e.postings[j])
+		for _, p := range gone {
+			d.detach(g, p)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/antchfx/xmlquery"
@@ -171,11 +172,10 @@ func (s *scratch) visit(d *data, g *group) {
 	if g == nil {
 		return
 	}
-	if v := g.direct.cur.Load(); v != nil {
-		for i, e := range v.ents[:v.n.Load()] {
-			if v.alive(i) {
-				s.out = append(s.out, hit{id: e.id, score: e.score})
-			}
+	l := g.direct
+	for i, e := range l.ents[:l.n.Load()] {
+		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
+			s.out = append(s.out, hit{id: e.id, score: e.score})
 		}
 	}
 	for _, dn := range g.dense {
@@ -184,11 +184,10 @@ func (s *scratch) visit(d *data, g *group) {
 		}
 	}
 	s.hide = g.hide
-	if v := g.always.cur.Load(); v != nil {
-		for i, e := range v.ents[:v.n.Load()] {
-			if v.alive(i) && (s.hide == nil || !s.hide[e.slot]) {
-				s.verify(d, e)
-			}
+	l = g.always
+	for i, e := range l.ents[:l.n.Load()] {
+		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 && (s.hide == nil || !s.hide[e.slot]) {
+			s.verify(d, e)
 		}
 	}
 	if len(g.attrs) <= len(s.present) {
@@ -279,38 +278,28 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 // are few, it touches their items, whose loads do not depend on one
 // another, so that the cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
-	v := l.cur.Load()
-	if v == nil {
-		return
-	}
-	n := int(v.n.Load())
-	if int(v.open.Load()) >= n {
-		for i := range n {
-			if v.alive(i) {
-				s.item(d, v, i) // no head can reject: payload predicates only, say
+	n := int(l.n.Load())
+	heads := l.heads[:n]
+	if int(l.open.Load()) >= n {
+		for i := range heads {
+			if atomic.LoadUint32(&heads[i].kf)&headDead == 0 {
+				s.item(d, l, i) // no head can reject: payload predicates only, say
 			}
 		}
 		return
 	}
 	cand := s.cand[:0]
-	heads := v.heads[:n]
-	var live uint64
 	for i := range heads {
-		if i&63 == 0 {
-			live = v.live[i>>6].Load()
-		}
-		if live>>(i&63)&1 == 0 {
-			continue // removed
-		}
 		h := &heads[i]
-		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.kf>>headVWord&3] != 0 {
-			continue // needs an attribute, or an attribute value, the event lacks
+		kf := atomic.LoadUint32(&h.kf)
+		if kf&headDead != 0 || h.sig&^s.sig != 0 || h.vsig&^s.vsig[kf>>headVWord&3] != 0 {
+			continue // removed; or needs an attribute, or an attribute value, the event lacks
 		}
-		if h.kf&headBits != 0 {
-			if !headHolds(h, s.ipos[h.kf&headKeyMask]) {
+		if kf&headBits != 0 {
+			if !headHolds(h, kf, s.ipos[kf&headKeyMask]) {
 				continue // a small-domain predicate fails
 			}
-		} else if h.mask != 0 && h.mask&s.vsig[h.kf>>headAWord&3] == 0 {
+		} else if h.mask != 0 && h.mask&s.vsig[kf>>headAWord&3] == 0 {
 			continue // none of a set's values
 		}
 		cand = append(cand, int32(i))
@@ -321,20 +310,20 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		// order anyway and the hardware prefetches them.
 		var t uint8
 		for _, i := range cand {
-			it := &v.items[i]
+			it := &l.items[i]
 			t += it.nfast + uint8(it.fast[len(it.fast)-1].op)
 		}
 		s.touched = t
 	}
 	for _, i := range cand {
-		s.item(d, v, int(i))
+		s.item(d, l, int(i))
 	}
 }
 
-// item checks the item at place i of v, and the filter when its item does
+// item checks the item at place i of l, and the filter when its item does
 // not hold all its predicates.
-func (s *scratch) item(d *data, v *lvec, i int) {
-	it := &v.items[i]
+func (s *scratch) item(d *data, l *plist, i int) {
+	it := &l.items[i]
 	if !s.fastHolds(d, it) || s.hide != nil && s.hide[it.slot] {
 		return
 	}
@@ -352,7 +341,7 @@ func (s *scratch) item(d *data, v *lvec, i int) {
 		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
 		return
 	}
-	s.verify(d, v.ents[i])
+	s.verify(d, l.ents[i])
 }
 
 // fastHolds reports whether the predicates kept inline in it hold.

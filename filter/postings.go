@@ -664,6 +664,32 @@ func (d *data) attach(g *group, p posting, l *plist) {
 	}
 }
 
+// swap puts l in place of the list of posting p in group g of copy d
+// (see plist: a list that moved).
+func (d *data) swap(g *group, p posting, l *plist) {
+	switch p.kind {
+	case postDirect:
+		g.direct = l
+		return
+	case postAlways:
+		g.always = l
+		return
+	}
+	kp := g.byKey[p.key]
+	switch p.kind {
+	case postPresent:
+		kp.present = l
+	case postRange:
+		kp.ranges[p.bucket-kp.rangeLo] = l
+	case postEq:
+		kp.eq[p.vk] = l
+	case postPrefix:
+		kp.prefix[p.s] = l
+	case postSuffix:
+		kp.suffix[p.s] = l
+	}
+}
+
 // detach takes the list of posting p, left empty, out of group g of copy
 // d, and the key's postings when the key has no list left. It does
 // nothing when the list is not there (detached already).
