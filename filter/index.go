@@ -331,6 +331,7 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 		// Their keys carry over; their popularity counts become the
 		// engine's (see accessFor).
 		x.count(o, -1)
+		x.recs.live -= len(o.rec)
 		x.free = append(x.free, o.slot)
 	}
 	x.write(func(d *data) { d.groups[group].hide = nil })
@@ -388,6 +389,9 @@ func (x *Index) Remove(id uint64) bool {
 		}
 	}
 	x.leave(e)
+	if x.recs.live -= len(e.rec); x.recs.dead() {
+		x.compactRecords()
+	}
 	if len(dead) > 0 {
 		x.write(func(d *data) {
 			for _, k := range dead {

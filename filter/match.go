@@ -173,8 +173,9 @@ func (s *scratch) visit(d *data, g *group) {
 		return
 	}
 	l := g.direct
-	for i, e := range l.ents[:l.n.Load()] {
+	for i := range int(l.n.Load()) {
 		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
+			e := l.ents[i].Load()
 			s.out = append(s.out, hit{id: e.id, score: e.score})
 		}
 	}
@@ -185,9 +186,11 @@ func (s *scratch) visit(d *data, g *group) {
 	}
 	s.hide = g.hide
 	l = g.always
-	for i, e := range l.ents[:l.n.Load()] {
-		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 && (s.hide == nil || !s.hide[e.slot]) {
-			s.verify(d, e)
+	for i := range int(l.n.Load()) {
+		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
+			if e := l.ents[i].Load(); s.hide == nil || !s.hide[e.slot] {
+				s.verify(d, e)
+			}
 		}
 	}
 	if len(g.attrs) <= len(s.present) {
@@ -341,7 +344,7 @@ func (s *scratch) item(d *data, l *plist, i int) {
 		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
 		return
 	}
-	s.verify(d, l.ents[i])
+	s.verify(d, l.ents[i].Load())
 }
 
 // fastHolds reports whether the predicates kept inline in it hold.

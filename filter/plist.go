@@ -16,7 +16,8 @@ import "sync/atomic"
 // The arrays are append-only: the writer fills place n and then
 // publishes n+1; a removed posting is marked dead in its head (headDead,
 // set atomically; readers load kf atomically), and its place is not
-// reused. When the arrays are full, or dead places outnumber live ones,
+// reused. The entry at a place is loaded atomically: the writer replaces
+// it with a copy whose record moved (see Index.compactRecords). When the arrays are full, or dead places outnumber live ones,
 // the writer copies the live postings into a new plist and puts it in
 // place of this one in both copies of the index (Index.write); readers
 // still on the old one finish there, the writer never writes it again,
@@ -25,7 +26,7 @@ import "sync/atomic"
 type plist struct {
 	n     atomic.Int32
 	open  atomic.Int32 // published heads that reject no event (see lhead.open), dead or alive
-	ents  []*entry
+	ents  []atomic.Pointer[entry]
 	heads []lhead
 	items []litem // by place, like heads
 
@@ -34,7 +35,7 @@ type plist struct {
 }
 
 func newPlist(c int) *plist {
-	return &plist{ents: make([]*entry, c), heads: make([]lhead, c), items: make([]litem, c)}
+	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c), items: make([]litem, c)}
 }
 
 // full reports whether l has no room for another posting.
@@ -44,7 +45,8 @@ func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
 // must not be full, and returns its place.
 func (l *plist) add(e *entry, h lhead, it litem) int32 {
 	i := l.n.Load()
-	l.ents[i], l.heads[i], l.items[i] = e, h, it
+	l.ents[i].Store(e)
+	l.heads[i], l.items[i] = h, it
 	if h.open() {
 		l.open.Add(1)
 	}
@@ -73,11 +75,13 @@ func (l *plist) moved(c int, pos [][]int32) *plist {
 		if h.kf&headDead != 0 {
 			continue
 		}
-		nl.ents[k], nl.heads[k], nl.items[k] = l.ents[i], *h, l.items[i]
+		e := l.ents[i].Load()
+		nl.ents[k].Store(e)
+		nl.heads[k], nl.items[k] = *h, l.items[i]
 		if h.open() {
 			nl.open.Add(1)
 		}
-		pos[l.ents[i].slot][h.post] = k
+		pos[e.slot][h.post] = k
 		k++
 	}
 	nl.live = k

@@ -52,8 +52,8 @@ func TestPlistRebuild(t *testing.T) {
 		var got []*entry
 		for i := range int(l.n.Load()) {
 			if l.heads[i].kf&headDead == 0 {
-				got = append(got, l.ents[i])
-				assert.Equal(t, l.ents[i].id, l.items[i].id)
+				got = append(got, l.ents[i].Load())
+				assert.Equal(t, l.ents[i].Load().id, l.items[i].id)
 			}
 		}
 		if len(live) == 0 {
@@ -62,7 +62,7 @@ func TestPlistRebuild(t *testing.T) {
 		}
 		require.Equal(t, live, got, "step %d", step)
 		for _, e := range live {
-			require.Same(t, e, l.ents[pos[e.slot][0]], "step %d: pos of %d", step, e.id)
+			require.Same(t, e, l.ents[pos[e.slot][0]].Load(), "step %d: pos of %d", step, e.id)
 		}
 		require.Less(t, int(l.dead), max(int(l.live), 1)+1, "dead places never outnumber live ones")
 	}
@@ -77,6 +77,8 @@ func TestPlistRebuild(t *testing.T) {
 // reported exactly; any other reported filter was added and matches,
 // with its score; none is reported twice.
 func TestSparseConcurrent(t *testing.T) {
+	defer func(n int) { recCompactMin = n }(recCompactMin)
+	recCompactMin = 1 << 10 // compact the records while matched, too
 	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
 		{Name: "a", Kind: ontology.KindInt}, {Name: "b", Kind: ontology.KindInt}, {Name: "c", Kind: ontology.KindString}, {Name: "d", Kind: ontology.KindFloat},
 	}}, {Name: "S", Parents: []string{"R"}}})
@@ -202,6 +204,7 @@ func TestSparseConcurrent(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	require.Equal(t, stable+len(live), ix.Len())
+	require.Positive(t, ix.recs.moves, "the records were compacted")
 	for _, ev := range events {
 		got := collect(ix, ev)
 		for id := range uint64(total) {

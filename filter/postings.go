@@ -318,7 +318,8 @@ func allTrue(f *Filter) bool {
 }
 
 // groupPop is the popularity counts of one group: its filters, and by
-// key ID (small, dense integers) the counts of each operand.
+// key ID (small, dense integers) the counts of each operand. Only the
+// writer reads and writes them (Index.mu held).
 type groupPop struct {
 	filters int32
 	keys    []*popStats

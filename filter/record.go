@@ -38,9 +38,16 @@ import (
 // 30 bytes a filter.
 
 // recBlockBytes is the size of a record block. A block stays reachable
-// while one of its records is: removing filters does not return its
-// memory until all of its records are gone.
+// while one of its records is, so the writer counts the bytes of live
+// records, and when the records written since the last compaction
+// (recWriter.written) are more than twice those, and at least
+// recCompactMin more, it copies the live ones into new blocks (see
+// Index.compactRecords).
 const recBlockBytes = 1 << 16
+
+// recCompactMin is the fewest dead record bytes that make the writer
+// compact; a variable so that tests can compact with few filters.
+var recCompactMin = 4 * recBlockBytes
 
 // Flags of an encoded predicate.
 const (
@@ -53,24 +60,63 @@ const (
 // recWriter appends records to blocks. Only the writer (Index.mu held)
 // uses it.
 type recWriter struct {
-	block []byte // the block being filled; its bytes before len are records
-	buf   []byte // scratch
+	block   []byte // the block being filled; its bytes before len are records
+	buf     []byte // scratch
+	live    int    // bytes of the records of the filters in the index
+	written int    // bytes of the records written since the last compaction
+	moves   int    // compactions so far
+}
+
+// dead reports whether removed records hold enough memory to compact.
+func (w *recWriter) dead() bool {
+	d := w.written - w.live
+	return d > w.live && d >= recCompactMin
+}
+
+// store copies record r into a block and returns the copy.
+func (w *recWriter) store(r []byte) []byte {
+	n := len(r)
+	w.live += n
+	w.written += n
+	if n > recBlockBytes/4 {
+		return append([]byte(nil), r...) // too large to share a block
+	}
+	if len(w.block)+n > cap(w.block) {
+		w.block = make([]byte, 0, recBlockBytes)
+	}
+	at := len(w.block)
+	w.block = append(w.block, r...)
+	return w.block[at : at+n : at+n]
 }
 
 // put stores the record of f (keys: its predicates' keys) and returns it:
 // a slice of a block, capacity trimmed, never written again.
 func (w *recWriter) put(f *Filter, keys []uint32) []byte {
 	w.buf = appendRecord(w.buf[:0], f, keys)
-	n := len(w.buf)
-	if n > recBlockBytes/4 {
-		return append([]byte(nil), w.buf...) // too large to share a block
+	return w.store(w.buf)
+}
+
+// compactRecords copies the records of the filters in postings into new
+// blocks, so that the old blocks, mostly holding removed filters'
+// records, can go. An entry is immutable, so each gets a copy with the
+// new record, stored atomically in place of the old one in its lists
+// (plist.ents) and in entries; a reader holding the old entry keeps its
+// record reachable. mu must be held. Cost: O(live filters and their
+// postings), once the removed records outweigh the live ones.
+func (x *Index) compactRecords() {
+	w := &x.recs
+	w.block, w.live, w.written = nil, 0, 0
+	w.moves++
+	d := x.inst[1-x.side.Load()]
+	for id, e := range x.entries {
+		ne := *e
+		ne.rec = w.store(e.rec)
+		g := d.groups[e.group]
+		for j, p := range e.postings {
+			d.lookup(g, p).ents[x.pos[e.slot][j]].Store(&ne)
+		}
+		x.entries[id] = &ne
 	}
-	if len(w.block)+n > cap(w.block) {
-		w.block = make([]byte, 0, recBlockBytes)
-	}
-	at := len(w.block)
-	w.block = append(w.block, w.buf...)
-	return w.block[at : at+n : at+n]
 }
 
 // appendRecord appends the record of f to b.

@@ -1,7 +1,9 @@
 package filter
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -169,4 +171,48 @@ func joinComma(s []string) string {
 		out += x
 	}
 	return out
+}
+
+// TestRecordCompaction removes most of many filters, so that the records
+// are copied into new blocks several times, and checks the index against
+// the oracle as it goes and the writer's count of live record bytes at
+// the end.
+func TestRecordCompaction(t *testing.T) {
+	defer func(n int) { recCompactMin = n }(recCompactMin)
+	recCompactMin = 256
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "a", Kind: ontology.KindInt}, {Name: "s", Kind: ontology.KindString},
+	}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	const n = 3000
+	for i := range n {
+		f := MustCompile(fmt.Sprintf(`{type ⊑ R; a in {%d, %d}; s prefix "x%d"}`, i%7, i%5, i%3))
+		require.NoError(t, ix.Add(uint64(i), f))
+		require.NoError(t, bf.Add(uint64(i), f))
+	}
+	evs := []*BasicEvent{}
+	for i := range 7 {
+		evs = append(evs, &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "a", Value: ontology.Int(int64(i))}, {Name: "s", Value: ontology.String(fmt.Sprintf("x%dy", i%3))}}})
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for k, i := range r.Perm(n)[:n-50] {
+		require.True(t, ix.Remove(uint64(i)))
+		bf.Remove(uint64(i))
+		if k%250 == 0 {
+			for _, ev := range evs {
+				require.Equal(t, collect(bf, ev), collect(ix, ev), "after %d removals", k+1)
+			}
+		}
+	}
+	for _, ev := range evs {
+		require.Equal(t, collect(bf, ev), collect(ix, ev))
+	}
+	assert.Greater(t, ix.recs.moves, 2, "the records were compacted")
+	live := 0
+	for _, e := range ix.entries {
+		live += len(e.rec)
+	}
+	assert.Equal(t, live, ix.recs.live)
+	assert.LessOrEqual(t, ix.recs.written, 2*live+recCompactMin)
 }
