@@ -112,33 +112,7 @@ func BenchmarkIndexAdd(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(sizeName(n), func(b *testing.B) {
 			skipLarge(b, n)
-			x := build(b, wintW(b), n).index
-			pool := addPool(b)
-			b.ReportAllocs()
-			i, ops := 0, 0
-			var cpu time.Duration
-			c := startCPU()
-			for b.Loop() {
-				if i == len(pool) {
-					b.StopTimer()
-					cpu += c.elapsed()
-					for j := range pool {
-						x.Remove(poolBase + uint64(j))
-					}
-					i = 0
-					c = startCPU()
-					b.StartTimer()
-				}
-				if err := x.Add(poolBase+uint64(i), pool[i]); err != nil {
-					b.Fatal(err)
-				}
-				i++
-				ops++
-			}
-			reportCPU(b, cpu+c.elapsed(), ops, "cpu-ns/op")
-			for j := range i {
-				x.Remove(poolBase + uint64(j))
-			}
+			benchAdd(b, build(b, wintW(b), n).index, addPool(b))
 		})
 	}
 }
@@ -147,40 +121,74 @@ func BenchmarkIndexRemove(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(sizeName(n), func(b *testing.B) {
 			skipLarge(b, n)
-			x := build(b, wintW(b), n).index
-			pool := addPool(b)
-			fill := func() {
-				for j, f := range pool {
-					require.NoError(b, x.Add(poolBase+uint64(j), f))
-				}
-			}
-			fill()
-			b.ReportAllocs()
-			i, ops := 0, 0
-			var cpu time.Duration
-			c := startCPU()
-			for b.Loop() {
-				if i == len(pool) {
-					b.StopTimer()
-					cpu += c.elapsed()
-					fill()
-					i = 0
-					c = startCPU()
-					b.StartTimer()
-				}
-				if !x.Remove(poolBase + uint64(i)) {
-					b.Fatalf("Remove(%d) found nothing", poolBase+uint64(i))
-				}
-				i++
-				ops++
-			}
-			reportCPU(b, cpu+c.elapsed(), ops, "cpu-ns/op")
-			for j := i; j < len(pool); j++ {
-				x.Remove(poolBase + uint64(j))
-			}
+			benchRemove(b, build(b, wintW(b), n).index, addPool(b))
 		})
 	}
 	release("W-INT/1000000")
+}
+
+// benchAdd times x.Add of the pool's filters on top of what x holds,
+// taking them out again (untimed) whenever the pool is used up.
+func benchAdd(b *testing.B, x *filter.Index, pool []*filter.Filter) {
+	b.ReportAllocs()
+	i, ops := 0, 0
+	var cpu time.Duration
+	c := startCPU()
+	for b.Loop() {
+		if i == len(pool) {
+			b.StopTimer()
+			cpu += c.elapsed()
+			for j := range pool {
+				x.Remove(poolBase + uint64(j))
+			}
+			i = 0
+			c = startCPU()
+			b.StartTimer()
+		}
+		if err := x.Add(poolBase+uint64(i), pool[i]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		ops++
+	}
+	reportCPU(b, cpu+c.elapsed(), ops, "cpu-ns/op")
+	for j := range i {
+		x.Remove(poolBase + uint64(j))
+	}
+}
+
+// benchRemove times x.Remove of the pool's filters, added (untimed) on
+// top of what x holds, and again whenever the pool is used up.
+func benchRemove(b *testing.B, x *filter.Index, pool []*filter.Filter) {
+	fill := func() {
+		for j, f := range pool {
+			require.NoError(b, x.Add(poolBase+uint64(j), f))
+		}
+	}
+	fill()
+	b.ReportAllocs()
+	i, ops := 0, 0
+	var cpu time.Duration
+	c := startCPU()
+	for b.Loop() {
+		if i == len(pool) {
+			b.StopTimer()
+			cpu += c.elapsed()
+			fill()
+			i = 0
+			c = startCPU()
+			b.StartTimer()
+		}
+		if !x.Remove(poolBase + uint64(i)) {
+			b.Fatalf("Remove(%d) found nothing", poolBase+uint64(i))
+		}
+		i++
+		ops++
+	}
+	reportCPU(b, cpu+c.elapsed(), ops, "cpu-ns/op")
+	for j := i; j < len(pool); j++ {
+		x.Remove(poolBase + uint64(j))
+	}
 }
 
 func BenchmarkBruteForceWINT(b *testing.B) {
@@ -242,6 +250,39 @@ func BenchmarkMatchWSPARSE(b *testing.B) {
 		b.Run(sizeName(n), func(b *testing.B) {
 			skipLarge(b, n)
 			benchMatch(b, build(b, w, n))
+		})
+	}
+	// W-SPARSE stays cached for IndexAddWSPARSE and IndexRemoveWSPARSE.
+}
+
+// sparsePool is the W-SPARSE filters (another seed) that
+// IndexAddWSPARSE and IndexRemoveWSPARSE insert and take out again on top
+// of the n existing ones.
+var sparsePool = memo(func() ([]*filter.Filter, error) {
+	w, err := NewWSPARSE(WSPARSEConfig{Seed: 2})
+	if err != nil {
+		return nil, err
+	}
+	return w.Filters(50_000)
+})
+
+// BenchmarkIndexAddWSPARSE is BenchmarkIndexAdd on W-SPARSE: filters
+// that live in posting lists, not in dense engines.
+func BenchmarkIndexAddWSPARSE(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(sizeName(n), func(b *testing.B) {
+			skipLarge(b, n)
+			benchAdd(b, build(b, wsparseW(b), n).index, sparsePool(b))
+		})
+	}
+}
+
+// BenchmarkIndexRemoveWSPARSE is BenchmarkIndexRemove on W-SPARSE.
+func BenchmarkIndexRemoveWSPARSE(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(sizeName(n), func(b *testing.B) {
+			skipLarge(b, n)
+			benchRemove(b, build(b, wsparseW(b), n).index, sparsePool(b))
 		})
 	}
 	release("W-SPARSE")

@@ -112,7 +112,9 @@
 //     the operand. Each list entry carries signatures of the attributes
 //     and values its filter needs and up to four of its predicates in
 //     compact form, so most entries are rejected, and many matched,
-//     without reading the filter; only the rest are verified.
+//     without reading the filter; only the rest are verified, from the
+//     filter's record: its predicates in a few bytes each (varints,
+//     float64 bits, strings inline), not its *Filter.
 //   - The dense engine takes filters made only of numeric comparisons and
 //     ranges on attributes ("match all", and "at least" or "score" with
 //     integral weights 1–15), once a group has 32 of them. It keeps each
@@ -127,11 +129,12 @@
 // filter cannot stall every publisher with a quadratic expression.
 //
 // Each distinct payload path is extracted once per event, and only when
-// some filter reached needs it. Match never blocks on Add and Remove (the
-// posting lists are kept in two copies, left-right; dense engines are one
-// copy updated in place), and allocates nothing in steady state except for
-// XML payloads and JSON strings with escapes. The benchmarks in bench/ give
-// the figures.
+// some filter reached needs it. Match never blocks on Add and Remove
+// (posting lists and dense engines are one copy updated in place, with
+// atomic live bits and published lengths; the maps that lead to the lists
+// are kept in two copies, left-right), and allocates nothing in steady
+// state except for XML payloads and JSON strings with escapes. The
+// benchmarks in bench/ give the figures.
 //
 // # Errors
 //

@@ -360,13 +360,20 @@ func (p *Predicate) weight() float64 {
 
 // decide applies the mode to n holding predicates with weight sum w.
 func (f *Filter) decide(n int, w float64) (bool, float64) {
-	switch f.mode {
+	return decide(f.mode, len(f.preds), f.atLeast, f.threshold, n, w)
+}
+
+// decide applies a filter's mode (with its number of predicates, K and
+// threshold) to n holding predicates with weight sum w: the one
+// definition that Eval and the index's records share.
+func decide(mode Mode, npreds, atLeast int, threshold float64, n int, w float64) (bool, float64) {
+	switch mode {
 	case ModeAll:
-		return n == len(f.preds), float64(n)
+		return n == npreds, float64(n)
 	case ModeAtLeast:
-		return n >= f.atLeast, float64(n)
+		return n >= atLeast, float64(n)
 	}
-	return w >= f.threshold, w
+	return w >= threshold, w
 }
 
 const kindString = ontology.KindString

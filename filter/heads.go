@@ -30,7 +30,10 @@ type lhead struct {
 	// otherwise the value signature bits at least one of which an event
 	// needs, from one set membership predicate (0 for none, see anyMask).
 	mask uint64
-	kf   uint32 // the bitmap's key in bits 0–23; the words and flags above
+	// kf is the bitmap's key in bits 0–23, the words and flags above.
+	// Once the head is published, the writer changes only its headDead
+	// bit, atomically, and readers load it atomically.
+	kf   uint32
 	base int16
 	post uint16 // which posting of ents[i] this is
 }
@@ -41,6 +44,7 @@ const (
 	headAWord   = 26      // shift of the word of the any mask (2 bits)
 	headBits    = 1 << 28 // mask is a bitmap
 	headOutside = 1 << 29 // the bitmap's predicate holds outside its window
+	headDead    = 1 << 30 // the posting was removed (see plist)
 )
 
 // open reports whether h rejects no event: it needs no attribute, no
@@ -81,13 +85,14 @@ func headPos(v ontology.Value) int64 {
 	return posOther
 }
 
-// headHolds reports whether the bitmap of h may hold at position pos:
-// false only when the predicate fails for every value at pos.
-func headHolds(h *lhead, pos int64) bool {
+// headHolds reports whether the bitmap of h (whose kf, loaded, is kf)
+// may hold at position pos: false only when the predicate fails for
+// every value at pos.
+func headHolds(h *lhead, kf uint32, pos int64) bool {
 	if d := uint64(pos - int64(h.base)); d < 64 {
 		return h.mask>>d&1 != 0
 	}
-	return pos == posFrac || pos != posAbsent && h.kf&headOutside != 0
+	return pos == posFrac || pos != posAbsent && kf&headOutside != 0
 }
 
 // smallSet returns the bitmap form of p when it has one: p is =, ≠, ∈, ∉
@@ -179,23 +184,23 @@ func roundBound(v ontology.Value, round func(float64) float64) (int64, bool) {
 	return 0, false
 }
 
-// headPred chooses the predicate of match-all filter e, other than
-// implied, that list heads test as a bitmap: of those with a bitmap form
+// headPred chooses the predicate of match-all filter e (drafted as dr),
+// other than implied, that list heads test as a bitmap: of those with a bitmap form
 // on an attribute, the one an event is least likely to satisfy, estimated
 // from the group's popularity counts (the share of filters testing the
 // attribute, times the share of the equalities on it that the bitmap's
 // values take; for values no equality names, the bitmap's share of 64).
 // It returns the predicate's index plus one, or 0 for none. Cost: at most
 // 64 map lookups per candidate predicate. mu must be held.
-func (x *Index) headPred(e *entry, implied int32) uint8 {
-	if e.mode != ModeAll || len(e.preds) >= math.MaxUint8 {
+func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
+	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
 		return 0
 	}
-	total := float64(max(1, x.pop[popKey{group: e.group, key: noKey, kind: popGroup}]))
+	total := float64(max(1, x.groupFilters(e.group)))
 	best, bestEst := 0, 2.0
-	for i := range e.preds {
-		p := &e.preds[i]
-		k := e.keys[i]
+	for i := range dr.f.preds {
+		p := &dr.f.preds[i]
+		k := dr.keys[i]
 		if int32(i) == implied || p.Operand.Source != SourceAttr || k > headKeyMask {
 			continue
 		}
@@ -203,7 +208,11 @@ func (x *Index) headPred(e *entry, implied int32) uint8 {
 		if !ok {
 			continue
 		}
-		eqAll := x.pop[popKey{group: e.group, key: k, kind: popEqAll}]
+		st := x.stats(e.group, k)
+		if st == nil {
+			st = &popStats{}
+		}
+		eqAll := st.eqAll
 		in := float64(bits.OnesCount64(mask)) / 64
 		if eqAll > 0 {
 			// The share of the values the predicate holds for; for ≠ and ∉,
@@ -216,14 +225,14 @@ func (x *Index) headPred(e *entry, implied int32) uint8 {
 			for m != 0 {
 				b := bits.TrailingZeros64(m)
 				m &= m - 1
-				n += x.pop[popKey{group: e.group, key: k, kind: postEq, vk: ontology.Int(base + int64(b)).Key()}]
+				n += st.eqInt(base + int64(b))
 			}
 			in = float64(n) / float64(eqAll)
 			if outside {
 				in = 1 - in
 			}
 		}
-		est := min(1, float64(x.pop[popKey{group: e.group, key: k, kind: postPresent}])/total) * in
+		est := min(1, float64(st.present)/total) * in
 		if est < bestEst {
 			best, bestEst = i+1, est
 		}
@@ -231,21 +240,21 @@ func (x *Index) headPred(e *entry, implied int32) uint8 {
 	return uint8(best)
 }
 
-// makeHead returns the head of posting j of e.
-func makeHead(e *entry, j int) lhead {
+// makeHead returns the head of posting j of e (drafted as dr).
+func makeHead(e *entry, dr *draft, j int) lhead {
 	h := lhead{sig: e.sig, vsig: e.vsig, post: uint16(j), kf: uint32(e.vword) << headVWord}
-	if hp := e.postings[j].head; hp != 0 && e.mode == ModeAll {
+	if hp := e.postings[j].head; hp != 0 && dr.f.mode == ModeAll {
 		i := hp - 1
-		if mask, base, outside, ok := smallSet(&e.preds[i]); ok {
+		if mask, base, outside, ok := smallSet(&dr.f.preds[i]); ok {
 			h.mask, h.base = mask, int16(base)
-			h.kf |= e.keys[i] | headBits
+			h.kf |= dr.keys[i] | headBits
 			if outside {
 				h.kf |= headOutside
 			}
 			return h
 		}
 	}
-	am, aw := anyMask(e, j)
+	am, aw := anyMask(e, dr, j)
 	h.mask = am
 	h.kf |= uint32(aw) << headAWord
 	return h

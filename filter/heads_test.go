@@ -81,7 +81,7 @@ func TestSmallSetAgreesWithHolds(t *testing.T) {
 				if x.present {
 					pos = headPos(x.v)
 				}
-				want, got := p.holds(x), headHolds(h, pos)
+				want, got := p.holds(x), headHolds(h, h.kf, pos)
 				if want {
 					assert.True(t, got, "%+v rejected %v, which it holds for", p, x.v)
 				}
@@ -204,12 +204,15 @@ func TestIndexHeads(t *testing.T) {
 	bitmaps := 0
 	typ, _ := o.Lookup("T")
 	for _, kp := range ix.inst[ix.side.Load()].groups[typ.ID+1].byKey {
-		ls := []*plist{&kp.present}
+		ls := []*plist{kp.present}
 		for _, l := range kp.eq {
 			ls = append(ls, l)
 		}
 		for _, l := range ls {
-			for _, h := range l.heads {
+			if l == nil {
+				continue
+			}
+			for _, h := range l.heads[:l.n.Load()] {
 				if h.kf&headBits != 0 {
 					bitmaps++
 				}

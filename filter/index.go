@@ -34,15 +34,23 @@ import (
 // engine (see dense): kept as compact records, not as *Filter values, and
 // found through bitsets of the filters an event fails.
 //
+// Filters in posting lists are kept as records (record.go), not as
+// *Filter values: the caller keeps its *Filter.
+//
 // Concurrency: Index is safe for concurrent use. Match never blocks on
-// writers and writers never block Match. The posting lists are kept in two
-// copies and readers switch between them (the left-right technique,
-// Ramalhete & Correia 2015): Add and Remove apply each change twice and wait
-// for in-flight Match calls on the older copy to finish. Dense engines are
-// one copy shared by both, updated in place with atomic words and
-// published generations, so adding a filter to one waits for no reader.
-// Add and Remove are serialised among themselves. Match allocates nothing
-// in steady state for events without an XML payload.
+// writers and writers never block Match. The posting lists, like the dense
+// engines, are one copy updated in place: a list appends postings and
+// publishes its length, clears a removed posting's live bit atomically,
+// and moves to new arrays, published by an atomic pointer, when dead
+// postings outnumber live ones (see plist). What leads to the lists — the
+// groups, the keys, the maps from values and affixes to lists — is kept
+// in two copies and readers switch between them (the left-right
+// technique, Ramalhete & Correia 2015): a change there (a new key, a new
+// or emptied list, a range posting) is applied twice, and waits for
+// in-flight Match calls on the older copy to finish. Adding a filter whose
+// lists exist waits for no reader. Add and Remove are serialised among
+// themselves. Match allocates nothing in steady state for events without
+// an XML payload.
 type Index struct {
 	ont *ontology.Ontology
 
@@ -52,12 +60,15 @@ type Index struct {
 	// no entry): the group in the high 32 bits, the engine kind in bit
 	// 31, the engine slot in the low 31.
 	denseAt map[uint64]uint64
-	pop     map[popKey]int32 // popularity of operands and values, for choosing access
+	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
 	keys    map[keyName]*keyRef
 	freeKey []uint32
 	nextKey uint32
-	free    []uint32 // free slots
-	next    uint32   // next unused slot
+	free    []uint32      // free slots
+	next    uint32        // next unused slot
+	pos     [][]int32     // by slot, by posting: the entry's place in its list
+	nslots  atomic.Uint32 // next, published: what readers size Match's scratch by (written under mu, read atomically)
+	recs    recWriter
 
 	inst    [2]*data
 	side    atomic.Uint32 // the copy readers use
@@ -91,24 +102,20 @@ type keyInfo struct {
 	used bool
 }
 
-// entry is one filter as the index holds it. It is shared by both copies
-// and immutable once built, except slot, which only the writer reads.
+// entry is one filter as the index holds it: its record (record.go), not
+// its *Filter, which the caller keeps. It is shared by both copies and
+// immutable once built, except slot, which only the writer reads.
+// Memory: 128 bytes, 64 per posting, and the record (about 30 bytes on
+// W-SPARSE); its postings' list items are in the lists (see plist).
 type entry struct {
 	id       uint64
-	f        *Filter
-	preds    []Predicate // f.preds, one pointer step closer
-	mode     Mode        // f's mode, K and threshold, likewise
-	atLeast  int
-	thresh   float64
-	keyBuf   [6]uint32 // keys live here when they fit, in the entry's own memory
+	rec      []byte // predicates, keys, mode: never written once made
 	slot     uint32
 	group    int // type ID + 1; 0 for AnyType
-	keys     []uint32
 	postings []posting
 	kind     int     // the dense engine kind it could live in, or noDense
 	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
-	weight   float64 // the sum of the predicates' weights
 	multi    bool    // reachable through several postings: deduplicate
 	// sig has bit k%64 set for every attribute key k the filter needs
 	// present (match all filters only): an event whose attribute signature
@@ -120,28 +127,38 @@ type entry struct {
 	// valueBit.
 	vsig  uint64
 	vword uint8
-	// xkey per predicate for SourceXPath predicates
 }
 
-// data is one of the two copies readers switch between.
+// draft is what Add knows of a filter while it enters it in postings —
+// its resolved *Filter and its predicates' keys — and the entry does not
+// keep.
+type draft struct {
+	f    *Filter
+	keys []uint32
+}
+
+// data is one of the two copies readers switch between: the groups, the
+// keys, and what leads to the posting lists (which both copies share).
 type data struct {
 	groups   []*group // by type ID + 1; 0 is AnyType
 	keys     []keyInfo
 	attrKeys map[string]uint32
-	slots    []*entry
-	pos      [][]int32 // by slot, by posting: the entry's place in its list
 }
 
 type group struct {
 	// dense holds, by kind, the group's filters of numeric intervals when
 	// it has enough; the engine is shared by both copies (see dense).
 	dense    [2]*dense
-	eligible [2]int // by kind: dense-eligible filters held in postings
-	direct   plist
-	always   plist
-	byKey    map[uint32]*keyPostings
-	attrs    []*keyPostings // postings on attribute keys
-	pay      []*keyPostings // postings on payload keys
+	eligible [2]int // by kind: dense-eligible filters held in postings (the writer's; readers never read it)
+	direct   *plist // shared by both copies, like every list
+	always   *plist
+	// hide holds, while the group's eligible filters move from postings
+	// into a new dense engine, their slots: readers of a copy that has
+	// the engine skip them in the lists (see newDense).
+	hide  map[uint32]bool
+	byKey map[uint32]*keyPostings
+	attrs []*keyPostings // postings on attribute keys
+	pay   []*keyPostings // postings on payload keys
 }
 
 // NewIndex returns an empty Index whose filters and events use the event
@@ -150,7 +167,7 @@ func NewIndex(o *ontology.Ontology) *Index {
 	if o == nil {
 		panic("filter: NewIndex with a nil ontology")
 	}
-	x := &Index{ont: o, entries: map[uint64]*entry{}, denseAt: map[uint64]uint64{}, keys: map[keyName]*keyRef{}, pop: map[popKey]int32{}}
+	x := &Index{ont: o, entries: map[uint64]*entry{}, denseAt: map[uint64]uint64{}, keys: map[keyName]*keyRef{}, pop: map[int]*groupPop{}}
 	for i := range x.inst {
 		x.inst[i] = &data{groups: make([]*group, o.NumTypes()+1), attrKeys: map[string]uint32{}}
 	}
@@ -176,9 +193,10 @@ func (x *Index) Len() int {
 // fit their declared kinds; those errors wrap ErrInvalid. An id already
 // present returns an error wrapping ErrDuplicateID. When Add returns, every
 // Match that starts afterwards sees the filter. Add may be called
-// concurrently with Match and other Add and Remove calls; it waits for
-// Match calls in flight to leave the copy it updates second. Cost: O(number
-// of predicates) map operations, twice.
+// concurrently with Match and other Add and Remove calls; when it makes a
+// key, a list or a range posting, it waits for Match calls in flight to
+// leave the copy it updates second. Cost: O(number of predicates) map
+// operations.
 func (x *Index) Add(id uint64, f *Filter) error {
 	f, err := Resolve(x.ont, f)
 	if err != nil {
@@ -220,28 +238,25 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, f: f, group: group, kind: kind}
-	for i := range f.preds {
-		e.weight += f.preds[i].weight()
-	}
-	e.preds, e.mode, e.atLeast, e.thresh = f.preds, f.mode, f.atLeast, f.threshold
-	if len(keys) <= len(e.keyBuf) {
-		e.keys = e.keyBuf[:len(keys)]
-	} else {
-		e.keys = make([]uint32, len(keys))
-	}
-	copy(e.keys, keys)
+	e := &entry{id: id, group: group, kind: kind, rec: x.recs.put(f, keys)}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
 	} else {
 		e.slot = x.next
 		x.next++
+		x.nslots.Store(x.next)
 	}
 	x.count(e, 1)
-	x.choosePostings(e)
+	dr := &draft{f: f, keys: keys}
+	x.choosePostings(e, dr)
+	heads := make([]lhead, len(e.postings))
+	items := make([]litem, len(e.postings))
+	for j := range e.postings {
+		heads[j], items[j] = makeHead(e, dr, j), makeItem(e, dr, j)
+	}
 	x.entries[id] = e
-	x.write(func(d *data) { d.insert(e) })
+	x.enter(e, dr, heads, items)
 	return nil
 }
 
@@ -290,26 +305,36 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 	moved := x.migrants(group, kind, keys)
 	mv := x.moveDense(group, kind)
 	for _, o := range moved {
-		x.denseAt[o.id] = denseLoc(group, kind, dn.add(o.id, o.f, o.keys, mv))
+		of, okeys := x.filterOf(o)
+		x.denseAt[o.id] = denseLoc(group, kind, dn.add(o.id, of, okeys, mv))
 		delete(x.entries, o.id)
 	}
 	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, mv))
 	ks := slices.Clone(keys) // keys is on Add's stack
+	x.ensureGroup(group)
+	// The engine and the moved filters' hiding go in together; then the
+	// filters leave the lists (which both copies share), and the hiding
+	// ends.
+	hide := map[uint32]bool{}
+	for _, o := range moved {
+		hide[o.slot] = true
+	}
 	x.write(func(d *data) {
-		for _, o := range moved {
-			d.remove(o)
-		}
 		for i, k := range ks {
 			d.useKey(k, keyNameOf(f, i), nil)
 		}
-		d.group(group).dense[kind] = dn
+		g := d.groups[group]
+		g.dense[kind], g.hide = dn, hide
 	})
 	for _, o := range moved {
+		x.leave(o)
 		// Their keys carry over; their popularity counts become the
 		// engine's (see accessFor).
 		x.count(o, -1)
+		x.recs.live -= len(o.rec)
 		x.free = append(x.free, o.slot)
 	}
+	x.write(func(d *data) { d.groups[group].hide = nil })
 }
 
 // migrants returns, when a filter is about to create the dense engine of
@@ -328,7 +353,7 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 		if o.group != group || o.kind != kind {
 			continue
 		}
-		for _, k := range o.keys {
+		for _, k := range recKeys(o.rec, nil) {
 			attrs[k] = true
 		}
 		moved = append(moved, o)
@@ -357,17 +382,23 @@ func (x *Index) Remove(id uint64) bool {
 	delete(x.entries, id)
 	x.count(e, -1)
 	var dead []uint32
-	for i := range e.f.preds {
-		if id, last := x.releaseKey(keyNameOf(e.f, i)); last {
-			dead = append(dead, id)
+	var buf [denseMaxPreds]uint32
+	for _, k := range recKeys(e.rec, buf[:0]) {
+		if k, last := x.releaseKey(x.inst[0].keys[k].name); last {
+			dead = append(dead, k)
 		}
 	}
-	x.write(func(d *data) {
-		d.remove(e)
-		for _, k := range dead {
-			d.forget(k)
-		}
-	})
+	x.leave(e)
+	if x.recs.live -= len(e.rec); x.recs.dead() {
+		x.compactRecords()
+	}
+	if len(dead) > 0 {
+		x.write(func(d *data) {
+			for _, k := range dead {
+				d.forget(k)
+			}
+		})
+	}
 	x.free = append(x.free, e.slot)
 	return true
 }
@@ -474,49 +505,169 @@ func (x *Index) releaseKey(kn keyName) (uint32, bool) {
 
 // ---- one copy ----
 
-func (d *data) group(i int) *group {
-	g := d.groups[i]
-	if g == nil {
-		g = &group{byKey: map[uint32]*keyPostings{}}
-		d.groups[i] = g
+// ensureGroup makes both copies have group i, with the lists they share.
+// mu must be held.
+func (x *Index) ensureGroup(i int) {
+	if x.inst[0].groups[i] != nil {
+		return
 	}
-	return g
+	direct, always := newPlist(0), newPlist(0)
+	x.write(func(d *data) {
+		d.groups[i] = &group{byKey: map[uint32]*keyPostings{}, direct: direct, always: always}
+	})
 }
 
-func (d *data) insert(e *entry) {
-	for len(d.slots) <= int(e.slot) {
-		d.slots = append(d.slots, nil)
-		d.pos = append(d.pos, nil)
-	}
-	d.slots[e.slot] = e
-	for i, k := range e.keys {
-		d.useKey(k, keyNameOf(e.f, i), e.f.xexpr(i))
-	}
-	g := d.group(e.group)
-	if e.kind != noDense {
-		g.eligible[e.kind]++
+// placed is a list that goes in place of the one of posting p in both
+// copies: new, or moved.
+type placed struct {
+	p posting
+	l *plist
+}
+
+// enter puts e (drafted as dr) into its postings' lists, with the heads
+// and items Add made for them. Appending to a list waits for no reader;
+// only new keys, new or moved lists and range postings (whose spans
+// readers consult) change the copies, through write. mu must be held.
+func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
+	x.ensureGroup(e.group)
+	d := x.inst[1-x.side.Load()]
+	g := d.groups[e.group]
+	for len(x.pos) <= int(e.slot) {
+		x.pos = append(x.pos, nil)
 	}
 	pos := make([]int32, len(e.postings))
+	x.pos[e.slot] = pos
+	var fresh, moved []placed // lists to attach, lists to swap in
+	ranges := false
 	for j, p := range e.postings {
-		pos[j] = d.list(g, p, true).add(e, j)
+		ranges = ranges || p.kind == postRange
+		l, at := findPlaced(fresh, p)
+		if l == nil {
+			l, at = findPlaced(moved, p)
+		}
+		if l == nil {
+			l = d.lookup(g, p)
+		}
+		if l == nil {
+			l = newPlist(grown(0))
+			fresh = append(fresh, placed{p, l})
+			at = &fresh[len(fresh)-1]
+		}
+		if l.full() {
+			l = l.moved(grown(l.live), x.pos)
+			if at == nil {
+				moved = append(moved, placed{p, l})
+			} else {
+				at.l = l
+			}
+		}
+		pos[j] = l.add(e, heads[j], items[j])
 	}
-	d.pos[e.slot] = pos
+	newKey := false
+	for _, k := range dr.keys {
+		if k != noKey && (int(k) >= len(d.keys) || !d.keys[k].used) {
+			newKey = true
+		}
+	}
+	if newKey || ranges || len(fresh) > 0 || len(moved) > 0 {
+		x.write(func(d *data) {
+			for i, k := range dr.keys {
+				d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
+			}
+			g := d.groups[e.group]
+			for _, f := range fresh {
+				d.attach(g, f.p, f.l)
+			}
+			for _, m := range moved {
+				d.swap(g, m.p, m.l)
+			}
+			for _, p := range e.postings {
+				if p.kind == postRange {
+					kp := g.byKey[p.key]
+					kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
+				}
+			}
+		})
+	}
+	if e.kind != noDense {
+		for _, d := range x.inst {
+			d.groups[e.group].eligible[e.kind]++
+		}
+	}
 }
 
-func (d *data) remove(e *entry) {
-	g := d.groups[e.group]
-	d.slots[e.slot] = nil
-	if e.kind != noDense {
-		g.eligible[e.kind]--
-	}
-	pos := d.pos[e.slot]
-	for j, p := range e.postings {
-		if m, q, ok := d.list(g, p, false).del(pos[j]); ok {
-			d.pos[m.slot][q] = pos[j]
+// findPlaced returns the list of ls, and its place in ls, that posting p
+// goes to, or nil.
+func findPlaced(ls []placed, p posting) (*plist, *placed) {
+	for i := range ls {
+		if samePlace(ls[i].p, p) {
+			return ls[i].l, &ls[i]
 		}
-		d.dropPosting(g, p)
 	}
-	d.pos[e.slot] = nil
+	return nil, nil
+}
+
+// samePlace reports whether postings p and q go to the same list.
+func samePlace(p, q posting) bool {
+	return p.kind == q.kind && p.key == q.key && p.vk == q.vk && p.s == q.s && p.bucket == q.bucket
+}
+
+// leave takes e out of its postings' lists, and the lists it leaves
+// empty out of both copies; lists with more dead postings than live ones
+// move. mu must be held.
+func (x *Index) leave(e *entry) {
+	d := x.inst[1-x.side.Load()]
+	g := d.groups[e.group]
+	if e.kind != noDense {
+		for _, d := range x.inst {
+			d.groups[e.group].eligible[e.kind]--
+		}
+	}
+	pos := x.pos[e.slot]
+	var moved []placed
+	var gone []posting // lists left empty
+	ranges := false
+	for j, p := range e.postings {
+		ranges = ranges || p.kind == postRange
+		l, at := findPlaced(moved, p)
+		if l == nil {
+			l = d.lookup(g, p)
+		}
+		if l.del(pos[j]) {
+			l = l.moved(int(l.live)*2, x.pos) // may move the entry's other postings in l
+			if at == nil {
+				moved = append(moved, placed{p, l})
+			} else {
+				at.l = l
+			}
+		}
+		if l.live == 0 {
+			if p.kind == postDirect || p.kind == postAlways {
+				moved = append(moved, placed{p, newPlist(0)})
+			} else {
+				gone = append(gone, p)
+			}
+		}
+	}
+	x.pos[e.slot] = nil
+	if len(gone) == 0 && len(moved) == 0 && !ranges {
+		return
+	}
+	x.write(func(d *data) {
+		g := d.groups[e.group]
+		for _, m := range moved {
+			d.swap(g, m.p, m.l)
+		}
+		for _, p := range e.postings {
+			if p.kind == postRange {
+				kp := g.byKey[p.key]
+				kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
+			}
+		}
+		for _, p := range gone {
+			d.detach(g, p)
+		}
+	})
 }
 
 // useKey makes the copy know key k, named kn (with XPath expression xe

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/antchfx/xmlquery"
@@ -24,6 +25,7 @@ type scratch struct {
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
+	hide    map[uint32]bool       // the group's hidden slots (group.hide)
 	u       []uint64              // dense engines' failed-filter bitset
 	srcs    []src                 // bitsets to OR into u
 	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
@@ -91,7 +93,7 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 			s.ipos = append(s.ipos, posAbsent)
 		}
 	}
-	if n := len(d.slots); len(s.seen) < n {
+	if n := int(x.nslots.Load()); len(s.seen) < n {
 		s.seen = append(s.seen, make([]uint32, n-len(s.seen))...)
 	}
 	s.ev = ev
@@ -170,16 +172,26 @@ func (s *scratch) visit(d *data, g *group) {
 	if g == nil {
 		return
 	}
-	for _, e := range g.direct.ents {
-		s.out = append(s.out, hit{id: e.id, score: e.score})
+	l := g.direct
+	for i := range int(l.n.Load()) {
+		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
+			e := l.ents[i].Load()
+			s.out = append(s.out, hit{id: e.id, score: e.score})
+		}
 	}
 	for _, dn := range g.dense {
 		if dn != nil {
 			dn.match(s, d)
 		}
 	}
-	for _, e := range g.always.ents {
-		s.verify(d, e)
+	s.hide = g.hide
+	l = g.always
+	for i := range int(l.n.Load()) {
+		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
+			if e := l.ents[i].Load(); s.hide == nil || !s.hide[e.slot] {
+				s.verify(d, e)
+			}
+		}
 	}
 	if len(g.attrs) <= len(s.present) {
 		for _, kp := range g.attrs {
@@ -204,7 +216,9 @@ func (s *scratch) visit(d *data, g *group) {
 // probe verifies the filters reached through the postings of one key whose
 // operand is present with value v.
 func (s *scratch) probe(d *data, kp *keyPostings, v val) {
-	s.verifyList(d, &kp.present)
+	if kp.present != nil {
+		s.verifyList(d, kp.present)
+	}
 	if kp.eq != nil && v.v.IsValid() && !v.v.IsNaN() {
 		if l := kp.eq[v.v.Key()]; l != nil {
 			s.verifyList(d, l)
@@ -267,29 +281,34 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 // are few, it touches their items, whose loads do not depend on one
 // another, so that the cache misses overlap; then it checks the items.
 func (s *scratch) verifyList(d *data, l *plist) {
-	if l.open == len(l.heads) {
-		for i := range l.items {
-			s.item(d, l, i) // no head can reject: payload predicates only, say
+	n := int(l.n.Load())
+	heads := l.heads[:n]
+	if int(l.open.Load()) >= n {
+		for i := range heads {
+			if atomic.LoadUint32(&heads[i].kf)&headDead == 0 {
+				s.item(d, l, i) // no head can reject: payload predicates only, say
+			}
 		}
 		return
 	}
 	cand := s.cand[:0]
-	for i := range l.heads {
-		h := &l.heads[i]
-		if h.sig&^s.sig != 0 || h.vsig&^s.vsig[h.kf>>headVWord&3] != 0 {
-			continue // needs an attribute, or an attribute value, the event lacks
+	for i := range heads {
+		h := &heads[i]
+		kf := atomic.LoadUint32(&h.kf)
+		if kf&headDead != 0 || h.sig&^s.sig != 0 || h.vsig&^s.vsig[kf>>headVWord&3] != 0 {
+			continue // removed; or needs an attribute, or an attribute value, the event lacks
 		}
-		if h.kf&headBits != 0 {
-			if !headHolds(h, s.ipos[h.kf&headKeyMask]) {
+		if kf&headBits != 0 {
+			if !headHolds(h, kf, s.ipos[kf&headKeyMask]) {
 				continue // a small-domain predicate fails
 			}
-		} else if h.mask != 0 && h.mask&s.vsig[h.kf>>headAWord&3] == 0 {
+		} else if h.mask != 0 && h.mask&s.vsig[kf>>headAWord&3] == 0 {
 			continue // none of a set's values
 		}
 		cand = append(cand, int32(i))
 	}
 	s.cand = cand
-	if len(cand) > 1 && 4*len(cand) < len(l.heads) {
+	if len(cand) > 1 && 4*len(cand) < n {
 		// Few and far between; when most pass, the items are read in
 		// order anyway and the hardware prefetches them.
 		var t uint8
@@ -308,10 +327,14 @@ func (s *scratch) verifyList(d *data, l *plist) {
 // not hold all its predicates.
 func (s *scratch) item(d *data, l *plist, i int) {
 	it := &l.items[i]
-	if !s.fastHolds(d, it) {
+	if !s.fastHolds(d, it) || s.hide != nil && s.hide[it.slot] {
 		return
 	}
 	if it.flags&itemMulti != 0 {
+		if int(it.slot) >= len(s.seen) {
+			// Added since this Match sized seen.
+			s.seen = append(s.seen, make([]uint32, int(it.slot)+1-len(s.seen))...)
+		}
 		if s.seen[it.slot] == s.epoch {
 			return
 		}
@@ -321,7 +344,7 @@ func (s *scratch) item(d *data, l *plist, i int) {
 		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
 		return
 	}
-	s.verify(d, l.ents[i])
+	s.verify(d, l.ents[i].Load())
 }
 
 // fastHolds reports whether the predicates kept inline in it hold.
@@ -342,42 +365,43 @@ func (s *scratch) fastHolds(d *data, it *litem) bool {
 // match score (with a relative margin of 1e-9, far above the rounding of
 // the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
-	preds := e.preds
+	b := e.rec
+	h := readHead(b)
 	n, w := 0, 0.0
-	rest, restW := len(preds), e.weight
-	for i := range preds {
-		p := &preds[i]
-		var h bool
-		switch p.Operand.Source {
+	rest, restW := h.npreds, h.weight
+	var p rpred
+	for i, j := 0, h.body; i < h.npreds; i++ {
+		j = readPred(b, j, &p)
+		var ok bool
+		switch p.src {
 		case sourceNone:
-			h = true
+			ok = true
 		case SourceXPath:
-			h = s.value(d, e.keys[i]).v.Bool()
+			ok = s.value(d, p.key).v.Bool()
 		default:
-			h = p.holds(s.value(d, e.keys[i]))
+			ok = p.holds(b, s.value(d, p.key))
 		}
 		rest--
-		pw := p.weight()
-		restW -= pw
-		if h {
+		restW -= p.weight
+		if ok {
 			n++
-			w += pw
+			w += p.weight
 			continue
 		}
-		switch e.mode {
+		switch h.mode {
 		case ModeAll:
 			return
 		case ModeAtLeast:
-			if n+rest < e.atLeast {
+			if n+rest < h.atLeast {
 				return
 			}
 		case ModeScore:
-			if w+restW < e.thresh*(1-1e-9) {
+			if w+restW < h.threshold*(1-1e-9) {
 				return
 			}
 		}
 	}
-	if ok, score := e.f.decide(n, w); ok {
+	if ok, score := h.decide(n, w); ok {
 		s.out = append(s.out, hit{id: e.id, score: score})
 	}
 }

@@ -43,46 +43,6 @@ type posting struct {
 	s       string            // postPrefix, postSuffix
 }
 
-// plist is a posting list. It holds entries, not slots, so that
-// verification reaches a filter in one step; and, in the list's own
-// memory, what rejects most of the filters reached without reading them:
-// heads (heads.go), read in order, then items, read for the filters heads
-// let through. Memory: 8 + 32 + 112 bytes per posting.
-type plist struct {
-	ents  []*entry
-	heads []lhead
-	items []litem // by i, like heads
-	open  int     // heads that reject no event (see lhead.open)
-}
-
-// add appends posting j of e to l and returns its place.
-func (l *plist) add(e *entry, j int) int32 {
-	l.ents = append(l.ents, e)
-	h := makeHead(e, j)
-	l.heads = append(l.heads, h)
-	if h.open() {
-		l.open++
-	}
-	l.items = append(l.items, makeItem(e, j))
-	return int32(len(l.ents) - 1)
-}
-
-// del removes the posting at place i, moving the last one into its place;
-// it returns that one's entry and posting, or ok false when none moved.
-func (l *plist) del(i int32) (m *entry, post uint16, ok bool) {
-	last := int32(len(l.ents) - 1)
-	if l.heads[i].open() {
-		l.open--
-	}
-	if i != last {
-		m, post, ok = l.ents[last], l.heads[last].post, true
-		l.ents[i], l.heads[i], l.items[i] = m, l.heads[last], l.items[last]
-	}
-	l.ents[last] = nil
-	l.ents, l.heads, l.items = l.ents[:last], l.heads[:last], l.items[:last]
-	return m, post, ok
-}
-
 // litem is what a posting list keeps of a match-all filter: up to four of
 // its predicates in compact form, other than the one the posting implies,
 // checked before the filter is read. When they are all its predicates
@@ -101,28 +61,29 @@ const (
 	itemMulti
 )
 
-// makeItem returns the list item of posting j of e: the predicates other
-// than the posting's implied one that have a fast form, most selective
-// first (equality, set membership, comparisons, exclusions, presence).
-func makeItem(e *entry, j int) litem {
+// makeItem returns the list item of posting j of e (drafted as dr): the
+// predicates other than the posting's implied one that have a fast form,
+// most selective first (equality, set membership, comparisons,
+// exclusions, presence).
+func makeItem(e *entry, dr *draft, j int) litem {
 	it := litem{id: e.id, slot: e.slot}
 	if e.multi {
 		it.flags |= itemMulti
 	}
-	if e.mode != ModeAll {
+	if dr.f.mode != ModeAll {
 		return it
 	}
 	implied := e.postings[j].implied
 	rest, complete := 0, true
 	var cand [4][4]fastPred // by rank
 	var nc [4]int
-	for i := range e.preds {
-		p := &e.preds[i]
+	for i := range dr.f.preds {
+		p := &dr.f.preds[i]
 		if int32(i) == implied || p.Op == OpTrue {
 			continue
 		}
 		rest++
-		fp, ok := makeFast(p, e.keys[i])
+		fp, ok := makeFast(p, dr.keys[i])
 		if !ok {
 			complete = false
 			continue
@@ -149,17 +110,20 @@ func makeItem(e *entry, j int) litem {
 			}
 		}
 	}
-	if complete && rest == int(it.nfast) && len(e.preds) < 1<<16 {
+	if complete && rest == int(it.nfast) && len(dr.f.preds) < 1<<16 {
 		it.flags |= itemComplete
-		it.npreds = uint16(len(e.preds))
+		it.npreds = uint16(len(dr.f.preds))
 	}
 	return it
 }
 
+// keyPostings is the lists of one key in one group of one copy: the
+// lists themselves are shared by both copies (see plist), the maps and
+// slices that lead to them are each copy's own, changed only through
+// Index.write.
 type keyPostings struct {
 	key        uint32
-	n          int
-	present    plist
+	present    *plist
 	eq         map[ontology.ValueKey]*plist
 	prefix     map[string]*plist
 	suffix     map[string]*plist
@@ -191,11 +155,10 @@ type candidate struct {
 	posts []posting
 }
 
-// choosePostings decides under which postings e is entered. The copy
-// readers do not use is consulted for list lengths; both copies hold the
-// same lists. mu must be held.
-func (x *Index) choosePostings(e *entry) {
-	f := e.f
+// choosePostings decides under which postings e (drafted as dr) is
+// entered, from the group's popularity counts. mu must be held.
+func (x *Index) choosePostings(e *entry, dr *draft) {
+	f := dr.f
 	var cands []candidate
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
 	for i := range f.preds {
@@ -205,7 +168,7 @@ func (x *Index) choosePostings(e *entry) {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(e.group, e.keys[i], i, p))
+		cands = append(cands, x.accessFor(e.group, dr.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
@@ -264,7 +227,7 @@ func (x *Index) choosePostings(e *entry) {
 	if len(e.postings) > maxPostings {
 		e.postings = e.postings[:0]
 		for _, c := range need {
-			e.postings = append(e.postings, posting{kind: postPresent, key: e.keys[c.pred], implied: -1})
+			e.postings = append(e.postings, posting{kind: postPresent, key: dr.keys[c.pred], implied: -1})
 		}
 	}
 	e.multi = len(need) > 1
@@ -273,9 +236,9 @@ func (x *Index) choosePostings(e *entry) {
 		for i := range f.preds {
 			p := &f.preds[i]
 			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
-				e.sig |= 1 << (e.keys[i] & 63)
+				e.sig |= 1 << (dr.keys[i] & 63)
 				if p.Op == OpEQ {
-					vs[sigWord(e.keys[i])] |= valueBit(e.keys[i], p.Value)
+					vs[sigWord(dr.keys[i])] |= valueBit(dr.keys[i], p.Value)
 				}
 			}
 		}
@@ -293,7 +256,7 @@ func (x *Index) choosePostings(e *entry) {
 			if j > 0 && p.implied == e.postings[j-1].implied && p.via == e.postings[j-1].via {
 				p.head = e.postings[j-1].head
 			} else {
-				p.head = x.headPred(e, not)
+				p.head = x.headPred(e, dr, not)
 			}
 		}
 	}
@@ -319,27 +282,27 @@ func (x *Index) densePresent(g int, key uint32) int32 {
 }
 
 // anyMask returns the value signature bits of the members of one set
-// membership predicate on an attribute of match-all filter e, other than
-// the one posting j implies, and their word: an event matches e only if
-// its signature has one of them. Of several, it takes the smallest set;
-// with none, it returns 0.
-func anyMask(e *entry, j int) (uint64, uint8) {
-	if e.mode != ModeAll {
+// membership predicate on an attribute of match-all filter e (drafted as
+// dr), other than the one posting j implies, and their word: an event
+// matches e only if its signature has one of them. Of several, it takes
+// the smallest set; with none, it returns 0.
+func anyMask(e *entry, dr *draft, j int) (uint64, uint8) {
+	if dr.f.mode != ModeAll {
 		return 0, 0
 	}
 	var best uint64
 	var word uint8
-	for i := range e.preds {
-		p := &e.preds[i]
+	for i := range dr.f.preds {
+		p := &dr.f.preds[i]
 		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == e.postings[j].implied {
 			continue
 		}
 		var m uint64
 		for _, v := range p.Set {
-			m |= valueBit(e.keys[i], v)
+			m |= valueBit(dr.keys[i], v)
 		}
 		if best == 0 || bits.OnesCount64(m) < bits.OnesCount64(best) {
-			best, word = m, sigWord(e.keys[i])
+			best, word = m, sigWord(dr.keys[i])
 		}
 	}
 	return best, word
@@ -354,49 +317,150 @@ func allTrue(f *Filter) bool {
 	return true
 }
 
-// popKey counts, per group and operand, the predicates of all filters
-// (chosen as access or not): how many test the operand at all, how many
-// test it for equality, and how many for each value. The counts
-// estimate how often an event reaches a posting, and unlike list lengths
-// they do not shrink when filters avoid a popular value.
-type popKey struct {
-	group int
-	key   uint32
-	kind  postingKind // postPresent, postEq (vk) or popEqAll
-	vk    ontology.ValueKey
+// groupPop is the popularity counts of one group: its filters, and by
+// key ID (small, dense integers) the counts of each operand. Only the
+// writer reads and writes them (Index.mu held).
+type groupPop struct {
+	filters int32
+	keys    []*popStats
 }
 
-const (
-	popEqAll postingKind = 255
-	popGroup postingKind = 254 // with key noKey: the filters of the group
-)
+// popStats counts, for one group and operand, the predicates of all
+// filters (chosen as access or not): how many test the operand at all,
+// how many test it for equality, and how many for each value (integers,
+// and floats of integral value, by their int64 — those in 0…popSmall−1
+// in small —; other values by key). The counts estimate how often an
+// event reaches a posting, and unlike list lengths they do not shrink
+// when filters avoid a popular value.
+type popStats struct {
+	present int32
+	eqAll   int32
+	small   []int32 // by value, as long as the largest counted
+	ints    map[int64]int32
+	other   map[ontology.ValueKey]int32
+}
 
-// count adds delta to the popularity counts of e's predicates. mu must be held.
-func (x *Index) count(e *entry, delta int32) {
-	add := func(k popKey) {
-		if n := x.pop[k] + delta; n != 0 {
-			x.pop[k] = n
+// popSmall bounds the integers counted by slice rather than map.
+const popSmall = 1024
+
+// eqInt returns the count of equalities to the integer n.
+func (st *popStats) eqInt(n int64) int32 {
+	if uint64(n) < uint64(len(st.small)) {
+		return st.small[n]
+	}
+	if n >= 0 && n < popSmall {
+		return 0
+	}
+	return st.ints[n]
+}
+
+// eq returns the count of equalities to v.
+func (st *popStats) eq(v ontology.Value) int32 {
+	if st == nil {
+		return 0
+	}
+	if n, ok := popInt(v); ok {
+		return st.eqInt(n)
+	}
+	return st.other[v.Key()]
+}
+
+// addEq adds delta to the count of equalities to v.
+func (st *popStats) addEq(v ontology.Value, delta int32) {
+	st.eqAll += delta
+	n, ok := popInt(v)
+	switch {
+	case ok && n >= 0 && n < popSmall:
+		for int(n) >= len(st.small) {
+			st.small = append(st.small, 0)
+		}
+		st.small[n] += delta
+	case ok:
+		if st.ints == nil {
+			st.ints = map[int64]int32{}
+		}
+		if c := st.ints[n] + delta; c != 0 {
+			st.ints[n] = c
 		} else {
-			delete(x.pop, k)
+			delete(st.ints, n)
+		}
+	default:
+		if st.other == nil {
+			st.other = map[ontology.ValueKey]int32{}
+		}
+		k := v.Key()
+		if c := st.other[k] + delta; c != 0 {
+			st.other[k] = c
+		} else {
+			delete(st.other, k)
 		}
 	}
-	add(popKey{group: e.group, key: noKey, kind: popGroup})
-	for i := range e.f.preds {
-		p := &e.f.preds[i]
-		key := e.keys[i]
-		if key == noKey {
+}
+
+// popInt returns v as the int64 its ValueKey stands for, when it is an
+// int or a float of integral value (ontology.Value.Key).
+func popInt(v ontology.Value) (int64, bool) {
+	if v.Kind() == ontology.KindInt || v.Kind() == ontology.KindFloat {
+		return integral(v)
+	}
+	return 0, false
+}
+
+// stats returns the counts of key in group g, or nil. mu must be held.
+func (x *Index) stats(g int, key uint32) *popStats {
+	gp := x.pop[g]
+	if gp == nil || int(key) >= len(gp.keys) {
+		return nil
+	}
+	return gp.keys[key]
+}
+
+// groupFilters returns how many filters group g has. mu must be held.
+func (x *Index) groupFilters(g int) int32 {
+	if gp := x.pop[g]; gp != nil {
+		return gp.filters
+	}
+	return 0
+}
+
+// count adds delta to the popularity counts of e's predicates, read from
+// its record. mu must be held.
+func (x *Index) count(e *entry, delta int32) {
+	gp := x.pop[e.group]
+	if gp == nil {
+		gp = &groupPop{}
+		x.pop[e.group] = gp
+	}
+	if gp.filters += delta; gp.filters == 0 {
+		delete(x.pop, e.group) // every count is 0 with it
+	}
+	h := readHead(e.rec)
+	var p rpred
+	for i, j := 0, h.body; i < h.npreds; i++ {
+		j = readPred(e.rec, j, &p)
+		if p.key == noKey {
 			continue
 		}
-		add(popKey{group: e.group, key: key, kind: postPresent})
+		for int(p.key) >= len(gp.keys) {
+			gp.keys = append(gp.keys, nil)
+		}
+		st := gp.keys[p.key]
+		if st == nil {
+			st = &popStats{}
+			gp.keys[p.key] = st
+		}
+		if st.present += delta; st.present == 0 {
+			gp.keys[p.key] = nil // every count is 0 with it
+		}
 		switch {
-		case p.Operand.Source == SourceXPath:
-		case p.Op == OpEQ:
-			add(popKey{group: e.group, key: key, kind: popEqAll})
-			add(popKey{group: e.group, key: key, kind: postEq, vk: p.Value.Key()})
-		case p.Op == OpIn:
-			for _, m := range p.Set {
-				add(popKey{group: e.group, key: key, kind: popEqAll})
-				add(popKey{group: e.group, key: key, kind: postEq, vk: m.Key()})
+		case p.src == SourceXPath:
+		case p.op == OpEQ:
+			st.addEq(p.lo, delta)
+		case p.op == OpIn:
+			for k, b := 0, p.set; k < p.nset; k++ {
+				var m ontology.Value
+				m, b = readValue(e.rec, b)
+				st.addEq(m, delta)
 			}
 		}
 	}
@@ -409,10 +473,15 @@ func (x *Index) count(e *entry, delta int32) {
 // times the value's share among the equalities on the operand; an affix a
 // quarter of presence.
 func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
-	present := float64(x.pop[popKey{group: g, key: key, kind: postPresent}] + x.densePresent(g, key))
-	eqAll := float64(max(1, x.pop[popKey{group: g, key: key, kind: popEqAll}]))
-	eq := func(vk ontology.ValueKey) float64 {
-		return 1 + present*float64(x.pop[popKey{group: g, key: key, kind: postEq, vk: vk}])/eqAll
+	st := x.stats(g, key)
+	var stPresent, stEqAll int32
+	if st != nil {
+		stPresent, stEqAll = st.present, st.eqAll
+	}
+	present := float64(stPresent + x.densePresent(g, key))
+	eqAll := float64(max(1, stEqAll))
+	eq := func(v ontology.Value) float64 {
+		return 1 + present*float64(st.eq(v))/eqAll
 	}
 	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key, implied: -1}}}
 	if p.Operand.Source == SourceXPath {
@@ -422,17 +491,29 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	switch p.Op {
 	case OpEQ:
 		vk := p.Value.Key()
-		return candidate{pred: i, cost: eq(vk), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
+		return candidate{pred: i, cost: eq(p.Value), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
 	case OpIn:
-		c := candidate{pred: i}
-		seen := map[ontology.ValueKey]bool{}
+		c := candidate{pred: i, posts: make([]posting, 0, len(p.Set))}
+		var seen map[ontology.ValueKey]bool // for large sets; small ones look back
+	members:
 		for _, m := range p.Set {
 			vk := m.Key()
-			if seen[vk] {
-				continue
+			if len(p.Set) > 16 {
+				if seen == nil {
+					seen = map[ontology.ValueKey]bool{}
+				}
+				if seen[vk] {
+					continue
+				}
+				seen[vk] = true
+			} else {
+				for _, q := range c.posts {
+					if q.vk == vk {
+						continue members
+					}
+				}
 			}
-			seen[vk] = true
-			c.cost += eq(vk)
+			c.cost += eq(m)
 			c.posts = append(c.posts, posting{kind: postEq, key: key, implied: int32(i), vk: vk})
 		}
 		if pres.cost < c.cost {
@@ -448,10 +529,10 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 		// about those whose values include it, and a bucket's width more.
 		span := max(1, 64-bits.LeadingZeros64(mask))
 		cost := 1 + present/2 // no equality on the key to estimate shares from
-		if eqAll := x.pop[popKey{group: g, key: key, kind: popEqAll}]; eqAll > 0 {
+		if stEqAll > 0 {
 			n := int32(0)
 			for v := base; v < base+int64(span)+1<<rangeShift; v++ {
-				n += x.pop[popKey{group: g, key: key, kind: postEq, vk: ontology.Int(v).Key()}]
+				n += st.eqInt(v)
 			}
 			cost = 1 + present*float64(n)/float64(eqAll)
 		}
@@ -511,14 +592,36 @@ func valueBit(k uint32, v ontology.Value) uint64 {
 
 var sigSeed = maphash.MakeSeed()
 
-// list returns the list posting p lives in, creating it when create is set.
-func (d *data) list(g *group, p posting, create bool) *plist {
+// lookup returns the list of posting p in group g of copy d, or nil.
+func (d *data) lookup(g *group, p posting) *plist {
 	switch p.kind {
 	case postDirect:
-		return &g.direct
+		return g.direct
 	case postAlways:
-		return &g.always
+		return g.always
 	}
+	kp := g.byKey[p.key]
+	if kp == nil {
+		return nil
+	}
+	switch p.kind {
+	case postPresent:
+		return kp.present
+	case postRange:
+		if b := int(p.bucket - kp.rangeLo); b >= 0 && b < len(kp.ranges) {
+			return kp.ranges[b]
+		}
+		return nil
+	case postEq:
+		return kp.eq[p.vk]
+	case postPrefix:
+		return kp.prefix[p.s]
+	}
+	return kp.suffix[p.s]
+}
+
+// attach makes l, new, the list of posting p in group g of copy d.
+func (d *data) attach(g *group, p posting, l *plist) {
 	kp := g.byKey[p.key]
 	if kp == nil {
 		kp = &keyPostings{key: p.key}
@@ -529,16 +632,10 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 			g.pay = append(g.pay, kp)
 		}
 	}
-	if create {
-		kp.n++
-	}
 	switch p.kind {
 	case postPresent:
-		return &kp.present
+		kp.present = l
 	case postRange:
-		if create {
-			kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
-		}
 		switch {
 		case len(kp.ranges) == 0:
 			kp.ranges, kp.rangeLo = []*plist{nil}, p.bucket
@@ -549,22 +646,12 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 		for int(p.bucket-kp.rangeLo) >= len(kp.ranges) {
 			kp.ranges = append(kp.ranges, nil)
 		}
-		l := kp.ranges[p.bucket-kp.rangeLo]
-		if l == nil {
-			l = &plist{}
-			kp.ranges[p.bucket-kp.rangeLo] = l
-		}
-		return l
+		kp.ranges[p.bucket-kp.rangeLo] = l
 	case postEq:
 		if kp.eq == nil {
 			kp.eq = map[ontology.ValueKey]*plist{}
 		}
-		l := kp.eq[p.vk]
-		if l == nil {
-			l = &plist{}
-			kp.eq[p.vk] = l
-		}
-		return l
+		kp.eq[p.vk] = l
 	default:
 		m, lens := &kp.prefix, &kp.prefixLens
 		if p.kind == postSuffix {
@@ -573,43 +660,61 @@ func (d *data) list(g *group, p posting, create bool) *plist {
 		if *m == nil {
 			*m = map[string]*plist{}
 		}
-		l := (*m)[p.s]
-		if l == nil {
-			l = &plist{}
-			(*m)[p.s] = l
-			*lens = addLen(*lens, len(p.s))
-		}
-		return l
+		(*m)[p.s] = l
+		*lens = addLen(*lens, len(p.s))
 	}
 }
 
-// dropPosting accounts for the removal of posting p from its list: it
-// deletes the list when it is now empty, and the key's postings when the
-// key has none left.
-func (d *data) dropPosting(g *group, p posting) {
-	if p.kind == postDirect || p.kind == postAlways {
+// swap puts l in place of the list of posting p in group g of copy d
+// (see plist: a list that moved).
+func (d *data) swap(g *group, p posting, l *plist) {
+	switch p.kind {
+	case postDirect:
+		g.direct = l
+		return
+	case postAlways:
+		g.always = l
 		return
 	}
 	kp := g.byKey[p.key]
-	if p.kind == postRange {
-		kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
+	switch p.kind {
+	case postPresent:
+		kp.present = l
+	case postRange:
+		kp.ranges[p.bucket-kp.rangeLo] = l
+	case postEq:
+		kp.eq[p.vk] = l
+	case postPrefix:
+		kp.prefix[p.s] = l
+	case postSuffix:
+		kp.suffix[p.s] = l
 	}
-	if len(d.list(g, p, false).ents) == 0 {
-		switch p.kind {
-		case postEq:
-			delete(kp.eq, p.vk)
-		case postRange:
-			kp.ranges[p.bucket-kp.rangeLo] = nil
-			kp.trimRanges()
-		case postPrefix:
-			delete(kp.prefix, p.s)
-			kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
-		case postSuffix:
-			delete(kp.suffix, p.s)
-			kp.suffixLens = dropLen(kp.suffixLens, len(p.s))
-		}
+}
+
+// detach takes the list of posting p, left empty, out of group g of copy
+// d, and the key's postings when the key has no list left. It does
+// nothing when the list is not there (detached already).
+func (d *data) detach(g *group, p posting) {
+	if p.kind == postDirect || p.kind == postAlways || d.lookup(g, p) == nil {
+		return
 	}
-	if kp.n--; kp.n > 0 {
+	kp := g.byKey[p.key]
+	switch p.kind {
+	case postPresent:
+		kp.present = nil
+	case postEq:
+		delete(kp.eq, p.vk)
+	case postRange:
+		kp.ranges[p.bucket-kp.rangeLo] = nil
+		kp.trimRanges()
+	case postPrefix:
+		delete(kp.prefix, p.s)
+		kp.prefixLens = dropLen(kp.prefixLens, len(p.s))
+	case postSuffix:
+		delete(kp.suffix, p.s)
+		kp.suffixLens = dropLen(kp.suffixLens, len(p.s))
+	}
+	if kp.present != nil || len(kp.eq) > 0 || len(kp.prefix) > 0 || len(kp.suffix) > 0 || len(kp.ranges) > 0 || len(kp.rangeSpans) > 0 {
 		return
 	}
 	delete(g.byKey, p.key)

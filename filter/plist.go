@@ -1,0 +1,94 @@
+package filter
+
+import "sync/atomic"
+
+// plist is a posting list. It is shared by both copies of the index and
+// updated in place, once, by the writer (Index.mu held); readers never
+// wait for it, and it waits for readers only when it moves.
+//
+// It holds entries, not slots, so that verification reaches a filter in
+// one step; and, in the list's own memory, what rejects most of the
+// filters reached without reading them: heads (heads.go), read in order,
+// then items, read for the filters heads let through. Memory: 8 + 32 +
+// 112 bytes per posting, in arrays up to twice as long as the postings
+// they hold.
+//
+// The arrays are append-only: the writer fills place n and then
+// publishes n+1; a removed posting is marked dead in its head (headDead,
+// set atomically; readers load kf atomically), and its place is not
+// reused. The entry at a place is loaded atomically: the writer replaces
+// it with a copy whose record moved (see Index.compactRecords). When the arrays are full, or dead places outnumber live ones,
+// the writer copies the live postings into a new plist and puts it in
+// place of this one in both copies of the index (Index.write); readers
+// still on the old one finish there, the writer never writes it again,
+// and the garbage collector reclaims it. The writer never writes a
+// published place except to mark it dead.
+type plist struct {
+	n     atomic.Int32
+	open  atomic.Int32 // published heads that reject no event (see lhead.open), dead or alive
+	ents  []atomic.Pointer[entry]
+	heads []lhead
+	items []litem // by place, like heads
+
+	// The writer's, under Index.mu.
+	live, dead int32
+}
+
+func newPlist(c int) *plist {
+	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c), items: make([]litem, c)}
+}
+
+// full reports whether l has no room for another posting.
+func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
+
+// add appends a posting of e, with its head h and item it, to l, which
+// must not be full, and returns its place.
+func (l *plist) add(e *entry, h lhead, it litem) int32 {
+	i := l.n.Load()
+	l.ents[i].Store(e)
+	l.heads[i], l.items[i] = h, it
+	if h.open() {
+		l.open.Add(1)
+	}
+	l.live++
+	l.n.Store(i + 1)
+	return i
+}
+
+// del marks the posting at place i dead. It reports whether l should
+// move (its dead places outnumber the live ones, and some are live).
+func (l *plist) del(i int32) bool {
+	atomic.OrUint32(&l.heads[i].kf, headDead)
+	l.live--
+	l.dead++
+	return l.live > 0 && l.dead >= l.live
+}
+
+// moved returns a new list of capacity c (at least l's live postings)
+// holding the live postings of l, in order. pos is the writer's places
+// of every filter's postings (by slot, by posting), which it updates.
+func (l *plist) moved(c int, pos [][]int32) *plist {
+	nl := newPlist(c)
+	k := int32(0)
+	for i := range int(l.n.Load()) {
+		h := &l.heads[i]
+		if h.kf&headDead != 0 {
+			continue
+		}
+		e := l.ents[i].Load()
+		nl.ents[k].Store(e)
+		nl.heads[k], nl.items[k] = *h, l.items[i]
+		if h.open() {
+			nl.open.Add(1)
+		}
+		pos[e.slot][h.post] = k
+		k++
+	}
+	nl.live = k
+	nl.n.Store(k)
+	return nl
+}
+
+// grown returns the capacity for a list of live postings that needs
+// room for one more.
+func grown(live int32) int { return max(4, 2*int(live+1)) }

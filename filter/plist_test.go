@@ -1,0 +1,229 @@
+package filter
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// TestPlistRebuild adds and removes postings of one list, moving it as
+// Index.enter and Index.leave do, and checks after each step that its
+// published places hold exactly the live postings, in the order they were
+// added, that pos leads to them, and that dead places never outnumber
+// live ones for long.
+func TestPlistRebuild(t *testing.T) {
+	l := newPlist(0)
+	r := rand.New(rand.NewPCG(5, 6))
+	var pos [][]int32
+	var live []*entry // in the order added
+	moves := 0
+	for step := range 3000 {
+		addShare := 4 // of 5: growing and shrinking phases
+		if step/500%2 == 1 {
+			addShare = 1
+		}
+		if len(live) == 0 || r.IntN(5) < addShare {
+			e := &entry{id: uint64(step), slot: uint32(len(pos))}
+			pos = append(pos, []int32{0})
+			if l.full() {
+				l = l.moved(grown(l.live), pos)
+				moves++
+			}
+			pos[e.slot][0] = l.add(e, lhead{post: 0}, litem{id: e.id, slot: e.slot})
+			live = append(live, e)
+		} else {
+			k := r.IntN(len(live))
+			e := live[k]
+			if l.del(pos[e.slot][0]) {
+				l = l.moved(2*int(l.live), pos)
+				moves++
+			}
+			pos[e.slot] = nil
+			live = append(live[:k], live[k+1:]...)
+		}
+		require.Equal(t, int32(len(live)), l.live)
+		var got []*entry
+		for i := range int(l.n.Load()) {
+			if l.heads[i].kf&headDead == 0 {
+				got = append(got, l.ents[i].Load())
+				assert.Equal(t, l.ents[i].Load().id, l.items[i].id)
+			}
+		}
+		if len(live) == 0 {
+			require.Empty(t, got)
+			continue
+		}
+		require.Equal(t, live, got, "step %d", step)
+		for _, e := range live {
+			require.Same(t, e, l.ents[pos[e.slot][0]].Load(), "step %d: pos of %d", step, e.id)
+		}
+		require.Less(t, int(l.dead), max(int(l.live), 1)+1, "dead places never outnumber live ones")
+	}
+	assert.Greater(t, moves, 20, "the list moved to new arrays")
+}
+
+// TestSparseConcurrent runs Match from several goroutines while a writer
+// adds and removes filters that live in posting lists (equality, sets,
+// exclusions, ranges, affixes, presence; every mode), so that lists grow,
+// take tombstones, are rebuilt, are emptied and made again. Each result
+// is checked against Filter.Eval: the filters that never leave are
+// reported exactly; any other reported filter was added and matches,
+// with its score; none is reported twice.
+func TestSparseConcurrent(t *testing.T) {
+	defer func(n int) { recCompactMin = n }(recCompactMin)
+	recCompactMin = 1 << 10 // compact the records while matched, too
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "a", Kind: ontology.KindInt}, {Name: "b", Kind: ontology.KindInt}, {Name: "c", Kind: ontology.KindString}, {Name: "d", Kind: ontology.KindFloat},
+	}}, {Name: "S", Parents: []string{"R"}}})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(7, 8))
+	ival := func() ontology.Value { return ontology.Int(int64(r.IntN(6))) }
+	pred := func() Predicate {
+		switch r.IntN(9) {
+		case 0, 1:
+			return Attr("a").EQ(ival())
+		case 2:
+			return Attr("b").In(ival(), ival(), ival())
+		case 3:
+			return Attr("b").NotIn(ival(), ival())
+		case 4:
+			return Attr("a").NE(ival())
+		case 5:
+			lo := int64(r.IntN(6))
+			return Attr("b").Range(ontology.Int(lo), ontology.Int(lo+1+int64(r.IntN(3))), r.IntN(2) == 0, false)
+		case 6:
+			return Attr("c").Prefix([]string{"", "x", "xy", "y"}[r.IntN(4)])
+		case 7:
+			return Attr("d").GE(ontology.Float(float64(r.IntN(4)) - 0.5))
+		}
+		return Attr("c").Exists()
+	}
+	const total = 8000
+	fs := make([]*Filter, total)
+	for i := range fs {
+		s := Spec{Type: []string{"R", "S", AnyType}[r.IntN(3)]}
+		for range 1 + r.IntN(4) {
+			s.Predicates = append(s.Predicates, pred())
+		}
+		switch r.IntN(4) {
+		case 0:
+			s.Mode, s.AtLeast = ModeAtLeast, 1+r.IntN(len(s.Predicates))
+		case 1:
+			s.Mode, s.Threshold = ModeScore, 1.5
+			w := 0.0
+			for j := range s.Predicates {
+				s.Predicates[j].Weight = float64(1 + r.IntN(2))
+				w += s.Predicates[j].Weight
+			}
+			s.Threshold = min(s.Threshold, w)
+		}
+		fs[i] = MustBuild(s)
+	}
+	var events []*BasicEvent
+	for i := range 12 {
+		ev := &BasicEvent{Type: []string{"R", "S"}[i%2], Attrs: []ontology.Attr{
+			{Name: "a", Value: ival()}, {Name: "b", Value: ival()},
+			{Name: "c", Value: ontology.String([]string{"xyz", "y", ""}[i%3])},
+		}}
+		if i%4 != 0 {
+			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: "d", Value: ontology.Float(float64(i%5) - 1)})
+		}
+		events = append(events, ev)
+	}
+	want := func(id uint64, ev *BasicEvent) (bool, float64) {
+		// S is a subtype of R; Eval ignores the type.
+		if typ := fs[id].Type(); typ != AnyType && typ != ev.Type && !(typ == "R" && ev.Type == "S") {
+			return false, 0
+		}
+		return fs[id].Eval(ev)
+	}
+
+	ix := NewIndex(o)
+	const stable = 300
+	for id := range uint64(stable) {
+		require.NoError(t, ix.Add(id, fs[id]))
+	}
+	var added atomic.Uint64
+	added.Store(stable)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, ev := range events {
+					got := collect(ix, ev)
+					limit := added.Load()
+					for id := range uint64(stable) {
+						ok, score := want(id, ev)
+						g, reported := got[id]
+						if ok != reported || ok && g != score {
+							t.Errorf("stable filter %d on %v: reported %v (score %v), want %v (score %v)", id, ev, reported, g, ok, score)
+							return
+						}
+					}
+					for id, g := range got {
+						if id < stable {
+							continue
+						}
+						if ok, score := want(id, ev); id >= limit || !ok || g != score || math.IsInf(g, -1) {
+							t.Errorf("filter %d reported (score %v) on %v: not added yet (%d), not matching (%v, %v), or twice", id, g, ev, limit, ok, score)
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	var live []uint64
+	for id := uint64(stable); id < total; id++ {
+		added.Store(id + 1)
+		require.NoError(t, ix.Add(id, fs[id]))
+		live = append(live, id)
+		// Remove about as many as are added, in bursts, so that lists
+		// empty out and fill up again.
+		for len(live) > 0 && r.IntN(5) < 2+int(id/1000%2)*2 {
+			k := r.IntN(len(live))
+			require.True(t, ix.Remove(live[k]))
+			live = append(live[:k], live[k+1:]...)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	require.Equal(t, stable+len(live), ix.Len())
+	require.Positive(t, ix.recs.moves, "the records were compacted")
+	for _, ev := range events {
+		got := collect(ix, ev)
+		for id := range uint64(total) {
+			ok, score := want(id, ev)
+			inIndex := id < stable || containsID(live, id)
+			g, reported := got[id]
+			require.Equal(t, ok && inIndex, reported, "filter %d", id)
+			if reported {
+				require.Equal(t, score, g, "filter %d", id)
+			}
+		}
+	}
+}
+
+func containsID(s []uint64, id uint64) bool {
+	for _, x := range s {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,429 @@
+package filter
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"unsafe"
+
+	"github.com/sion-go/sion/ontology"
+)
+
+// Records: a filter of the posting lists as the index keeps it, in place
+// of its *Filter. A record is a few bytes per predicate, written once by
+// the writer into a block of recBlockBytes and never changed, so readers
+// read it plainly:
+//
+//	record    = mode:byte uvarint(npreds) [ uvarint(atLeast) ]
+//	            [ threshold:f64 weightSum:f64 ] { pred } .  (atLeast for ModeAtLeast, the floats for ModeScore)
+//	pred      = op:byte flags:byte [ uvarint(key) ] [ weight:f64 ] operands .
+//	flags     = source (bits 0–1) | loOpen 4 | hiOpen 8 | weighted 16 .
+//	operands  = value (=, ≠, <, ≤, >, ≥, prefix, suffix, contains)
+//	          | value value (ranges) | uvarint(n) uvarint(bytes) n×value (∈, ∉)
+//	          | nothing .
+//	value     = kind:byte ( zigzag varint (int, time) | f64 (float) | byte (bool)
+//	          | uvarint(len) bytes (string) ) .
+//
+// f64 is the little-endian float64 bits, so every float (−0.0, NaN
+// payloads) comes back bit for bit; ints and times come back exactly.
+// Strings are stored inline and read back, without a copy, as strings
+// over the block (its bytes never change once written). Inline, not
+// interned: W-SPARSE and the string workloads have short literals, and a
+// refcounted table would cost every Add and Remove a map operation per
+// string and every evaluation a second memory access. The key of an
+// XPath predicate leads to its compiled expression (keyInfo.x); its
+// record holds only the key. The key of `true` is absent.
+//
+// Memory: on W-SPARSE (3–7 predicates of small ints, sets of 2–4) about
+// 30 bytes a filter.
+
+// recBlockBytes is the size of a record block. A block stays reachable
+// while one of its records is, so the writer counts the bytes of live
+// records, and when the records written since the last compaction
+// (recWriter.written) are more than twice those, and at least
+// recCompactMin more, it copies the live ones into new blocks (see
+// Index.compactRecords).
+const recBlockBytes = 1 << 16
+
+// recCompactMin is the fewest dead record bytes that make the writer
+// compact; a variable so that tests can compact with few filters.
+var recCompactMin = 4 * recBlockBytes
+
+// Flags of an encoded predicate.
+const (
+	recSrcMask  = 3
+	recLoOpen   = 4
+	recHiOpen   = 8
+	recWeighted = 16
+)
+
+// recWriter appends records to blocks. Only the writer (Index.mu held)
+// uses it.
+type recWriter struct {
+	block   []byte // the block being filled; its bytes before len are records
+	buf     []byte // scratch
+	live    int    // bytes of the records of the filters in the index
+	written int    // bytes of the records written since the last compaction
+	moves   int    // compactions so far
+}
+
+// dead reports whether removed records hold enough memory to compact.
+func (w *recWriter) dead() bool {
+	d := w.written - w.live
+	return d > w.live && d >= recCompactMin
+}
+
+// store copies record r into a block and returns the copy.
+func (w *recWriter) store(r []byte) []byte {
+	n := len(r)
+	w.live += n
+	w.written += n
+	if n > recBlockBytes/4 {
+		return append([]byte(nil), r...) // too large to share a block
+	}
+	if len(w.block)+n > cap(w.block) {
+		w.block = make([]byte, 0, recBlockBytes)
+	}
+	at := len(w.block)
+	w.block = append(w.block, r...)
+	return w.block[at : at+n : at+n]
+}
+
+// put stores the record of f (keys: its predicates' keys) and returns it:
+// a slice of a block, capacity trimmed, never written again.
+func (w *recWriter) put(f *Filter, keys []uint32) []byte {
+	w.buf = appendRecord(w.buf[:0], f, keys)
+	return w.store(w.buf)
+}
+
+// compactRecords copies the records of the filters in postings into new
+// blocks, so that the old blocks, mostly holding removed filters'
+// records, can go. An entry is immutable, so each gets a copy with the
+// new record, stored atomically in place of the old one in its lists
+// (plist.ents) and in entries; a reader holding the old entry keeps its
+// record reachable. mu must be held. Cost: O(live filters and their
+// postings), once the removed records outweigh the live ones.
+func (x *Index) compactRecords() {
+	w := &x.recs
+	w.block, w.live, w.written = nil, 0, 0
+	w.moves++
+	d := x.inst[1-x.side.Load()]
+	for id, e := range x.entries {
+		ne := *e
+		ne.rec = w.store(e.rec)
+		g := d.groups[e.group]
+		for j, p := range e.postings {
+			d.lookup(g, p).ents[x.pos[e.slot][j]].Store(&ne)
+		}
+		x.entries[id] = &ne
+	}
+}
+
+// appendRecord appends the record of f to b.
+func appendRecord(b []byte, f *Filter, keys []uint32) []byte {
+	b = append(b, byte(f.mode))
+	b = binary.AppendUvarint(b, uint64(len(f.preds)))
+	switch f.mode {
+	case ModeAtLeast:
+		b = binary.AppendUvarint(b, uint64(f.atLeast))
+	case ModeScore:
+		w := 0.0
+		for i := range f.preds {
+			w += f.preds[i].weight()
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.threshold))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w))
+	}
+	for i := range f.preds {
+		p := &f.preds[i]
+		flags := byte(p.Operand.Source) & recSrcMask
+		if p.LoOpen {
+			flags |= recLoOpen
+		}
+		if p.HiOpen {
+			flags |= recHiOpen
+		}
+		if p.Weight != 0 {
+			flags |= recWeighted
+		}
+		b = append(b, byte(p.Op), flags)
+		if p.Operand.Source != sourceNone {
+			b = binary.AppendUvarint(b, uint64(keys[i]))
+		}
+		if p.Weight != 0 {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Weight))
+		}
+		if p.Operand.Source == SourceXPath {
+			continue // the key's expression is the predicate
+		}
+		switch p.Op {
+		case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE, OpPrefix, OpSuffix, OpContains:
+			b = appendValue(b, p.Value)
+		case OpRange:
+			b = appendValue(appendValue(b, p.Value), p.Hi)
+		case OpIn, OpNotIn:
+			b = binary.AppendUvarint(b, uint64(len(p.Set)))
+			at := len(b)
+			for _, m := range p.Set {
+				b = appendValue(b, m)
+			}
+			// The members' length goes before them.
+			var lb [binary.MaxVarintLen64]byte
+			k := binary.PutUvarint(lb[:], uint64(len(b)-at))
+			b = append(b, lb[:k]...)
+			copy(b[at+k:], b[at:len(b)-k])
+			copy(b[at:], lb[:k])
+		}
+	}
+	return b
+}
+
+func appendValue(b []byte, v ontology.Value) []byte {
+	b = append(b, byte(v.Kind()))
+	switch v.Kind() {
+	case ontology.KindInt, ontology.KindTime:
+		return binary.AppendVarint(b, v.Int())
+	case ontology.KindFloat:
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float()))
+	case ontology.KindBool:
+		if v.Bool() {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	case ontology.KindString:
+		b = binary.AppendUvarint(b, uint64(len(v.Str())))
+		return append(b, v.Str()...)
+	}
+	return b
+}
+
+// readValue decodes the value at b[i:] and returns it and the place after
+// it. A string value is a view of b.
+func readValue(b []byte, i int) (ontology.Value, int) {
+	k := ontology.Kind(b[i])
+	i++
+	switch k {
+	case ontology.KindInt, ontology.KindTime:
+		n, w := binary.Varint(b[i:])
+		if k == ontology.KindTime {
+			return ontology.TimeNanos(n), i + w
+		}
+		return ontology.Int(n), i + w
+	case ontology.KindFloat:
+		return ontology.Float(math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))), i + 8
+	case ontology.KindBool:
+		return ontology.Bool(b[i] != 0), i + 1
+	case ontology.KindString:
+		n, w := binary.Uvarint(b[i:])
+		i += w
+		if n == 0 {
+			return ontology.String(""), i
+		}
+		return ontology.String(unsafe.String(&b[i], int(n))), i + int(n)
+	}
+	return ontology.Value{}, i
+}
+
+// recHead is the header of a record.
+type recHead struct {
+	mode      Mode
+	npreds    int
+	atLeast   int
+	threshold float64
+	weight    float64 // the sum of the predicates' weights (ModeScore; npreds otherwise)
+	body      int     // where the first predicate starts
+}
+
+func readHead(b []byte) recHead {
+	h := recHead{mode: Mode(b[0])}
+	n, w := binary.Uvarint(b[1:])
+	h.npreds, h.body = int(n), 1+w
+	h.weight = float64(h.npreds)
+	switch h.mode {
+	case ModeAtLeast:
+		k, w := binary.Uvarint(b[h.body:])
+		h.atLeast, h.body = int(k), h.body+w
+	case ModeScore:
+		h.threshold = math.Float64frombits(binary.LittleEndian.Uint64(b[h.body:]))
+		h.weight = math.Float64frombits(binary.LittleEndian.Uint64(b[h.body+8:]))
+		h.body += 16
+	}
+	return h
+}
+
+// decide applies the mode to n holding predicates with weight sum w, as
+// Filter.decide does.
+func (h *recHead) decide(n int, w float64) (bool, float64) {
+	return decide(h.mode, h.npreds, h.atLeast, h.threshold, n, w)
+}
+
+// rpred is one predicate read from a record. Its values are views of the
+// record; set members are decoded on demand (member).
+type rpred struct {
+	op     Op
+	src    Source
+	loOpen bool
+	hiOpen bool
+	key    uint32
+	weight float64 // as Predicate.weight: 1 when unweighted
+	lo, hi ontology.Value
+	nset   int
+	set    int // where the first member starts in the record
+}
+
+// readPred decodes the predicate at b[i:] into p and returns the place
+// after it.
+func readPred(b []byte, i int, p *rpred) int {
+	p.op, p.src = Op(b[i]), Source(b[i+1]&recSrcMask)
+	flags := b[i+1]
+	p.loOpen, p.hiOpen = flags&recLoOpen != 0, flags&recHiOpen != 0
+	i += 2
+	p.key = noKey
+	if p.src != sourceNone {
+		k, w := binary.Uvarint(b[i:])
+		p.key, i = uint32(k), i+w
+	}
+	p.weight = 1
+	if flags&recWeighted != 0 {
+		p.weight = math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))
+		i += 8
+	}
+	p.lo, p.hi, p.nset = ontology.Value{}, ontology.Value{}, 0
+	if p.src == SourceXPath {
+		return i
+	}
+	switch p.op {
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE, OpPrefix, OpSuffix, OpContains:
+		p.lo, i = readValue(b, i)
+	case OpRange:
+		p.lo, i = readValue(b, i)
+		p.hi, i = readValue(b, i)
+	case OpIn, OpNotIn:
+		n, w := binary.Uvarint(b[i:])
+		i += w
+		l, w := binary.Uvarint(b[i:])
+		i += w
+		p.nset, p.set = int(n), i
+		i += int(l)
+	}
+	return i
+}
+
+// holds is Predicate.holds for a predicate read from record b; the two
+// agree on every value (the record keeps every literal exactly, and the
+// comparisons are the same calls).
+func (p *rpred) holds(b []byte, x val) bool {
+	switch p.op {
+	case OpTrue:
+		return true
+	case OpExists:
+		return x.present
+	case OpNotExists:
+		return !x.present
+	}
+	if !x.present || x.v.IsNaN() {
+		return false
+	}
+	v := x.v
+	switch p.op {
+	case OpEQ:
+		return ontology.Equal(v, p.lo)
+	case OpNE:
+		return !ontology.Equal(v, p.lo)
+	case OpLT:
+		c, ok := ontology.Compare(v, p.lo)
+		return ok && c < 0
+	case OpLE:
+		c, ok := ontology.Compare(v, p.lo)
+		return ok && c <= 0
+	case OpGT:
+		c, ok := ontology.Compare(v, p.lo)
+		return ok && c > 0
+	case OpGE:
+		c, ok := ontology.Compare(v, p.lo)
+		return ok && c >= 0
+	case OpRange:
+		c, ok := ontology.Compare(v, p.lo)
+		if !ok || c < 0 || c == 0 && p.loOpen {
+			return false
+		}
+		c, ok = ontology.Compare(v, p.hi)
+		return ok && (c < 0 || c == 0 && !p.hiOpen)
+	case OpIn, OpNotIn:
+		in := false
+		for i, j := 0, p.set; i < p.nset; i++ {
+			var m ontology.Value
+			m, j = readValue(b, j)
+			if ontology.Equal(v, m) {
+				in = true
+				break
+			}
+		}
+		return in == (p.op == OpIn)
+	case OpPrefix:
+		return v.Kind() == ontology.KindString && strings.HasPrefix(v.Str(), p.lo.Str())
+	case OpSuffix:
+		return v.Kind() == ontology.KindString && strings.HasSuffix(v.Str(), p.lo.Str())
+	case OpContains:
+		return v.Kind() == ontology.KindString && strings.Contains(v.Str(), p.lo.Str())
+	}
+	return false
+}
+
+// members calls fn with each member of set predicate p of record b.
+func (p *rpred) members(b []byte, fn func(ontology.Value)) {
+	for i, j := 0, p.set; i < p.nset; i++ {
+		var m ontology.Value
+		m, j = readValue(b, j)
+		fn(m)
+	}
+}
+
+// predicate returns p as a Predicate on operand name (the key's name; ""
+// for XPath keys, whose expression the key holds). Its strings are views
+// of b.
+func (p *rpred) predicate(b []byte, name string) Predicate {
+	q := Predicate{Operand: Operand{Source: p.src, Name: name}, Op: p.op, Value: p.lo, Hi: p.hi, LoOpen: p.loOpen, HiOpen: p.hiOpen}
+	if p.weight != 1 {
+		q.Weight = p.weight
+	}
+	if p.nset > 0 {
+		q.Set = make([]ontology.Value, 0, p.nset)
+		p.members(b, func(m ontology.Value) { q.Set = append(q.Set, m) })
+	}
+	return q
+}
+
+// recKeys appends to buf the key of each predicate of record b that has
+// one, in order, and returns it.
+func recKeys(b []byte, buf []uint32) []uint32 {
+	h := readHead(b)
+	var p rpred
+	for i, j := 0, h.body; i < h.npreds; i++ {
+		j = readPred(b, j, &p)
+		if p.key != noKey {
+			buf = append(buf, p.key)
+		}
+	}
+	return buf
+}
+
+// filterOf rebuilds, from its record, the filter of e with the keys of
+// its predicates, for moving it into a dense engine (which reads
+// attribute predicates only; XPath predicates come back without their
+// expression). mu must be held.
+func (x *Index) filterOf(e *entry) (*Filter, []uint32) {
+	h := readHead(e.rec)
+	f := &Filter{mode: h.mode, atLeast: h.atLeast, threshold: h.threshold, preds: make([]Predicate, h.npreds)}
+	keys := make([]uint32, h.npreds)
+	var p rpred
+	for i, j := 0, h.body; i < h.npreds; i++ {
+		j = readPred(e.rec, j, &p)
+		name := ""
+		if p.key != noKey && p.src != SourceXPath {
+			name = x.inst[0].keys[p.key].name.name
+		}
+		f.preds[i], keys[i] = p.predicate(e.rec, name), p.key
+	}
+	return f, keys
+}
