@@ -52,7 +52,7 @@ func (s *scratch) failed(g *dgen, n uint32) []uint64 {
 	}
 	u := s.u[:words]
 	for c, ch := range g.live {
-		dst := u[min(len(u), c*chunkWords):]
+		dst := u[min(len(u), chunkStart(c)>>6):]
 		dst = dst[:min(len(dst), len(ch))]
 		for i := range dst {
 			dst[i] = ^atomic.LoadUint64(&ch[i])
@@ -204,7 +204,7 @@ func orBits(u []uint64, src bitset, lines bool) {
 	last := len(u) - 1
 	body := u[:last]
 	for c, ch := range src {
-		lo := c * chunkWords
+		lo := chunkStart(c) >> 6
 		if lo >= len(body) {
 			break
 		}
@@ -313,7 +313,7 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 		}
 		for b := range weightBits {
 			for c, ch := range a.wb[b] {
-				off := min(len(u), c*chunkWords)
+				off := min(len(u), chunkStart(c)>>6)
 				addMasked(&s.planes, off, flat(src, c), ch, b)
 			}
 		}
@@ -322,8 +322,15 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 		unsure[i>>6] |= 1 << (i & 63)
 	}
 	k := int(g.maxFail.Load())
+	var live []uint64 // the chunk of g.live that word w is in
+	c, next := 0, 0   // the next chunk and its first word
 	for w := range words {
-		l := atomic.LoadUint64(&g.live[w>>(chunkShift-6)][w&(chunkWords-1)])
+		if w == next {
+			live = g.live[c]
+			c++
+			next += len(live)
+		}
+		l := atomic.LoadUint64(&live[w-(next-len(live))])
 		if w == words-1 && n&63 != 0 {
 			l &= 1<<(n&63) - 1
 		}
@@ -365,12 +372,19 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 // orDiff ORs a AND NOT b into dst, reading a and b atomically; b may be
 // nil (no bits).
 func orDiff(dst []uint64, a, b bitset) {
-	for w := range dst {
-		x := atomic.LoadUint64(&a[w>>(chunkShift-6)][w&(chunkWords-1)])
-		if b != nil {
-			x &^= atomic.LoadUint64(&b[w>>(chunkShift-6)][w&(chunkWords-1)])
+	for c, ac := range a {
+		d := dst[min(len(dst), chunkStart(c)>>6):]
+		d = d[:min(len(d), len(ac))]
+		if b == nil {
+			for i := range d {
+				d[i] |= atomic.LoadUint64(&ac[i])
+			}
+			continue
 		}
-		dst[w] |= x
+		bc := b[c][:len(d)]
+		for i := range d {
+			d[i] |= atomic.LoadUint64(&ac[i]) &^ atomic.LoadUint64(&bc[i])
+		}
 	}
 }
 
@@ -378,7 +392,7 @@ func orDiff(dst []uint64, a, b bitset) {
 // scratch bitset wrapped as one chunk.
 func flat(x bitset, c int) []uint64 {
 	if len(x) == 1 {
-		return x[0][min(len(x[0]), c*chunkWords):]
+		return x[0][min(len(x[0]), chunkStart(c)>>6):]
 	}
 	return x[c]
 }
