@@ -485,7 +485,7 @@ func TestDenseNewAttributes(t *testing.T) {
 	}
 	require.Greater(t, dn.layouts, layouts, "the filters on y laid the engine out anew")
 	g := dn.cur.Load()
-	y := g.attrs[dn.keyAttr[ix.keys[keyName{SourceAttr, "y"}].id]]
+	y := g.attrs[dn.keyAttr[ix.attrRefs["y"].id]]
 	require.NotEmpty(t, y.lo.bounds, "y has boundaries")
 	require.NotEmpty(t, y.hi.marks, "y has bitsets")
 	num := func() ontology.Value { return ontology.Int(int64(r.IntN(1200))) }
