@@ -110,19 +110,21 @@ func (b bitset) word(s uint32) *uint64 {
 // Slot arrays and bitsets are split into chunks at fixed slots: the
 // first 2^chunkShift slots in small chunks of 2^smallShift,
 // 2^smallShift, 2^(smallShift+1), … 2^(chunkShift-1) slots (each as large
-// as all before it), every later chunk 2^chunkShift slots. A growing
-// engine adds the next chunk and copies nothing, except that its first
-// chunk starts short and doubles up to its size (at most 2^smallShift
-// slots: 64 KB of IDs). Large chunks hold 64 KB of each bitset: smaller
-// ones made the ORs of match slower (8 KB chunks: 0.54 ms per W-INT
-// event at 10⁶ filters, against 0.40 ms for 128 KB, same session), and
-// match ORs the small chunks together as one block (see blockOf).
+// as all before it: 2^16, 2^16, 2^17, 2^18), every later chunk
+// 2^chunkShift slots. Only an engine's last chunk may be short (a layout
+// makes room for its live filters and few more); a growing engine
+// lengthens it, a copy of at most one chunk, or adds the next one: no
+// Add copies the whole engine (a short first chunk doubles). Large chunks
+// hold 64 KB of each bitset: smaller ones made the ORs of match slower
+// (8 KB chunks, 2^16 slots, for the whole engine: 0.54 ms per W-INT event
+// at 10⁶ filters, against 0.40 ms for 128 KB, same session); match ORs
+// the small chunks together as one block.
 // Variables so that tests can span several chunks with few filters
 // (setChunkShift).
 var (
 	chunkShift uint32 = 19
 	chunkSlots        = 1 << chunkShift
-	smallShift uint32 = chunkShift - 6
+	smallShift uint32 = chunkShift - 3
 	// smallChunks is the number of chunks below chunkSlots.
 	smallChunks = int(chunkShift-smallShift) + 1
 )
@@ -147,12 +149,8 @@ func chunkStart(c int) int {
 	return (c - smallChunks + 1) << chunkShift
 }
 
-// chunkEnd returns the smallest chunk end at or past slots (slots itself
-// within the first chunk, which may be short).
+// chunkEnd returns the smallest chunk end at or past slots.
 func chunkEnd(slots int) int {
-	if slots <= 1<<smallShift {
-		return slots
-	}
 	c, _ := chunkOf(uint32(slots - 1))
 	return chunkStart(c + 1)
 }
@@ -170,10 +168,9 @@ func chunkAt[T any](c [][]T, s uint32) *T {
 
 // growChunks returns c, chunks of a slot array (shift 0) or of a bitset
 // (shift 6: a word per 64 slots), with room for slots slots, a multiple
-// of 64 that chunkEnd leaves unchanged. Within the first chunk, which is
-// the only one that can be short, it is copied into a longer one;
-// beyond, c's chunks (the first made whole) and new ones. The old chunks
-// stay with readers of older generations.
+// of 64. Only the last chunk may be short (slots ends in it); it is
+// copied into a longer one, every other chunk of c is kept and new ones
+// are added. The old chunks stay with readers of older generations.
 func growChunks[T any](c [][]T, slots int, shift uint32) [][]T {
 	have := 0
 	if len(c) > 0 {
@@ -182,24 +179,16 @@ func growChunks[T any](c [][]T, slots int, shift uint32) [][]T {
 	if have >= slots {
 		return c
 	}
-	first := 1 << smallShift
-	if slots <= first {
-		ch := make([]T, slots>>shift)
-		if len(c) > 0 {
-			copy(ch, c[0])
-		}
-		return [][]T{ch}
-	}
 	last, _ := chunkOf(uint32(slots - 1))
 	nc := make([][]T, len(c), last+1)
 	copy(nc, c)
-	if len(nc) > 0 && len(nc[0]) < first>>shift {
-		ch := make([]T, first>>shift)
-		copy(ch, nc[0])
-		nc[0] = ch
+	if k := len(nc) - 1; k >= 0 && have < chunkStart(k+1) {
+		ch := make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift)
+		copy(ch, nc[k])
+		nc[k] = ch
 	}
 	for k := len(nc); k <= last; k++ {
-		nc = append(nc, make([]T, (chunkStart(k+1)-chunkStart(k))>>shift))
+		nc = append(nc, make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift))
 	}
 	return nc
 }
@@ -549,8 +538,9 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 		dn.cur.Store(ng)
 		return ng
 	}
-	// The next chunk; a short first chunk doubles (copied: each slot's
-	// bits are copied about once, and at most half of it is unused).
+	// The end of the last chunk (lengthened, a copy) or of the next one;
+	// a short first chunk doubles (each slot's bits are copied about once,
+	// and at most half of it is unused).
 	slots := chunkEnd(g.slots + 1)
 	if g.slots < 1<<smallShift {
 		slots = min(1<<smallShift, max(64, 2*g.slots))

@@ -211,7 +211,7 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 			live = append(live, s)
 		}
 	}
-	slots := chunkEnd(max(64, (want+63)&^63))
+	slots := max(64, (want+63)&^63)
 	// Without dead slots or dropped attributes, the records, IDs and
 	// places stay as they are, shared with g.
 	keep := len(live) == int(n) && len(used) == len(g.attrs)

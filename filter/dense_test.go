@@ -393,7 +393,7 @@ func TestDenseRecords(t *testing.T) {
 func setChunkShift(k uint32) func() {
 	old := chunkShift
 	set := func(k uint32) {
-		chunkShift, chunkSlots, smallShift = k, 1<<k, max(6, k-6)
+		chunkShift, chunkSlots, smallShift = k, 1<<k, max(6, k-3)
 		smallChunks = int(chunkShift-smallShift) + 1
 	}
 	set(k)
@@ -551,6 +551,17 @@ func TestDenseChunkLevels(t *testing.T) {
 				}
 			}
 			require.Len(t, seen, len(ids), "no chunk was copied once whole")
+
+			// A layout's short last chunk is lengthened; the chunks
+			// before it are kept.
+			short := growChunks[uint64](nil, chunkSlots+chunkSlots/4+640, 6)
+			require.Len(t, short[len(short)-1], (chunkSlots/4+640)/64)
+			longer := growChunks(short, chunkEnd(chunkSlots+chunkSlots/4+641), 6)
+			require.Len(t, longer, len(short))
+			require.Len(t, longer[len(longer)-1], chunkSlots/64)
+			for i := range len(short) - 1 {
+				require.Same(t, &short[i][0], &longer[i][0], "chunk %d kept", i)
+			}
 		})
 	}
 }
