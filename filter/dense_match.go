@@ -43,36 +43,35 @@ func sort1(n int, f func(int) bool) int {
 // numeric reports whether x is a value the engine's bounds compare with.
 func numeric(x val) bool { return x.present && x.v.Kind().Numeric() && !x.v.IsNaN() }
 
-// failedBlock sets words lo…hi-1 of u (a block, see match; lo is the
-// first word of a chunk) to the complement of g's live bitset: the slots
-// that are not live are set.
-func failedBlock(u []uint64, g *dgen, lo, hi int) {
-	c, _ := chunkOf(uint32(lo) << 6)
-	for ; c < len(g.live); c++ {
-		at := chunkStart(c) >> 6
-		if at >= hi {
-			break
-		}
-		ch := g.live[c]
-		dst := u[at:min(hi, at+len(ch))]
+// failed returns the bitset u of n slots' words, with every slot that is
+// not live, or past n, set.
+func (s *scratch) failed(g *dgen, n uint32) []uint64 {
+	words := int(n+63) >> 6
+	if cap(s.u) < words {
+		s.u = make([]uint64, words)
+	}
+	u := s.u[:words]
+	for c, ch := range g.live {
+		dst := u[min(len(u), chunkStart(c)>>6):]
+		dst = dst[:min(len(dst), len(ch))]
 		for i := range dst {
 			dst[i] = ^atomic.LoadUint64(&ch[i])
 		}
 	}
+	if r := n & 63; r != 0 {
+		u[words-1] |= ^uint64(0) << r
+	}
+	return u
 }
 
 // match marks in u every slot the event is known to fail, then verifies
 // the filters left unmarked against their records and appends those that
 // match to s.out.
 //
-// It works a block of u at a time — the small chunks together, then each
-// large chunk (64 KB of u) — so that the block stays in cache while every
-// bitset is ORed into it and its unmarked filters are verified (with u
-// whole, each OR streamed u from memory once n passed a few million
-// slots). In a block, the bitsets are ORed fullest first; once most of
-// the block is set, lines of it that are full are skipped, and when few
-// enough filters are left unmarked that verifying them costs less than
-// the ORs still to do, the rest are not done.
+// The bitsets are ORed fullest first; once most of u is set, lines of u
+// that are full are skipped, and when few enough filters are left
+// unmarked that verifying them costs less than the ORs still to do, the
+// rest are not done.
 func (dn *dense) match(s *scratch, d *data) {
 	g := dn.cur.Load()
 	n := g.n.Load()
@@ -83,11 +82,8 @@ func (dn *dense) match(s *scratch, d *data) {
 		dn.count(s, d, g, n)
 		return
 	}
-	words := int(n+63) >> 6
-	if cap(s.u) < words {
-		s.u = make([]uint64, words)
-	}
-	u := s.u[:words]
+	u := s.failed(g, n)
+	words := len(u)
 	srcs := s.srcs[:0]
 	for _, a := range g.attrs {
 		x := s.value(d, a.key)
@@ -103,31 +99,23 @@ func (dn *dense) match(s *scratch, d *data) {
 		}
 	}
 	slices.SortFunc(srcs, func(a, b src) int { return cmp.Compare(b.held, a.held) })
-	for lo := 0; lo < words; lo += chunkSlots >> 6 {
-		hi := min(words, lo+chunkSlots>>6)
-		failedBlock(u, g, lo, hi)
-		if n&63 != 0 && hi == words {
-			u[hi-1] |= ^uint64(0) << (n & 63)
-		}
-		block := u[lo:hi]
-		for i, sr := range srcs {
-			if i >= orFullFirst {
-				if i%4 == 0 && alive(block)*(verifyWords+words/8) < (len(srcs)-i)*len(block) {
-					break
-				}
-				orBits(u, lo, hi, sr.bits, true)
-				continue
+	for i, sr := range srcs {
+		if i >= orFullFirst {
+			if i%4 == 0 && alive(u)*(verifyWords+words/8) < (len(srcs)-i)*words {
+				break
 			}
-			orBits(u, lo, hi, sr.bits, false)
+			orBits(u, sr.bits, true)
+			continue
 		}
-		for w, uw := range block {
-			for m := ^uw; m != 0; m &= m - 1 {
-				s.verifyDense(d, dn, g, uint32((lo+w)<<6+bits.TrailingZeros64(m)))
-			}
-		}
+		orBits(u, sr.bits, false)
 	}
 	clear(srcs)
 	s.srcs = srcs[:0]
+	for w, uw := range u {
+		for m := ^uw; m != 0; m &= m - 1 {
+			s.verifyDense(d, dn, g, uint32(w<<6+bits.TrailingZeros64(m)))
+		}
+	}
 }
 
 // verifyDense evaluates the record of slot i exactly and records a hit
@@ -206,31 +194,27 @@ func alive(u []uint64) int {
 	return n
 }
 
-// orBits ORs words lo…hi-1 of the engine bitset src into u, of a Match
-// that saw n slots published, a cache line at a time skipping full lines
-// of u when lines is set; lo is the first word of a chunk. Every word but
-// u's last is read plainly: the writer only ever merges into the word of
-// the last slot it published, and the words before it were written before
-// the count this Match loaded (see dense). The last word is read
-// atomically.
-func orBits(u []uint64, lo, hi int, src bitset, lines bool) {
+// orBits ORs the engine bitset src into u, of a Match that saw n slots
+// published, a cache line at a time skipping full lines of u when lines
+// is set. Every word but u's last is read plainly: the writer only ever
+// merges into the word of the last slot it published, and the words
+// before it were written before the count this Match loaded (see dense).
+// The last word is read atomically.
+func orBits(u []uint64, src bitset, lines bool) {
 	last := len(u) - 1
-	end := min(hi, last)
-	c, _ := chunkOf(uint32(lo) << 6)
-	for ; c < len(src); c++ {
-		at := chunkStart(c) >> 6
-		if at >= end {
+	body := u[:last]
+	for c, ch := range src {
+		lo := chunkStart(c) >> 6
+		if lo >= len(body) {
 			break
 		}
 		if lines {
-			orLines(u[at:end], src[c])
+			orLines(body[lo:], ch)
 		} else {
-			orInto(u[at:end], src[c])
+			orInto(body[lo:], ch)
 		}
 	}
-	if hi > last {
-		u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
-	}
+	u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
 }
 
 // orLines ORs src into dst a cache line (8 words) at a time, skipping the
@@ -305,7 +289,7 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 			var lo bitset
 			if c < len(a.lo.marks) {
 				lo = a.lo.marks[c]
-				orBits(u, 0, len(u), lo, false)
+				orBits(u, lo, false)
 			}
 			if c > 0 {
 				orDiff(unsure, a.lo.marks[c-1], lo)
@@ -318,7 +302,7 @@ func (dn *dense) count(s *scratch, d *data, g *dgen, n uint32) {
 			var hi bitset
 			if c >= 0 {
 				hi = a.hi.marks[c]
-				orBits(u, 0, len(u), hi, false)
+				orBits(u, hi, false)
 			}
 			if c+1 < len(a.hi.marks) {
 				orDiff(unsure, a.hi.marks[c+1], hi)
