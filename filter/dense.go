@@ -33,8 +33,8 @@ import (
 // in, its ID and its record's place.
 //
 // Slot arrays and bitsets are split into chunks (see chunkOf), so that
-// a growing engine adds chunks and copies nothing but its first, short
-// chunk; records go into blocks of blockBytes.
+// a growing engine adds chunks and copies at most its short last chunk;
+// records go into blocks of blockBytes.
 //
 // Concurrency: an engine is shared by both copies of the Index and
 // updated in place, once, by the writer (Index.mu held). Readers load the
@@ -112,13 +112,13 @@ func (b bitset) word(s uint32) *uint64 {
 // 2^smallShift, 2^(smallShift+1), … 2^(chunkShift-1) slots (each as large
 // as all before it: 2^16, 2^16, 2^17, 2^18), every later chunk
 // 2^chunkShift slots. Only an engine's last chunk may be short (a layout
-// makes room for its live filters and few more); a growing engine
-// lengthens it, a copy of at most one chunk, or adds the next one: no
-// Add copies the whole engine (a short first chunk doubles). Large chunks
-// hold 64 KB of each bitset: smaller ones made the ORs of match slower
-// (8 KB chunks, 2^16 slots, for the whole engine: 0.54 ms per W-INT event
-// at 10⁶ filters, against 0.40 ms for 128 KB, same session); match ORs
-// the small chunks together as one block.
+// makes room for its live filters only); a growing engine lengthens it,
+// a copy of at most one chunk, or adds the next one, so that past its
+// first chunk (which doubles, copied) no Add copies the whole engine.
+// Large chunks hold 64 KB of each bitset: smaller ones made the ORs of
+// match slower (8 KB chunks, 2^16 slots, for the whole engine: 0.54 ms
+// per W-INT event at 10⁶ filters, against 0.40 ms for 128 KB, same
+// session).
 // Variables so that tests can span several chunks with few filters
 // (setChunkShift).
 var (

@@ -57,9 +57,9 @@ type Index struct {
 	// + 1 (0: AnyType) and attribute name as filters spell it: one map
 	// access per predicate instead of two and a binary search.
 	vocab []map[string]attrLookup
-	keys  map[keyName]*keyRef // operand keys but attributes'
-	// attrRefs is keys for attributes, by name: a string map is about
-	// half the cost of a keyName map in an Add.
+	keys  map[keyName]*keyRef // the keys of payload and XPath operands
+	// attrRefs holds the keys of attributes, by name: a string map costs
+	// about half what a keyName map does in an Add.
 	attrRefs map[string]*keyRef
 	freeKey  []uint32
 	nextKey  uint32
