@@ -32,10 +32,9 @@ import (
 // that is about 80 bytes, plus one bit per checkpoint bitset it could be
 // in, its ID and its record's place.
 //
-// Slot arrays and bitsets are split into chunks of chunkSlots slots (an
-// engine smaller than one chunk has one, grown by doubling), so that a
-// growing engine adds chunks and copies nothing; records go into blocks
-// of blockBytes.
+// Slot arrays and bitsets are split into chunks (see chunkOf), so that
+// a growing engine adds chunks and copies at most its short last chunk;
+// records go into blocks of blockBytes.
 //
 // Concurrency: an engine is shared by both copies of the Index and
 // updated in place, once, by the writer (Index.mu held). Readers load the
@@ -98,23 +97,63 @@ type dgen struct {
 	attrs   []*dattr      // by attribute index
 }
 
-// bitset is a chunked bitset of slots, chunkWords words a chunk (the only
-// chunk of a small engine may be shorter). Its words are read and written
+// bitset is a chunked bitset of slots, laid out as the slot arrays (see
+// chunkOf), a word for 64 slots. Its words are read and written
 // atomically.
 type bitset [][]uint64
 
-func (b bitset) word(s uint32) *uint64 { return &b[s>>chunkShift][s>>6&uint32(chunkWords-1)] }
+func (b bitset) word(s uint32) *uint64 {
+	c, i := chunkOf(s)
+	return &b[c][i>>6]
+}
 
-// Chunks hold 2^chunkShift slots: 64 KB of each bitset. Smaller chunks
-// made the ORs of match slower (8 KB chunks: 0.54 ms per W-INT event at
-// 10⁶ filters, against 0.40 ms for 128 KB, same session), larger ones
-// leave more room unused in an engine just past a chunk. Variables so that
-// tests can span several chunks with few filters (setChunkShift).
+// Slot arrays and bitsets are split into chunks at fixed slots: the
+// first 2^chunkShift slots in small chunks of 2^smallShift,
+// 2^smallShift, 2^(smallShift+1), … 2^(chunkShift-1) slots (each as large
+// as all before it: 2^16, 2^16, 2^17, 2^18), every later chunk
+// 2^chunkShift slots. Only an engine's last chunk may be short (a layout
+// makes room for its live filters only); a growing engine lengthens it,
+// a copy of at most one chunk, or adds the next one, so that past its
+// first chunk (which doubles, copied) no Add copies the whole engine.
+// Large chunks hold 64 KB of each bitset: smaller ones made the ORs of
+// match slower (8 KB chunks, 2^16 slots, for the whole engine: 0.54 ms
+// per W-INT event at 10⁶ filters, against 0.40 ms for 128 KB, same
+// session).
+// Variables so that tests can span several chunks with few filters
+// (setChunkShift).
 var (
 	chunkShift uint32 = 19
 	chunkSlots        = 1 << chunkShift
-	chunkWords        = chunkSlots / 64
+	smallShift uint32 = chunkShift - 3
+	// smallChunks is the number of chunks below chunkSlots.
+	smallChunks = int(chunkShift-smallShift) + 1
 )
+
+// chunkOf returns the chunk of slot s and s's place in it.
+func chunkOf(s uint32) (c int, i uint32) {
+	if s >= uint32(chunkSlots) {
+		return int(s>>chunkShift) + smallChunks - 1, s & uint32(chunkSlots-1)
+	}
+	k := bits.Len32(s >> smallShift)
+	return k, s & (1<<(smallShift+uint32(max(k, 1))-1) - 1)
+}
+
+// chunkStart returns the first slot of chunk c.
+func chunkStart(c int) int {
+	switch {
+	case c == 0:
+		return 0
+	case c < smallChunks:
+		return 1 << (smallShift + uint32(c) - 1)
+	}
+	return (c - smallChunks + 1) << chunkShift
+}
+
+// chunkEnd returns the smallest chunk end at or past slots.
+func chunkEnd(slots int) int {
+	c, _ := chunkOf(uint32(slots - 1))
+	return chunkStart(c + 1)
+}
 
 const (
 	blockShift = 20
@@ -122,36 +161,34 @@ const (
 	maxBlocks  = 1 << (32 - blockShift)
 )
 
-func chunkAt[T any](c [][]T, s uint32) *T { return &c[s>>chunkShift][s&uint32(chunkSlots-1)] }
+func chunkAt[T any](c [][]T, s uint32) *T {
+	k, i := chunkOf(s)
+	return &c[k][i]
+}
 
-// growChunks returns c with room for n elements, chunk elements a chunk:
-// below one chunk, a single chunk copied into a larger one; beyond, the
-// old chunks (the first made whole) and new ones. The old chunks stay
-// with readers of older generations.
-func growChunks[T any](c [][]T, n, chunk int) [][]T {
+// growChunks returns c, chunks of a slot array (shift 0) or of a bitset
+// (shift 6: a word per 64 slots), with room for slots slots, a multiple
+// of 64. Only the last chunk may be short (slots ends in it); it is
+// copied into a longer one, every other chunk of c is kept and new ones
+// are added. The old chunks stay with readers of older generations.
+func growChunks[T any](c [][]T, slots int, shift uint32) [][]T {
 	have := 0
-	for _, ch := range c {
-		have += len(ch)
+	if len(c) > 0 {
+		have = chunkStart(len(c)-1) + len(c[len(c)-1])<<shift
 	}
-	if have >= n {
+	if have >= slots {
 		return c
 	}
-	if n <= chunk {
-		ch := make([]T, n)
-		if len(c) > 0 {
-			copy(ch, c[0])
-		}
-		return [][]T{ch}
-	}
-	nc := make([][]T, len(c), (n+chunk-1)/chunk)
+	last, _ := chunkOf(uint32(slots - 1))
+	nc := make([][]T, len(c), last+1)
 	copy(nc, c)
-	if len(nc) > 0 && len(nc[0]) < chunk {
-		ch := make([]T, chunk)
-		copy(ch, nc[0])
-		nc[0] = ch
+	if k := len(nc) - 1; k >= 0 && have < chunkStart(k+1) {
+		ch := make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift)
+		copy(ch, nc[k])
+		nc[k] = ch
 	}
-	for have = len(nc) * chunk; have < n; have += chunk {
-		nc = append(nc, make([]T, chunk))
+	for k := len(nc); k <= last; k++ {
+		nc = append(nc, make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift))
 	}
 	return nc
 }
@@ -467,10 +504,10 @@ func successor(g *dgen) *dgen {
 // addAttr gives attribute key k an index in a new generation.
 func (dn *dense) addAttr(g *dgen, k uint32) *dgen {
 	a := &dattr{key: k}
-	a.has = growChunks[uint64](nil, g.live.nwords(), chunkWords)
+	a.has = growChunks[uint64](nil, g.slots, 6)
 	if dn.counting {
 		for b := range a.wb {
-			a.wb[b] = growChunks[uint64](nil, g.live.nwords(), chunkWords)
+			a.wb[b] = growChunks[uint64](nil, g.slots, 6)
 		}
 	}
 	dn.keyAttr[k] = uint8(len(g.attrs))
@@ -479,15 +516,6 @@ func (dn *dense) addAttr(g *dgen, k uint32) *dgen {
 	ng.attrs = append(g.attrs[:len(g.attrs):len(g.attrs)], a)
 	dn.cur.Store(ng)
 	return ng
-}
-
-// nwords returns the bitset's length in words.
-func (b bitset) nwords() int {
-	n := 0
-	for _, ch := range b {
-		n += len(ch)
-	}
-	return n
 }
 
 // grow returns a new generation with room for one more slot, or, with
@@ -510,12 +538,12 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 		dn.cur.Store(ng)
 		return ng
 	}
-	slots := g.slots + chunkSlots
-	if g.slots < chunkSlots {
-		// One chunk, doubled (copied): each slot's bits are copied about
-		// once (by a quarter, five times: an Add on 10⁵ filters took twice
-		// as long), and at most half of the chunk is unused.
-		slots = min(chunkSlots, max(64, 2*g.slots))
+	// The end of the last chunk (lengthened, a copy) or of the next one;
+	// a short first chunk doubles (each slot's bits are copied about once,
+	// and at most half of it is unused).
+	slots := chunkEnd(g.slots + 1)
+	if g.slots < 1<<smallShift {
+		slots = min(1<<smallShift, max(64, 2*g.slots))
 	}
 	dn.resize(g, ng, slots)
 	dn.cur.Store(ng)
@@ -525,21 +553,20 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 // resize gives ng, a successor of g, room for slots slots, sharing g's
 // chunks where they are whole.
 func (dn *dense) resize(g, ng *dgen, slots int) {
-	words := slots >> 6
 	ng.slots = slots
-	ng.ids = growChunks(g.ids, slots, chunkSlots)
-	ng.off = growChunks(g.off, slots, chunkSlots)
+	ng.ids = growChunks(g.ids, slots, 0)
+	ng.off = growChunks(g.off, slots, 0)
 	if dn.counting {
-		ng.allowed = growChunks(g.allowed, slots, chunkSlots)
+		ng.allowed = growChunks(g.allowed, slots, 0)
 	}
-	ng.live = growChunks(g.live, words, chunkWords)
+	ng.live = growChunks(g.live, slots, 6)
 	ng.attrs = make([]*dattr, len(g.attrs))
 	for i, a := range g.attrs {
-		na := &dattr{key: a.key, has: growChunks(a.has, words, chunkWords)}
+		na := &dattr{key: a.key, has: growChunks(a.has, slots, 6)}
 		na.pres.Store(a.pres.Load())
 		if dn.counting {
 			for b := range a.wb {
-				na.wb[b] = growChunks(a.wb[b], words, chunkWords)
+				na.wb[b] = growChunks(a.wb[b], slots, 6)
 			}
 		}
 		for _, s := range [2][2]*dside{{&na.lo, &a.lo}, {&na.hi, &a.hi}} {
@@ -548,7 +575,7 @@ func (dn *dense) resize(g, ng *dgen, slots int) {
 			to.marks = make([]bitset, len(from.marks))
 			to.held = make([]atomic.Int32, len(from.marks))
 			for c := range from.marks {
-				to.marks[c] = growChunks(from.marks[c], words, chunkWords)
+				to.marks[c] = growChunks(from.marks[c], slots, 6)
 				to.held[c].Store(from.held[c].Load())
 			}
 		}

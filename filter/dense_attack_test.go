@@ -584,6 +584,7 @@ func TestAttackDenseChurn(t *testing.T) {
 		}
 		ix.mu.Lock()
 		require.Empty(t, ix.keys, "every key released")
+		require.Empty(t, ix.attrRefs, "every attribute key released")
 		ix.mu.Unlock()
 	}
 }

@@ -212,9 +212,6 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 		}
 	}
 	slots := max(64, (want+63)&^63)
-	if slots > chunkSlots {
-		slots = (slots + chunkSlots - 1) &^ (chunkSlots - 1)
-	}
 	// Without dead slots or dropped attributes, the records, IDs and
 	// places stay as they are, shared with g.
 	keep := len(live) == int(n) && len(used) == len(g.attrs)
@@ -238,8 +235,8 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 		}
 	}
 	for i, a := range ng.attrs {
-		a.lo.layout(los[i], slots>>6, dn.marks())
-		a.hi.layout(his[i], slots>>6, dn.marks())
+		a.lo.layout(los[i], slots, dn.marks())
+		a.hi.layout(his[i], slots, dn.marks())
 	}
 	// Records, renumbered, into blocks.
 	maxFail := g.maxFail.Load()
@@ -307,8 +304,8 @@ func (dn *dense) layout(g *dgen, want int, moved func(id uint64, slot uint32)) *
 }
 
 // layout places up to marks boundaries at the quantiles of the sample of
-// bounds, and makes their (empty) bitsets of words words.
-func (sd *dside) layout(sample []float64, words, marks int) {
+// bounds, and makes their (empty) bitsets of slots slots.
+func (sd *dside) layout(sample []float64, slots, marks int) {
 	slices.Sort(sample)
 	k := min(marks, len(sample)/4)
 	sd.bounds = nil
@@ -321,6 +318,6 @@ func (sd *dside) layout(sample []float64, words, marks int) {
 	sd.marks = make([]bitset, len(sd.bounds))
 	sd.held = make([]atomic.Int32, len(sd.bounds))
 	for c := range sd.marks {
-		sd.marks[c] = growChunks[uint64](nil, words, chunkWords)
+		sd.marks[c] = growChunks[uint64](nil, slots, 6)
 	}
 }

@@ -392,7 +392,10 @@ func TestDenseRecords(t *testing.T) {
 // it returns to restore them.
 func setChunkShift(k uint32) func() {
 	old := chunkShift
-	set := func(k uint32) { chunkShift, chunkSlots, chunkWords = k, 1<<k, 1<<k/64 }
+	set := func(k uint32) {
+		chunkShift, chunkSlots, smallShift = k, 1<<k, max(6, k-3)
+		smallChunks = int(chunkShift-smallShift) + 1
+	}
 	set(k)
 	return func() { set(old) }
 }
@@ -482,11 +485,165 @@ func TestDenseNewAttributes(t *testing.T) {
 	}
 	require.Greater(t, dn.layouts, layouts, "the filters on y laid the engine out anew")
 	g := dn.cur.Load()
-	y := g.attrs[dn.keyAttr[ix.keys[keyName{SourceAttr, "y"}].id]]
+	y := g.attrs[dn.keyAttr[ix.attrRefs["y"].id]]
 	require.NotEmpty(t, y.lo.bounds, "y has boundaries")
 	require.NotEmpty(t, y.hi.marks, "y has bitsets")
 	num := func() ontology.Value { return ontology.Int(int64(r.IntN(1200))) }
 	for range 50 {
 		checkDenseEvent(t, r, ix, bf, []string{"x", "y"}, num)
+	}
+}
+
+// TestDenseChunkLevels checks the chunk layout for several chunk sizes:
+// chunkOf and chunkStart agree slot by slot, chunks are as large as all
+// before them up to chunkSlots, and growChunks, from empty to past three
+// large chunks, copies only the short first chunk: every other chunk,
+// once made, is the same memory in every later array.
+func TestDenseChunkLevels(t *testing.T) {
+	for _, k := range []uint32{10, 12, 19} {
+		t.Run(fmt.Sprintf("shift=%d", k), func(t *testing.T) {
+			defer setChunkShift(k)()
+			end := 3*chunkSlots + chunkSlots/2
+			c, at := 0, 0
+			for s := range end {
+				if s == chunkStart(c+1) {
+					c, at = c+1, 0
+				}
+				gc, gi := chunkOf(uint32(s))
+				if gc != c || gi != uint32(at) {
+					require.Failf(t, "chunkOf", "slot %d: chunk %d place %d, want %d %d", s, gc, gi, c, at)
+				}
+				at++
+			}
+			for c := 1; c < smallChunks; c++ {
+				assert.Equal(t, chunkStart(c), chunkStart(c+1)-chunkStart(c), "chunk %d is as large as all before it", c)
+			}
+			assert.Equal(t, chunkSlots, chunkStart(smallChunks))
+			assert.Equal(t, 2*chunkSlots, chunkStart(smallChunks+1))
+
+			var ids [][]uint64
+			var bits bitset
+			seen := map[*uint64]int{} // first element of each chunk → its index
+			for slots := 64; slots <= end; {
+				ids = growChunks(ids, slots, 0)
+				bits = growChunks(bits, slots, 6)
+				require.Equal(t, len(ids), len(bits))
+				for i, ch := range ids {
+					require.Equal(t, len(ch), len(bits[i])*64, "chunk %d", i)
+					if i == 0 && len(ch) < 1<<smallShift {
+						continue
+					}
+					if j, ok := seen[&bits[i][0]]; ok {
+						require.Equal(t, i, j)
+					}
+					seen[&bits[i][0]] = i
+				}
+				have := chunkStart(len(ids)-1) + len(ids[len(ids)-1])
+				require.GreaterOrEqual(t, have, slots)
+				// A slot written through chunkAt and word reads back.
+				*chunkAt(ids, uint32(slots-1)) = uint64(slots)
+				*bits.word(uint32(slots - 1)) |= 1 << ((slots - 1) & 63)
+				require.Equal(t, uint64(slots), ids[len(ids)-1][len(ids[len(ids)-1])-(have-slots)-1])
+				if slots < 1<<smallShift {
+					slots *= 2
+				} else {
+					slots = chunkEnd(slots + 1)
+				}
+			}
+			require.Len(t, seen, len(ids), "no chunk was copied once whole")
+
+			// A layout's short last chunk is lengthened; the chunks
+			// before it are kept.
+			short := growChunks[uint64](nil, chunkSlots+chunkSlots/4+640, 6)
+			require.Len(t, short[len(short)-1], (chunkSlots/4+640)/64)
+			longer := growChunks(short, chunkEnd(chunkSlots+chunkSlots/4+641), 6)
+			require.Len(t, longer, len(short))
+			require.Len(t, longer[len(longer)-1], chunkSlots/64)
+			for i := range len(short) - 1 {
+				require.Same(t, &short[i][0], &longer[i][0], "chunk %d kept", i)
+			}
+		})
+	}
+}
+
+// TestDenseGrowsThroughLevels fills an engine from empty through every
+// chunk level — the short first chunk doubling, each small chunk, then
+// large ones — while readers match concurrently (run with -race). Every
+// filter matches the event or none does by its ID's parity; a Match must
+// report every even filter added before it started and no odd one, nor
+// one added after it returned. The small engine then compares with the
+// oracle on random events.
+func TestDenseGrowsThroughLevels(t *testing.T) {
+	defer setChunkShift(12)()
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "x", Kind: ontology.KindInt}, {Name: "y", Kind: ontology.KindInt}, {Name: "z", Kind: ontology.KindFloat},
+	}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	ev := &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "x", Value: ontology.Int(50)}, {Name: "y", Value: ontology.Int(7)}, {Name: "z", Value: ontology.Float(0.5)}}}
+	r := rand.New(rand.NewPCG(7, 8))
+	filterFor := func(id uint64) *Filter {
+		lo := int64(r.IntN(50))
+		if id%2 == 1 {
+			lo = 51 + int64(r.IntN(40))
+		}
+		return MustBuild(Spec{Type: "R", Predicates: []Predicate{
+			Attr("x").Range(ontology.Int(lo), ontology.Int(lo+50), false, false),
+			Attr("y").LT(ontology.Int(int64(8 + r.IntN(100)))),
+			Attr("z").GE(ontology.Float(-float64(r.IntN(3)))),
+		}})
+	}
+	var added atomic.Uint64 // filters 0…added-1 were added before a Match that loads it
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				before := added.Load()
+				got := collect(ix, ev)
+				after := added.Load()
+				for id := uint64(0); id < before; id += 2 {
+					if _, ok := got[id]; !ok {
+						t.Errorf("filter %d, which matches and was added before Match, was not reported (%d added)", id, before)
+						return
+					}
+				}
+				for id := range got {
+					if id%2 == 1 || id >= after+1 {
+						t.Errorf("filter %d reported: it does not match, or was not added yet (%d added)", id, after)
+						return
+					}
+				}
+			}
+		}()
+	}
+	n := uint64(2*chunkSlots + 1000)
+	for id := range n {
+		f := filterFor(id)
+		require.NoError(t, ix.Add(id, f))
+		require.NoError(t, bf.Add(id, f))
+		added.Store(id + 1)
+	}
+	close(stop)
+	wg.Wait()
+	rt, _ := o.Lookup("R")
+	g := ix.inst[0].groups[rt.ID+1].dense[denseAll].cur.Load()
+	require.Greater(t, len(g.live), smallChunks, "the engine passed every small chunk")
+	num := func() ontology.Value { return ontology.Int(int64(r.IntN(120) - 10)) }
+	for range 50 {
+		e := &BasicEvent{Type: "R"}
+		for _, a := range []string{"x", "y", "z"} {
+			if r.IntN(8) > 0 {
+				e.Attrs = append(e.Attrs, ontology.Attr{Name: a, Value: num()})
+			}
+		}
+		require.Equal(t, collect(bf, e), collect(ix, e), "event %v", e)
 	}
 }

@@ -18,6 +18,31 @@ import (
 // compared with a float attribute, prefix on an int). Payload operands are
 // not checked: payloads carry no vocabulary.
 func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
+	return resolve(o, f, func(typeID int, name string) attrLookup { return lookAttr(o, typeID, name) })
+}
+
+// attrLookup is what Resolve learns from the ontology about an attribute
+// name as a filter on a type spells it.
+type attrLookup struct {
+	name string             // canonical
+	a    ontology.Attribute // the entry AttributeBelow gives (typed filters)
+	ok   bool               // the type (AnyType: some type) has it
+}
+
+// lookAttr looks name up for filters on type typeID (-1: AnyType).
+func lookAttr(o *ontology.Ontology, typeID int, name string) attrLookup {
+	l := attrLookup{name: o.CanonicalAttribute(name)}
+	if typeID < 0 {
+		l.ok = o.HasAttribute(l.name)
+		return l
+	}
+	l.a, l.ok = o.AttributeBelow(typeID, l.name)
+	return l
+}
+
+// resolve is Resolve with the attribute look-ups through look, which
+// gives what lookAttr gives (an Index caches them).
+func resolve(o *ontology.Ontology, f *Filter, look func(typeID int, name string) attrLookup) (*Filter, error) {
 	if f == nil {
 		return nil, &BuildError{Index: -1, Msg: "nil filter"}
 	}
@@ -39,7 +64,8 @@ func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
 		if p.Operand.Source != SourceAttr || p.Op == OpTrue {
 			continue
 		}
-		name := o.CanonicalAttribute(p.Operand.Name)
+		l := look(typeID, p.Operand.Name)
+		name := l.name
 		if name != p.Operand.Name {
 			spec = specOf(f, spec)
 			spec.Predicates[i].Operand.Name = name
@@ -50,13 +76,13 @@ func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
 		if typeID < 0 {
 			// Types may declare one name with different kinds: only the
 			// name is checked for AnyType filters.
-			if !o.HasAttribute(name) {
+			if !l.ok {
 				return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of any event type", name)}
 			}
 			continue
 		}
-		a, ok := o.AttributeBelow(typeID, name)
-		if !ok {
+		a := l.a
+		if !l.ok {
 			return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of event type %q, its ancestors or its subtypes", name, o.Type(typeID).Name)}
 		}
 		if err := checkKinds(p, a); err != nil {
