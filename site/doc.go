@@ -85,7 +85,9 @@
 // takes a proxy to see a session end (at once for a proxy that closed; a
 // transport's heartbeat for one that died). A switch whose session is
 // down is left out of the spread until it is back, and then counts from
-// the others' fewest. While the site manager is away the proxies work on
+// the others' fewest; one merely slow to answer stays in it (a spread
+// attempt not answered within a quarter of RequestTimeout goes on to the
+// next switch, and keeps its count where it was sent). While the site manager is away the proxies work on
 // their cached answers; when it returns (or restarts, its state in memory
 // lost) every proxy registers again at once with its whole state, so the
 // directory is rebuilt within one Refresh, a representative proxy keeps

@@ -41,13 +41,34 @@ type cutNet struct {
 	net *mem.Network
 
 	mu      sync.Mutex
-	cut     map[string]bool       // mu; the addresses cut off
-	conns   map[*cutConn]struct{} // mu; open connections
-	refused map[[2]string]int     // mu; dials refused, by from and to
+	cut     map[string]bool             // mu; the addresses cut off
+	conns   map[*cutConn]struct{}       // mu; open connections
+	refused map[[2]string]int           // mu; dials refused, by from and to
+	held    map[[2]string]chan struct{} // mu; by from and to: frames to from are held until the channel closes
 }
 
 func newCutNet(n *mem.Network) *cutNet {
-	return &cutNet{net: n, cut: map[string]bool{}, conns: map[*cutConn]struct{}{}, refused: map[[2]string]int{}}
+	return &cutNet{net: n, cut: map[string]bool{}, conns: map[*cutConn]struct{}{}, refused: map[[2]string]int{}, held: map[[2]string]chan struct{}{}}
+}
+
+// hold holds the frames that reach from on its connections to to — a
+// slow answer, the connection still up — until release.
+func (n *cutNet) hold(from, to string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.held[[2]string{from, to}] == nil {
+		n.held[[2]string{from, to}] = make(chan struct{})
+	}
+}
+
+// release lets the frames hold held through.
+func (n *cutNet) release(from, to string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch := n.held[[2]string{from, to}]; ch != nil {
+		close(ch)
+		delete(n.held, [2]string{from, to})
+	}
 }
 
 // refusals returns how many dials from from to to were refused.
@@ -135,6 +156,22 @@ type cutConn struct {
 }
 
 var _ transport.Conn = (*cutConn)(nil)
+
+// Recv returns the next frame once it is not held (cutNet.hold).
+func (c *cutConn) Recv(ctx context.Context) ([]byte, error) {
+	b, err := c.Conn.Recv(ctx)
+	c.n.mu.Lock()
+	held := c.n.held[[2]string{c.from, c.to}]
+	c.n.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return b, err
+}
 
 func (c *cutConn) Close() error {
 	c.n.mu.Lock()

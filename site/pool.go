@@ -271,7 +271,16 @@ func (pl *pool) drain(c *conn, ps *placed) {
 	}
 }
 
-// publish publishes ev at addr, keeping its ID.
+// publish publishes ev at addr, keeping its ID. An error wrapping
+// errUnanswered means the request was sent and ctx ended before its
+// answer: the switch (or proxy) may have taken ev all the same.
+//
+// Only the session says whether its connection is down (OnChange, or
+// ErrClosed once it has ended): a request that ctx ended is no sign of
+// it — on a loaded machine an answer comes late while the connection is
+// fine — and nothing would ever take such a guess back (no OnChange
+// follows for a connection that never failed), leaving a live switch out
+// of the spread and of placements for good.
 func (pl *pool) publish(ctx context.Context, addr string, proxy bool, ev *sion.Event) error {
 	c, err := pl.get(ctx, addr, proxy)
 	if err != nil {
@@ -281,8 +290,11 @@ func (pl *pool) publish(ctx context.Context, addr string, proxy bool, ev *sion.E
 		return fmt.Errorf("%w: site: the connection to %s is down", errDown, addr)
 	}
 	if err := c.sess.Publish(ctx, ev); err != nil {
-		if errors.Is(err, sion.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
-			c.down.Store(true)
+		switch {
+		case errors.Is(err, sion.ErrClosed):
+			c.down.Store(true) // the session has ended: it does not come back
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w: %w", errUnanswered, err)
 		}
 		return fmt.Errorf("site: publish at %s: %w", addr, err)
 	}
@@ -327,6 +339,10 @@ const maxFailedDials = 4096
 // errDown marks a publish refused because the session's connection is
 // down (the caller tries elsewhere).
 var errDown = errors.New("site: connection down")
+
+// errUnanswered marks a publish whose context ended after it was sent,
+// before its answer: it may have been taken (pool.publish).
+var errUnanswered = errors.New("site: publish sent, not answered in time")
 
 // sweep closes the sessions that are down and hold no subscription: a
 // representative proxy or a switch that died is not dialled for ever.

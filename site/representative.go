@@ -52,12 +52,18 @@ func (p *Proxy) spread(ctx context.Context, at siteEntry, ev *sion.Event) error 
 		// the session is back or ctx ends: each attempt gets a part of
 		// RequestTimeout, and the next switch is tried. Should the first
 		// attempt be delivered after all, the event keeps its ID, and
-		// every front drops the second copy.
+		// every front drops the second copy. An attempt that was sent
+		// keeps its count (the switch may well have taken it: on a loaded
+		// machine it mostly has, and counts it in its EventsIn); one that
+		// was not sent gives it back.
 		actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout/4)
 		err := p.pool.publish(actx, addr, false, ev)
 		cancel()
 		if err != nil {
-			p.unpick(addr)
+			if !errors.Is(err, errUnanswered) {
+				p.unpick(addr)
+			}
+			p.counts.spreadFailures.Add(1)
 			errs = append(errs, err)
 			if ctx.Err() != nil {
 				return errors.Join(errs...)

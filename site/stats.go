@@ -19,9 +19,16 @@ type ProxyStats struct {
 	// to its site's representative proxy; Spread those it spread over its
 	// site's switches itself (as representative, or while the
 	// representative was unreachable), per switch address (a switch never
-	// spread to counts 0 once seen).
+	// spread to counts 0 once seen). SpreadFailures counts the attempts
+	// of those at a switch that failed, or were not answered within a
+	// quarter of ProxyConfig.RequestTimeout; the publish then went to the
+	// next switch. One not answered may have been taken all the same (on
+	// a loaded machine it mostly has): it counts in Spread at its switch,
+	// the next switch's count too, and so the switches' EventsIn may sum
+	// to more than the publishes spread.
 	Published, Direct, ToRepresentative uint64
 	Spread                              map[string]uint64
+	SpreadFailures                      uint64
 	// LocalSubscribes counts the subscriptions it placed at its own
 	// site's switches, for its applications and — as representative — for
 	// other sites' proxies; InterSiteSubscribes those it sent to other
@@ -56,6 +63,7 @@ type counters struct {
 	fannedOut, interSiteEvents           atomic.Uint64
 	managerRequests, managerFailures     atomic.Uint64
 	managerRefusals, dropped             atomic.Uint64
+	spreadFailures                       atomic.Uint64
 	spreadMu                             sync.Mutex
 	spread                               map[string]uint64 // spreadMu; publishes spread, per switch
 	lead                                 map[string]uint64 // spreadMu; what a switch that was down counts from
@@ -77,6 +85,7 @@ func (p *Proxy) Stats() ProxyStats {
 	st := ProxyStats{
 		Representative: p.isRepresentative(),
 		Published:      c.published.Load(), Direct: c.direct.Load(), ToRepresentative: c.toRepresentative.Load(),
+		SpreadFailures:  c.spreadFailures.Load(),
 		LocalSubscribes: c.localSubscribes.Load(), InterSiteSubscribes: c.interSiteSubscribes.Load(), FannedOut: c.fannedOut.Load(),
 		InterSiteEvents: c.interSiteEvents.Load(),
 		ManagerRequests: c.managerRequests.Load(), ManagerFailures: c.managerFailures.Load(), ManagerRefusals: c.managerRefusals.Load(),

@@ -18,9 +18,24 @@
 // seismic network that recorded each quake, to subscribers in the cloud
 // and at a few edge sites; once with representative proxies and once
 // without. It prints the inter-site subscribe messages of both runs, the
-// publish spread over each site's switches (max − min, the worst site),
-// and how many of the events an oracle says each subscriber matched it
-// received, with duplicates.
+// publish spread, and how many of the events an oracle says each
+// subscriber matched it received, with duplicates.
+//
+// The publish spread is what S4 promises: the proxy that spreads a site's
+// publishes (its representative) spreads them so that its counts per
+// switch differ by at most one. "publish spread per site" is, at each
+// site, max − min of each spreading proxy's own counts per switch
+// (site.ProxyStats.Spread), the worst. The next line, "switches' intake
+// per site", is max − min of what the switches took in (their EventsIn).
+// The two agree when one proxy spread each site and no attempt failed
+// over. On a loaded machine they need not: a proxy whose forward to its
+// representative fails, or whose representative the site manager
+// replaced after not hearing from it for its Timeout, spreads on its own
+// counts, each even, their sum not; and a spread attempt not answered
+// within a quarter of RequestTimeout goes on to the next switch though the
+// first mostly took the event too (each subscriber still receives it
+// once). That line says at how many sites more than one proxy spread,
+// and how many attempts failed over.
 package main
 
 import (

@@ -64,8 +64,25 @@ type simResult struct {
 	published, refused     int
 	subscribers, cloudSubs int
 	interSite              uint64 // ProxyStats.InterSiteSubscribes, summed
-	worstSpread            uint64 // per site, max − min of its switches' publishes; the worst
-	worstSite              string
+	// The publish spread (S4: the representative proxy spreads a site's
+	// publishes so that the counts per switch approach uniformity). Per
+	// site, for each proxy that spread publishes over the site's switches,
+	// max − min of its counts per switch (ProxyStats.Spread); the worst.
+	worstSpread uint64
+	worstSite   string
+	// What the switches took in (their EventsIn): per site, max − min;
+	// the worst. It equals the above when one proxy spread a site's
+	// publishes, but not when several did — the representative's forward
+	// failed, or the site manager replaced it when it had not heard from
+	// it for its Timeout, and each proxy spread on its own counts
+	// (spreaders: sites where more than one proxy spread) — and it counts
+	// an event twice when a spread attempt was not answered in time, was
+	// taken all the same, and went on to the next switch (failedOver:
+	// ProxyStats.SpreadFailures, summed).
+	worstIntake            uint64
+	worstIntakeSite        string
+	spreaders              int // sites whose publishes more than one proxy spread
+	failedOver             uint64
 	switchesIn             uint64 // publishes the edge switches took in
 	matched, delivered     int
 	duplicates, unexpected int
@@ -344,8 +361,29 @@ func simulate(ctx context.Context, cfg simConfig) (simResult, error) {
 			res.switchesIn += n
 			lo, hi = min(lo, n), max(hi, n)
 		}
-		if d := hi - lo; d > res.worstSpread || res.worstSite == "" {
-			res.worstSpread, res.worstSite = d, sp.id
+		if d := hi - lo; d > res.worstIntake || res.worstIntakeSite == "" {
+			res.worstIntake, res.worstIntakeSite = d, sp.id
+		}
+		spread, spreaders := uint64(0), 0
+		for _, addr := range sp.proxies {
+			st := s.proxies[addr].Stats()
+			res.failedOver += st.SpreadFailures
+			if len(st.Spread) == 0 {
+				continue
+			}
+			spreaders++
+			lo, hi := ^uint64(0), uint64(0)
+			for _, sw := range sp.switches {
+				n := st.Spread[sw]
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			spread = max(spread, hi-lo)
+		}
+		if spreaders > 1 {
+			res.spreaders++
+		}
+		if spread > res.worstSpread || res.worstSite == "" {
+			res.worstSpread, res.worstSite = spread, sp.id
 		}
 	}
 	return res, nil
@@ -405,6 +443,12 @@ func simulation(ctx context.Context, cfg simConfig) ([]string, simResult, simRes
 	} else {
 		lines = append(lines, fmt.Sprintf("publish spread per site: max - min = %d at %s", worst, site))
 	}
+	intake, intakeSite := rep.worstIntake, rep.worstIntakeSite
+	if dir.worstIntake > intake {
+		intake, intakeSite = dir.worstIntake, dir.worstIntakeSite
+	}
+	lines = append(lines, fmt.Sprintf("switches' intake per site: max - min = %d at worst (%s); sites spread by more than one proxy: %d; spread attempts failed over: %d",
+		intake, intakeSite, rep.spreaders+dir.spreaders, rep.failedOver+dir.failedOver))
 	for _, x := range []struct {
 		r    simResult
 		with string

@@ -49,7 +49,9 @@ func TestFigures(t *testing.T) {
 // TestSimulation runs a small simulation — 6 edge sites of 2 switches
 // and 2 proxies, and the cloud — with and without representative
 // proxies: a subscription crosses to a site once with them and once per
-// switch without, publishes spread evenly over each site's switches, and
+// switch without, each proxy that spreads a site's publishes spreads them
+// evenly over its switches (and so do the switches take them in when one
+// proxy spread each site and no attempt failed over), and
 // every subscriber receives exactly the events the oracle says it
 // matched, once.
 func TestSimulation(t *testing.T) {
@@ -64,8 +66,14 @@ func TestSimulation(t *testing.T) {
 	for _, r := range []simResult{rep, dir} {
 		assert.Zero(t, r.refused, "%v", r.refusedErr)
 		assert.Equal(t, 2389, r.published)
-		assert.Equal(t, uint64(r.published), r.switchesIn, "each event published at one switch")
+		// An event is published at a second switch only when the attempt
+		// at the first was not answered in time.
+		assert.GreaterOrEqual(t, r.switchesIn, uint64(r.published))
+		assert.LessOrEqual(t, r.switchesIn, uint64(r.published)+r.failedOver, "each event published at one switch, or one more per failover")
 		assert.LessOrEqual(t, r.worstSpread, uint64(1), "site %s", r.worstSite)
+		if r.spreaders == 0 && r.failedOver == 0 {
+			assert.LessOrEqual(t, r.worstIntake, uint64(1), "site %s: one proxy spread each site, none failed over", r.worstIntakeSite)
+		}
 		assert.Positive(t, r.matched)
 		assert.Equal(t, r.matched, r.delivered)
 		assert.Zero(t, r.duplicates)
