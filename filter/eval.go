@@ -19,8 +19,11 @@ type val struct {
 	present bool
 }
 
-// holds reports whether predicate p holds for operand value x. It is the
-// single definition of predicate semantics; Eval and Index both use it.
+// holds reports whether predicate p holds for operand value x. It defines
+// predicate semantics; Eval uses it, and the index's records evaluate
+// through rpred.holds (record.go), which makes the same calls on the same
+// literals — TestRecordHolds keeps the two equal on every operator and
+// value kind.
 // A missing operand makes every predicate false except NotExists (and
 // True); NaN makes every value predicate false.
 func (p *Predicate) holds(x val) bool {
