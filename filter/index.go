@@ -157,8 +157,11 @@ type group struct {
 	// it has enough; the engine is shared by both copies (see dense).
 	dense    [2]*dense
 	eligible [2]int // by kind: dense-eligible filters held in postings (the writer's; readers never read it)
-	direct   *plist // shared by both copies, like every list
+	direct   *plist // shared by both copies, like every list; bare (see newBare)
 	always   *plist
+	// directEnts and alwaysEnts are direct.ents and always.ents, which
+	// readers scan from here, saving a load of the list per visit.
+	directEnts, alwaysEnts []atomic.Pointer[entry]
 	// hide holds, while the group's eligible filters move from postings
 	// into a new dense engine, their slots: readers of a copy that has
 	// the engine skip them in the lists (see newDense).
@@ -557,9 +560,9 @@ func (x *Index) ensureGroup(i int) {
 	if x.inst[0].groups[i] != nil {
 		return
 	}
-	direct, always := newPlist(0), newPlist(0)
+	direct, always := newBare(0), newBare(0)
 	x.write(func(d *data) {
-		d.groups[i] = &group{byKey: map[uint32]*keyPostings{}, direct: direct, always: always}
+		d.groups[i] = &group{byKey: map[uint32]*keyPostings{}, direct: direct, always: always, directEnts: direct.ents, alwaysEnts: always.ents}
 	})
 }
 
@@ -689,7 +692,7 @@ func (x *Index) leave(e *entry) {
 		}
 		if l.live == 0 {
 			if p.kind == postDirect || p.kind == postAlways {
-				moved = append(moved, placed{p, newPlist(0)})
+				moved = append(moved, placed{p, newBare(0)})
 			} else {
 				gone = append(gone, p)
 			}

@@ -172,10 +172,12 @@ func (s *scratch) visit(d *data, g *group) {
 	if g == nil {
 		return
 	}
-	l := g.direct
-	for i := range int(l.n.Load()) {
-		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
-			e := l.ents[i].Load()
+	for i := range g.directEnts {
+		e := g.directEnts[i].Load()
+		if e == nil {
+			break
+		}
+		if e != &tombstone {
 			s.out = append(s.out, hit{id: e.id, score: e.score})
 		}
 	}
@@ -185,12 +187,13 @@ func (s *scratch) visit(d *data, g *group) {
 		}
 	}
 	s.hide = g.hide
-	l = g.always
-	for i := range int(l.n.Load()) {
-		if atomic.LoadUint32(&l.heads[i].kf)&headDead == 0 {
-			if e := l.ents[i].Load(); s.hide == nil || !s.hide[e.slot] {
-				s.verify(d, e)
-			}
+	for i := range g.alwaysEnts {
+		e := g.alwaysEnts[i].Load()
+		if e == nil {
+			break
+		}
+		if e != &tombstone && (s.hide == nil || !s.hide[e.slot]) {
+			s.verify(d, e)
 		}
 	}
 	if len(g.attrs) <= len(s.present) {

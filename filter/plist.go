@@ -38,6 +38,21 @@ func newPlist(c int) *plist {
 	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c), items: make([]litem, c)}
 }
 
+// newBare returns a bare list of capacity c: the list of a group's
+// direct or always postings, which nothing rejects before the entry, so
+// it has no heads or items. Readers scan its ents in place (the group
+// holds them beside the list) up to the first nil, without loading n: a
+// removed posting's place holds tombstone instead of the entry.
+func newBare(c int) *plist {
+	return &plist{ents: make([]atomic.Pointer[entry], c)}
+}
+
+// tombstone is the entry at a removed posting's place in a bare list.
+var tombstone entry
+
+// bare reports whether l is a bare list (see newBare).
+func (l *plist) bare() bool { return l.heads == nil }
+
 // full reports whether l has no room for another posting.
 func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
 
@@ -46,9 +61,11 @@ func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
 func (l *plist) add(e *entry, h lhead, it litem) int32 {
 	i := l.n.Load()
 	l.ents[i].Store(e)
-	l.heads[i], l.items[i] = h, it
-	if h.open() {
-		l.open.Add(1)
+	if !l.bare() {
+		l.heads[i], l.items[i] = h, it
+		if h.open() {
+			l.open.Add(1)
+		}
 	}
 	l.live++
 	l.n.Store(i + 1)
@@ -58,7 +75,11 @@ func (l *plist) add(e *entry, h lhead, it litem) int32 {
 // del marks the posting at place i dead. It reports whether l should
 // move (its dead places outnumber the live ones, and some are live).
 func (l *plist) del(i int32) bool {
-	atomic.OrUint32(&l.heads[i].kf, headDead)
+	if l.bare() {
+		l.ents[i].Store(&tombstone)
+	} else {
+		atomic.OrUint32(&l.heads[i].kf, headDead)
+	}
 	l.live--
 	l.dead++
 	return l.live > 0 && l.dead >= l.live
@@ -68,6 +89,20 @@ func (l *plist) del(i int32) bool {
 // holding the live postings of l, in order. pos is the writer's places
 // of every filter's postings (by slot, by posting), which it updates.
 func (l *plist) moved(c int, pos [][]int32) *plist {
+	if l.bare() {
+		nl := newBare(c)
+		k := int32(0)
+		for i := range int(l.n.Load()) {
+			if e := l.ents[i].Load(); e != &tombstone {
+				nl.ents[k].Store(e)
+				pos[e.slot][0] = k // a direct or always entry has one posting
+				k++
+			}
+		}
+		nl.live = k
+		nl.n.Store(k)
+		return nl
+	}
 	nl := newPlist(c)
 	k := int32(0)
 	for i := range int(l.n.Load()) {

@@ -102,6 +102,10 @@ func TestSparseConcurrent(t *testing.T) {
 			return Attr("c").Prefix([]string{"", "x", "xy", "y"}[r.IntN(4)])
 		case 7:
 			return Attr("d").GE(ontology.Float(float64(r.IntN(4)) - 0.5))
+		case 8:
+			if r.IntN(2) == 0 {
+				return Attr("d").NotExists() // a filter of only these is in its group's always list
+			}
 		}
 		return Attr("c").Exists()
 	}
@@ -109,13 +113,14 @@ func TestSparseConcurrent(t *testing.T) {
 	fs := make([]*Filter, total)
 	for i := range fs {
 		s := Spec{Type: []string{"R", "S", AnyType}[r.IntN(3)]}
-		for range 1 + r.IntN(4) {
+		for range r.IntN(5) { // none: in its group's direct list
 			s.Predicates = append(s.Predicates, pred())
 		}
-		switch r.IntN(4) {
-		case 0:
+		switch m := r.IntN(4); {
+		case len(s.Predicates) == 0:
+		case m == 0:
 			s.Mode, s.AtLeast = ModeAtLeast, 1+r.IntN(len(s.Predicates))
-		case 1:
+		case m == 1:
 			s.Mode, s.Threshold = ModeScore, 1.5
 			w := 0.0
 			for j := range s.Predicates {

@@ -670,10 +670,10 @@ func (d *data) attach(g *group, p posting, l *plist) {
 func (d *data) swap(g *group, p posting, l *plist) {
 	switch p.kind {
 	case postDirect:
-		g.direct = l
+		g.direct, g.directEnts = l, l.ents
 		return
 	case postAlways:
-		g.always = l
+		g.always, g.alwaysEnts = l, l.ents
 		return
 	}
 	kp := g.byKey[p.key]
