@@ -107,47 +107,34 @@ func (b bitset) word(s uint32) *uint64 {
 	return &b[c][i>>6]
 }
 
-// Slot arrays and bitsets are split into chunks at fixed slots: the
-// first 2^chunkShift slots in small chunks of 2^smallShift,
-// 2^smallShift, 2^(smallShift+1), … 2^(chunkShift-1) slots (each as large
-// as all before it: 2^16, 2^16, 2^17, 2^18), every later chunk
-// 2^chunkShift slots. Only an engine's last chunk may be short (a layout
-// makes room for its live filters only); a growing engine lengthens it,
-// a copy of at most one chunk, or adds the next one, so that past its
-// first chunk (which doubles, copied) no Add copies the whole engine.
+// Slot arrays and bitsets are split into chunks of 2^chunkShift slots.
+// Only an engine's last chunk may be short (a layout makes room for its
+// live filters only); a growing engine lengthens it, a copy of at most
+// one chunk, or adds the next one. The first chunk doubles while it is
+// short (each slot's bits are copied about once).
+//
 // Large chunks hold 64 KB of each bitset: smaller ones made the ORs of
 // match slower (8 KB chunks, 2^16 slots, for the whole engine: 0.54 ms
 // per W-INT event at 10⁶ filters, against 0.40 ms for 128 KB, same
-// session).
+// session). Smaller chunks only below 2^chunkShift slots (2^16, 2^16,
+// 2^17, 2^18, so that growth there copied less) cost W-INT at 10⁵
+// filters 1.12× the CPU per event of one chunk (medians of 8
+// alternated runs, 2026-12-02): an OR over two chunks, the second
+// short, is slower than over one.
 // Variables so that tests can span several chunks with few filters
 // (setChunkShift).
 var (
 	chunkShift uint32 = 19
 	chunkSlots        = 1 << chunkShift
-	smallShift uint32 = chunkShift - 3
-	// smallChunks is the number of chunks below chunkSlots.
-	smallChunks = int(chunkShift-smallShift) + 1
 )
 
 // chunkOf returns the chunk of slot s and s's place in it.
 func chunkOf(s uint32) (c int, i uint32) {
-	if s >= uint32(chunkSlots) {
-		return int(s>>chunkShift) + smallChunks - 1, s & uint32(chunkSlots-1)
-	}
-	k := bits.Len32(s >> smallShift)
-	return k, s & (1<<(smallShift+uint32(max(k, 1))-1) - 1)
+	return int(s >> chunkShift), s & uint32(chunkSlots-1)
 }
 
 // chunkStart returns the first slot of chunk c.
-func chunkStart(c int) int {
-	switch {
-	case c == 0:
-		return 0
-	case c < smallChunks:
-		return 1 << (smallShift + uint32(c) - 1)
-	}
-	return (c - smallChunks + 1) << chunkShift
-}
+func chunkStart(c int) int { return c << chunkShift }
 
 // chunkEnd returns the smallest chunk end at or past slots.
 func chunkEnd(slots int) int {
@@ -542,8 +529,8 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 	// a short first chunk doubles (each slot's bits are copied about once,
 	// and at most half of it is unused).
 	slots := chunkEnd(g.slots + 1)
-	if g.slots < 1<<smallShift {
-		slots = min(1<<smallShift, max(64, 2*g.slots))
+	if g.slots < chunkSlots {
+		slots = min(chunkSlots, max(64, 2*g.slots))
 	}
 	dn.resize(g, ng, slots)
 	dn.cur.Store(ng)
