@@ -140,11 +140,18 @@ func TestLeave(t *testing.T) {
 				return st == sion.LinkUp && n.links[i].Parent() == n.addrs[2]
 			}, 10*time.Second, time.Millisecond, "sw%d links to sw2", i)
 		}
-		for _, l := range n.sws[2].Links() {
-			assert.False(t, l.Parent, "sw2 is the root now")
-		}
 		require.Eventually(t, func() bool { st, _ := n.links[2].State(); return st == sion.LinkClosed }, 10*time.Second, time.Millisecond,
 			"the elected root's own link is closed, not being re-established")
+		// Its end of the old link to sw0 goes once that link has closed.
+		require.Eventually(t, func() bool {
+			ls := n.sws[2].Links()
+			for _, l := range ls {
+				if l.Parent {
+					return false
+				}
+			}
+			return len(ls) == 2
+		}, 10*time.Second, time.Millisecond, "sw2 is the root now: no parent link")
 		check(3, 2, 3, 4)
 	})
 }
