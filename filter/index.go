@@ -575,11 +575,25 @@ type placed struct {
 
 // enter puts e (drafted as dr) into its postings' lists, with the heads
 // and items Add made for them. Appending to a list waits for no reader;
-// only new keys, new or moved lists and range postings (whose spans
-// readers consult) change the copies, through write. mu must be held.
+// only new keys (first, before any list holds e), new or moved lists and
+// range postings (whose spans readers consult) change the copies,
+// through write. mu must be held.
 func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 	x.ensureGroup(e.group)
 	d := x.inst[1-x.side.Load()]
+	for _, k := range dr.keys {
+		if k != noKey && (int(k) >= len(d.keys) || !d.keys[k].used) {
+			// Both copies know e's keys before a list they share holds
+			// it: a reader that reaches e reads its operands by key.
+			x.write(func(d *data) {
+				for i, k := range dr.keys {
+					d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
+				}
+			})
+			d = x.inst[1-x.side.Load()]
+			break
+		}
+	}
 	g := d.groups[e.group]
 	for len(x.pos) <= int(e.slot) {
 		x.pos = append(x.pos, nil)
@@ -612,17 +626,8 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 		}
 		pos[j] = l.add(e, heads[j], items[j])
 	}
-	newKey := false
-	for _, k := range dr.keys {
-		if k != noKey && (int(k) >= len(d.keys) || !d.keys[k].used) {
-			newKey = true
-		}
-	}
-	if newKey || ranges || len(fresh) > 0 || len(moved) > 0 {
+	if ranges || len(fresh) > 0 || len(moved) > 0 {
 		x.write(func(d *data) {
-			for i, k := range dr.keys {
-				d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
-			}
 			g := d.groups[e.group]
 			for _, f := range fresh {
 				d.attach(g, f.p, f.l)

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -221,6 +222,68 @@ func TestSparseConcurrent(t *testing.T) {
 				require.Equal(t, score, g, "filter %d", id)
 			}
 		}
+	}
+}
+
+// TestSparseNewKey matches while filters that bring an attribute no copy
+// knows yet join a list readers are in (a prefix list, cheaper than the
+// new attribute's): a reader that reaches such a filter must know its
+// attribute, both for the head's bitmap (k ∈ …) and for its predicates
+// (k not exists must not hold for an event that carries k).
+func TestSparseNewKey(t *testing.T) {
+	var attrs []ontology.Attribute
+	for i := range 68 {
+		attrs = append(attrs, ontology.Attribute{Name: fmt.Sprintf("k%d", i), Kind: ontology.KindInt})
+	}
+	attrs = append(attrs, ontology.Attribute{Name: "c", Kind: ontology.KindString})
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: attrs}})
+	require.NoError(t, err)
+	ev := &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "c", Value: ontology.String("xy")}}}
+	for i := range 68 {
+		ev.Attrs = append(ev.Attrs, ontology.Attr{Name: fmt.Sprintf("k%d", i), Value: ontology.Int(1)})
+	}
+	build := func(ps ...Predicate) *Filter {
+		f, err := Build(Spec{Type: "R", Predicates: ps})
+		require.NoError(t, err)
+		return f
+	}
+	const notExists = 1 << 20 // IDs of the filters that never match ev
+	for range 300 {
+		x := NewIndex(o)
+		for i := range 63 { // keys 0…63 (k0…k62 and c): the new ones share their signature bits
+			require.NoError(t, x.Add(uint64(i), build(Attr(fmt.Sprintf("k%d", i)).Exists())))
+		}
+		require.NoError(t, x.Add(63, build(Attr("c").Prefix("x"))))
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var wrong atomic.Int64
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				x.Match(ev, func(id uint64, _ float64) {
+					if id >= notExists {
+						wrong.Add(1)
+					}
+				})
+			}
+		}()
+		for i := 64; i < 66; i++ {
+			k := Attr(fmt.Sprintf("k%d", i))
+			require.NoError(t, x.Add(uint64(i), build(Attr("c").Prefix("x"), k.In(ontology.Int(1), ontology.Int(2)))))
+			require.NoError(t, x.Add(notExists+uint64(i), build(Attr("c").Prefix("x"), Attr(fmt.Sprintf("k%d", i+2)).NotExists())))
+		}
+		close(stop)
+		wg.Wait()
+		require.Zero(t, wrong.Load(), "a filter with a not-exists predicate on an attribute the event carries was reported")
+		n := 0
+		x.Match(ev, func(uint64, float64) { n++ })
+		assert.Equal(t, 66, n)
 	}
 }
 
