@@ -78,13 +78,16 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 	for _, t := range r.Subscribed {
 		p.subscribed[t] = struct{}{}
 	}
-	if kind == kindAck {
+	if kind == kindAck && (r.Epoch == 0 || r.Epoch == m.epoch) {
+		// The proxy acted on r.Change, and so on every change before it.
 		p.lagging = false
-		if st := m.settling[r.Change]; st != nil && st.waiting[name] {
-			delete(st.waiting, name)
-			if len(st.waiting) == 0 {
-				close(st.done)
-				delete(m.settling, r.Change)
+		for c, st := range m.settling {
+			if c <= r.Change && st.waiting[name] {
+				delete(st.waiting, name)
+				if len(st.waiting) == 0 {
+					close(st.done)
+					delete(m.settling, c)
+				}
 			}
 		}
 	}

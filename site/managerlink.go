@@ -25,14 +25,18 @@ var errManagerAway = errors.New("site: the site manager is not reachable")
 type managerLink struct {
 	p *Proxy
 
-	mu       sync.Mutex
-	sess     *sion.Session         // mu; nil until the first dial succeeds
-	next     int64                 // mu; the last request's number
-	pending  map[int64]chan answer // mu; requests waiting for their answers
-	acks     []int64               // mu; changes to acknowledge once the subscriptions are placed again
-	reported map[string]time.Time  // mu; representative proxies reported unreachable, when
-	epoch    uint64                // mu; the manager's, as last answered
-	closed   bool                  // mu
+	mu      sync.Mutex
+	sess    *sion.Session         // mu; nil until the first dial succeeds
+	next    int64                 // mu; the last request's number
+	pending map[int64]chan answer // mu; requests waiting for their answers
+	// ack is the last change, of the manager's epoch ackEpoch, to
+	// acknowledge once the subscriptions are placed again (0: none): one
+	// acknowledgement covers every change up to it.
+	ack      int64                // mu
+	ackEpoch uint64               // mu
+	reported map[string]time.Time // mu; representative proxies reported unreachable, when
+	epoch    uint64               // mu; the manager's, as last answered
+	closed   bool                 // mu
 
 	kick    chan struct{} // register now (1-buffered)
 	dialled chan struct{} // closed when the first dial has succeeded
@@ -386,7 +390,9 @@ func (m *managerLink) onChange(d sion.Delivery) {
 	p.mu.Unlock()
 	if need {
 		m.mu.Lock()
-		m.acks = append(m.acks, c.Change)
+		if m.ackEpoch != c.Epoch || m.ack < c.Change {
+			m.ack, m.ackEpoch = c.Change, c.Epoch
+		}
 		m.mu.Unlock()
 	}
 	p.kick()
@@ -405,23 +411,24 @@ func (m *managerLink) lostChanges() {
 	p.kick()
 }
 
-// acknowledge sends the acknowledgements of the changes recorded before
-// the subscriptions were placed again.
-func (m *managerLink) acknowledge(ctx context.Context, changes []int64) {
-	for _, c := range changes {
-		if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Change = c }); err != nil {
-			m.p.log.Warn("site: change not acknowledged", "proxy", m.p.cfg.Name, "change", c, "err", err)
-		}
+// acknowledge tells the site manager that the subscriptions were placed
+// again after change c of its epoch (and so after every change before
+// it, which the proxy received first): one request, whatever the number
+// of changes it covers.
+func (m *managerLink) acknowledge(ctx context.Context, epoch uint64, c int64) {
+	if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Change, r.Epoch = c, epoch }); err != nil {
+		m.p.log.Warn("site: change not acknowledged", "proxy", m.p.cfg.Name, "change", c, "err", err)
 	}
 }
 
-// takeAcks returns the changes to acknowledge and forgets them.
-func (m *managerLink) takeAcks() []int64 {
+// takeAck returns the last change to acknowledge and its epoch (0: none),
+// and forgets it.
+func (m *managerLink) takeAck() (uint64, int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a := m.acks
-	m.acks = nil
-	return a
+	e, c := m.ackEpoch, m.ack
+	m.ack = 0
+	return e, c
 }
 
 // unreachable reports a representative proxy the proxy could not reach,

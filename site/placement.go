@@ -217,12 +217,12 @@ func (p *Proxy) replaceLoop() {
 			again = nil
 		case <-p.changed:
 		}
-		acks := p.mgr.takeAcks()
+		epoch, ack := p.mgr.takeAck()
 		p.replaceAll()
 		p.pool.sweep()
-		if len(acks) > 0 {
+		if ack > 0 {
 			ctx, cancel := p.context(p.cfg.RequestTimeout)
-			p.mgr.acknowledge(ctx, acks)
+			p.mgr.acknowledge(ctx, epoch, ack)
 			cancel()
 		}
 	}

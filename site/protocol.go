@@ -78,8 +78,12 @@ type request struct {
 	Subscribed []string `json:"subscribed,omitempty"`
 	// Types are the event types asked about (publish, subscribe).
 	Types []string `json:"types,omitempty"`
-	// Change is the change acknowledged (ack).
-	Change int64 `json:"change,omitempty"`
+	// Change is the change acknowledged (ack): the proxy placed its
+	// subscriptions again after it, and so after every change before it.
+	// Epoch is the manager's epoch of that change (0: not said, taken as
+	// the manager's own); an acknowledgement of another epoch is ignored.
+	Change int64  `json:"change,omitempty"`
+	Epoch  uint64 `json:"epoch,omitempty"`
 	// Unreachable names a representative proxy (by address) the proxy
 	// could not reach.
 	Unreachable string `json:"unreachable,omitempty"`
