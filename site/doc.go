@@ -44,12 +44,30 @@
 // it hands the event to the site's representative proxy, which spreads
 // the publishes over the switches so that the counts per switch differ by
 // at most one (Fig. 17, 20). A site without switches publishes at the
-// fallback site's (ManagerConfig.Fallback; S4: the cloud's broker). The
-// answer to a publish of a type new at its site — and to the other
-// proxies' publishes of it meanwhile — waits until the proxies whose
-// subscriptions need the type have placed them there (bounded by
-// ManagerConfig.SettleTimeout), so that even the first event of the type
-// reaches them.
+// fallback site's (ManagerConfig.Fallback; S4: the cloud's broker).
+//
+// Even the first event of a type new at its site reaches the
+// subscriptions that need the type: the site manager announces the type,
+// and the proxies whose subscriptions need it place them there and
+// acknowledge (one acknowledgement covers every change before it, and is
+// sent only once every placement has been granted). The answer to the
+// first publish — and to the other proxies' publishes of the type
+// meanwhile — waits for those acknowledgements for at most
+// ManagerConfig.SettleTimeout. Past it, the proxies of the site hold the
+// type's events (ProxyStats.Held; at most ProxyConfig.MaxHeld each) and
+// publish them, in order, once the manager tells them that every such
+// proxy has acknowledged. The manager stops holding them, and they are
+// published, when a proxy still awaited becomes unreachable or
+// ManagerConfig.HoldTimeout has passed since the first publish. Every
+// event that may have missed a subscription so is counted in
+// ProxyStats.Unsettled (and logged): those published after such a
+// release, or without the manager's word within HoldTimeout and a
+// RequestTimeout, or when the manager restarted; those beyond MaxHeld,
+// published at once; those of a type published while the manager did not
+// answer (it had not registered the type); and those a proxy held when it
+// closed or could not publish. S4 does not say what reaches a
+// subscription placed after its type's first publish; holding rather than
+// dropping is sion's choice.
 //
 // # Subscribing
 //
@@ -107,10 +125,13 @@
 // ManagerConfig.Authorize binds names to sites and addresses where proxies
 // are not all trusted alike. The manager's state is bounded
 // (ManagerConfig.MaxSites, MaxProxies, MaxTypesPerSite, MaxTypes); at a
-// bound it forgets what is least current. A proxy that lets a change
-// settle by timeout without acknowledging it is not waited for again until
-// it acknowledges one, so no session holds every first publish for
-// SettleTimeout. Caller-set event IDs are trusted too (sion.Event.ID): a
+// bound it forgets what is least current. A proxy that lets SettleTimeout
+// pass without acknowledging a change is not waited for again until it
+// acknowledges one, so no session holds every first publish for
+// SettleTimeout; the events are still held for it, up to HoldTimeout. So a
+// session that registers as a proxy needing every type and never
+// acknowledges delays the first events of each type new at a site by
+// HoldTimeout, and has them counted as unsettled. Caller-set event IDs are trusted too (sion.Event.ID): a
 // publisher that reuses another's ID suppresses that event.
 //
 // # Concurrency

@@ -36,6 +36,10 @@ const (
 	// subscriptions need that type to place them there
 	// (ManagerConfig.SettleTimeout).
 	DefaultSettleTimeout = 2 * time.Second
+	// DefaultHoldTimeout bounds how long the proxies of a site hold the
+	// events of a type new there for the proxies whose subscriptions
+	// need it and have not placed them yet (ManagerConfig.HoldTimeout).
+	DefaultHoldTimeout = 10 * time.Second
 	// DefaultManagerPlace names the site manager's event place.
 	DefaultManagerPlace = "sites"
 )
@@ -109,9 +113,22 @@ type ManagerConfig struct {
 	Timeout time.Duration
 	// SettleTimeout bounds how long a publish of an event type new at its
 	// site waits for the proxies whose subscriptions need that type to
-	// place them there, so that the first event of the type reaches them
-	// too. DefaultSettleTimeout by default.
+	// place them there (to acknowledge the change that announced it).
+	// Once it has passed, the publish is answered, and the proxies of the
+	// site hold the type's events (ProxyStats.Held) until those proxies
+	// have acknowledged, so that even the first event of the type reaches
+	// them; a proxy that let it pass is not waited for again (its events
+	// are held all the same) until it acknowledges a change.
+	// DefaultSettleTimeout by default.
 	SettleTimeout time.Duration
+	// HoldTimeout bounds, from a type's first publish at a site, how long
+	// its events are held there for proxies whose subscriptions need it
+	// and have not acknowledged placing them: then they are published,
+	// and counted in the holding proxies' ProxyStats.Unsettled (they may
+	// have missed those proxies' subscribers). DefaultHoldTimeout by
+	// default; a value below SettleTimeout means SettleTimeout. It is
+	// checked every Timeout/3, so the hold may last that much longer.
+	HoldTimeout time.Duration
 	// MaxSites, MaxProxies and MaxTypesPerSite bound the manager's
 	// state: the sites it keeps, the proxies (reachable or not), and the
 	// event types per site. At MaxSites a site the operator did not set
@@ -171,7 +188,7 @@ type Manager struct {
 	proxies  map[string]*proxyState // by name (its session's)
 	change   int64                  // the last change announced
 	types    int                    // event types kept, over all sites
-	settling map[int64]*settle      // changes whose acknowledgements answers wait for
+	settling map[int64]*settle      // changes that brought types some proxy needs, not acknowledged by all yet
 	closed   bool
 
 	stop chan struct{}
@@ -194,22 +211,13 @@ type proxyState struct {
 	switches         []string // as it reported them
 	lastSeen         time.Time
 	reachable        bool
-	// lagging: it let a change settle by timeout without acknowledging
-	// it; the manager waits for it again once it acknowledges one.
+	// lagging: it let SettleTimeout pass without acknowledging a change;
+	// answers wait for it again once it acknowledges one (the events it
+	// needs are held for it all the same).
 	lagging    bool
 	published  []string
 	subscribed map[string]struct{}
 	seq        int64 // the registration kept: its request.Seq, on sess
-}
-
-// settle is a change whose announcement some answers wait on: until the
-// proxies in waiting have acknowledged it, or SettleTimeout.
-type settle struct {
-	change  int64
-	site    string          // where the types were published first
-	types   []string        // the fresh types
-	waiting map[string]bool // mu
-	done    chan struct{}   // closed when waiting empties
 }
 
 // NewManager returns a site manager for cfg; it serves once Serve is
@@ -219,6 +227,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg.Place = cmp.Or(cfg.Place, DefaultManagerPlace)
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.SettleTimeout = cmp.Or(cfg.SettleTimeout, DefaultSettleTimeout)
+	cfg.HoldTimeout = cmp.Or(cfg.HoldTimeout, DefaultHoldTimeout)
 	cfg.MaxSites = cmp.Or(cfg.MaxSites, DefaultMaxSites)
 	cfg.MaxProxies = cmp.Or(cfg.MaxProxies, DefaultMaxProxies)
 	cfg.MaxTypesPerSite = cmp.Or(cfg.MaxTypesPerSite, DefaultMaxTypesPerSite)
@@ -226,9 +235,10 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxSites < 0 || cfg.MaxProxies < 0 || cfg.MaxTypesPerSite < 0 || cfg.MaxTypes < 0 {
 		return nil, fmt.Errorf("%w: site: ManagerConfig bounds must not be negative", sion.ErrInvalidConfig)
 	}
-	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 {
-		return nil, fmt.Errorf("%w: site: ManagerConfig.Timeout %v and SettleTimeout %v must not be negative", sion.ErrInvalidConfig, cfg.Timeout, cfg.SettleTimeout)
+	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 || cfg.HoldTimeout < 0 {
+		return nil, fmt.Errorf("%w: site: ManagerConfig.Timeout %v, SettleTimeout %v and HoldTimeout %v must not be negative", sion.ErrInvalidConfig, cfg.Timeout, cfg.SettleTimeout, cfg.HoldTimeout)
 	}
+	cfg.HoldTimeout = max(cfg.HoldTimeout, cfg.SettleTimeout)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -437,35 +447,7 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 	if wait == nil {
 		return m.answer(ctx, name, n, a)
 	}
-	m.wg.Go(func() {
-		t := time.NewTimer(m.cfg.SettleTimeout)
-		defer t.Stop()
-		select {
-		case <-wait.done:
-		case <-t.C:
-			m.mu.Lock()
-			waiting := slices.Sorted(maps.Keys(wait.waiting))
-			for _, name := range waiting {
-				if p := m.proxies[name]; p != nil {
-					p.lagging = true // not waited for again until it acknowledges a change
-				}
-			}
-			m.mu.Unlock()
-			m.log.Warn("site: change not acknowledged by every proxy that needs it in time; answering", "proxy", name, "waiting", waiting)
-		case <-m.stop:
-			return
-		}
-		m.mu.Lock()
-		if m.settling[wait.change] == wait {
-			delete(m.settling, wait.change)
-		}
-		m.mu.Unlock()
-		actx, cancel := context.WithTimeout(context.Background(), m.cfg.SettleTimeout)
-		defer cancel()
-		if err := m.answer(actx, name, n, a); err != nil {
-			m.log.Warn("site: answer not delivered", "proxy", name, "err", err)
-		}
-	})
+	m.wg.Go(func() { m.answerSettled(name, n, a, wait) })
 	return nil
 }
 

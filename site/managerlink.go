@@ -209,7 +209,7 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	}
 	select {
 	case a := <-ch:
-		m.apply(a, kind, types)
+		m.apply(a, kind, types, registered(&r, kind))
 		if a.Error != "" {
 			p.counts.managerRefusals.Add(1)
 		}
@@ -219,7 +219,18 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	}
 }
 
-// onAnswer hands an answer to the request waiting for it.
+// registered returns the event types the site manager registers at the
+// site with request r of kind: those published, and those asked about
+// by a publish.
+func registered(r *request, kind string) []string {
+	if kind == kindPublish {
+		return slices.Concat(r.Published, r.Types)
+	}
+	return r.Published
+}
+
+// onAnswer hands an answer to the request waiting for it, and takes a
+// notice that a change settled (answer.Settled; it answers no request).
 func (m *managerLink) onAnswer(d sion.Delivery) {
 	var a answer
 	if err := json.Unmarshal(d.Event.Data, &a); err != nil {
@@ -227,6 +238,10 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 		return
 	}
 	n := attrInt(d.Event, "req")
+	if n == 0 && a.Settled != 0 {
+		m.p.settledNotice(a.Epoch, a.Settled, a.Complete)
+		return
+	}
 	m.mu.Lock()
 	ch := m.pending[n]
 	m.mu.Unlock()
@@ -239,11 +254,12 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 }
 
 // apply takes what an answer to a request of kind about types says — of
-// the proxy's own site, where it publishes, and (subscribe) which sites
-// publish types — and then lays over it the changes the proxy received
-// that the answer does not hold yet: an answer made before a change may
-// arrive after it, and must not undo it.
-func (m *managerLink) apply(a answer, kind string, types []string) {
+// the proxy's own site, where it publishes, (subscribe) which sites
+// publish types, and which of the types it publishes (registered, now
+// known to the manager) to hold — and then lays over it the changes the
+// proxy received that the answer does not hold yet: an answer made
+// before a change may arrive after it, and must not undo it.
+func (m *managerLink) apply(a answer, kind string, types, registered []string) {
 	p := m.p
 	m.newEpoch(a.Epoch)
 	p.young.Store(a.Young)
@@ -251,6 +267,12 @@ func (m *managerLink) apply(a answer, kind string, types []string) {
 		return
 	}
 	p.mu.Lock()
+	for _, t := range registered {
+		delete(p.holds.unregistered, t)
+	}
+	if a.Hold != 0 {
+		p.startHoldLocked(a.Epoch, a.Hold, a.HoldTypes, a.HoldFor)
+	}
 	p.setOwnLocked(a.Own)
 	if p.dir.isRep != a.Representative {
 		p.log.Info("site: representative proxy role", "proxy", p.cfg.Name, "site", p.cfg.Site, "representative", a.Representative)
@@ -345,6 +367,7 @@ func (m *managerLink) newEpoch(epoch uint64) {
 	m.mu.Unlock()
 	if restarted {
 		m.p.log.Info("site: the site manager restarted", "proxy", m.p.cfg.Name)
+		m.p.releaseHolds() // the changes held for are not the new manager's
 		m.lostChanges()
 	}
 }
@@ -429,6 +452,16 @@ func (m *managerLink) takeAck() (uint64, int64) {
 	e, c := m.ackEpoch, m.ack
 	m.ack = 0
 	return e, c
+}
+
+// keepAck takes back change c of epoch to acknowledge after the next
+// placement, unless a later change is to be acknowledged already.
+func (m *managerLink) keepAck(epoch uint64, c int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ack == 0 || (m.ackEpoch == epoch && m.ack < c) {
+		m.ack, m.ackEpoch = c, epoch
+	}
 }
 
 // unreachable reports a representative proxy the proxy could not reach,

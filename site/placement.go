@@ -218,9 +218,16 @@ func (p *Proxy) replaceLoop() {
 		case <-p.changed:
 		}
 		epoch, ack := p.mgr.takeAck()
-		p.replaceAll()
+		placed := p.replaceAll()
 		p.pool.sweep()
-		if ack > 0 {
+		switch {
+		case ack == 0:
+		case !placed:
+			// Not acknowledged until the subscriptions are placed: the
+			// first events of the change's types are held for them
+			// meanwhile (a failed placement is retried after Refresh).
+			p.mgr.keepAck(epoch, ack)
+		default:
 			ctx, cancel := p.context(p.cfg.RequestTimeout)
 			p.mgr.acknowledge(ctx, epoch, ack)
 			cancel()
@@ -229,14 +236,16 @@ func (p *Proxy) replaceLoop() {
 }
 
 // replaceAll moves every subscription to where the directory says it
-// goes now.
-func (p *Proxy) replaceAll() {
+// goes now, and reports whether each of its applications' subscriptions
+// is placed at every destination.
+func (p *Proxy) replaceAll() bool {
 	ctx, cancel := p.context(p.cfg.RequestTimeout)
 	defer cancel()
 	p.mu.Lock()
 	subs := slices.Collect(maps.Values(p.subs))
 	p.mu.Unlock()
 	slices.SortFunc(subs, func(a, b *frontSub) int { return cmp.Compare(a.id, b.id) })
+	placed := true
 	for _, fs := range subs {
 		if fs.remote != "" {
 			if err := p.placeRemote(ctx, fs); err != nil {
@@ -262,5 +271,23 @@ func (p *Proxy) replaceAll() {
 		if err := p.moveTo(ctx, fs, dests); err != nil {
 			p.log.Warn("site: subscription not placed", "proxy", p.cfg.Name, "filter", fs.f, "err", err)
 		}
+		placed = placed && p.placedAt(fs, dests)
 	}
+	return placed
+}
+
+// placedAt reports whether fs is placed at every one of dests, or has
+// ended.
+func (p *Proxy) placedAt(fs *frontSub, dests []destination) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.subs[fs.id] != fs {
+		return true
+	}
+	for _, d := range dests {
+		if !fs.at[d.addr] {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
@@ -130,6 +131,22 @@ type answer struct {
 	// changes travel on two subscriptions): the proxy lays such changes
 	// over the answer again (Proxy.replayLocked).
 	Change int64 `json:"change,omitempty"`
+	// Hold (publish, register): change Hold, which brought HoldTypes to
+	// the site where the proxy publishes, has not settled — a proxy that
+	// needs one of them has not acknowledged it — and the proxy holds the
+	// events of HoldTypes it publishes until it is told that it has
+	// (Settled), or for HoldFor at most (the manager gives up on it by
+	// then) and a RequestTimeout more.
+	Hold      int64         `json:"hold,omitempty"`
+	HoldTypes []string      `json:"holdTypes,omitempty"`
+	HoldFor   time.Duration `json:"holdFor,omitempty"`
+	// Settled, in a notice that answers no request (req 0): change
+	// Settled has settled. Complete: every proxy that needed it
+	// acknowledged it (else one went unreachable first, or the manager
+	// gave up on it after ManagerConfig.HoldTimeout, and the events held
+	// may have missed its subscribers).
+	Settled  int64 `json:"settled,omitempty"`
+	Complete bool  `json:"complete,omitempty"`
 }
 
 // answerError is the error an answer carries (answer.Error); it wraps
