@@ -42,7 +42,8 @@ type heldType struct {
 	events   []heldEvent
 	release  chan struct{} // closed once released (released)
 	released bool
-	complete bool // set before release closes: every proxy that needed the change acknowledged it
+	complete bool          // set before release closes: every proxy that needed the change acknowledged it
+	drained  chan struct{} // closed once the events held are published and t is no longer held
 }
 
 // heldEvent is one event held, with the site of the proxy that handed it
@@ -69,37 +70,40 @@ func (p *Proxy) startHoldLocked(epoch uint64, c int64, types []string, d time.Du
 		if h.types[t] != nil {
 			continue
 		}
-		ht := &heldType{epoch: epoch, change: c, release: make(chan struct{})}
+		ht := &heldType{epoch: epoch, change: c, release: make(chan struct{}), drained: make(chan struct{})}
 		h.types[t] = ht
 		p.wg.Go(func() { p.keep(t, ht, d+p.cfg.RequestTimeout) }) // under mu, before Close: it waits for it
 	}
 }
 
 // hold holds ev, handed over from site from, if its type is held, and
-// reports whether it did. An event of a held type that the hold has no
-// room for (ProxyConfig.MaxHeld), or of a type the site manager has not
-// registered yet, is published at once and counted in
-// ProxyStats.Unsettled.
-func (p *Proxy) hold(ev *sion.Event, from string) bool {
+// reports whether it did. When its type's hold is being released, it
+// returns a channel that closes once the events held are published: ev
+// follows them. An event of a held type that the hold has no room for
+// (ProxyConfig.MaxHeld), or of a type the site manager has not registered
+// yet, is published at once and counted in ProxyStats.Unsettled.
+func (p *Proxy) hold(ev *sion.Event, from string) (bool, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := &p.holds
 	if h.unregistered[ev.Type] {
 		p.counts.unsettled.Add(1)
-		return false
+		return false, nil
 	}
 	ht := h.types[ev.Type]
-	if ht == nil {
-		return false
-	}
-	if h.n >= p.cfg.MaxHeld {
+	switch {
+	case ht == nil:
+		return false, nil
+	case ht.released:
+		return false, ht.drained
+	case h.n >= p.cfg.MaxHeld:
 		p.counts.unsettled.Add(1)
-		return false
+		return false, nil
 	}
 	ht.events = append(ht.events, heldEvent{ev, from})
 	h.n++
 	p.counts.held.Add(1)
-	return true
+	return true, nil
 }
 
 // settledNotice releases what is held for change c of the manager's
@@ -140,10 +144,10 @@ func releaseLocked(ht *heldType, complete bool) {
 }
 
 // keep holds the events of type t until ht is released or d has passed,
-// then publishes them in order — and those held meanwhile — and stops
-// holding t. Events published before the change settled everywhere
-// count in ProxyStats.Unsettled, and so do those the proxy's Close drops
-// or that fail to publish.
+// then publishes them in order and stops holding t (the publishes of t
+// meanwhile wait for it). Events released before the change settled
+// everywhere count in ProxyStats.Unsettled, and so do those the proxy's
+// Close drops or that fail to publish.
 func (p *Proxy) keep(t string, ht *heldType, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -153,40 +157,38 @@ func (p *Proxy) keep(t string, ht *heldType, d time.Duration) {
 		p.log.Warn("site: the site manager did not tell in time that a change settled; publishing the events held", "proxy", p.cfg.Name, "type", t, "change", ht.change)
 	case <-p.stop:
 	}
+	// Released: nothing is added to ht from now on.
 	p.mu.Lock()
 	releaseLocked(ht, false) // no-op when released: complete stays
-	complete := ht.complete
+	complete, evs := ht.complete, ht.events
+	ht.events = nil
+	p.holds.n -= len(evs)
 	p.mu.Unlock()
-	for {
+	defer func() {
 		p.mu.Lock()
-		evs := ht.events
-		ht.events = nil
-		p.holds.n -= len(evs)
-		if len(evs) == 0 && p.holds.types[t] == ht {
+		if p.holds.types[t] == ht {
 			delete(p.holds.types, t)
 		}
 		p.mu.Unlock()
-		if len(evs) == 0 {
+		close(ht.drained)
+	}()
+	if !complete {
+		p.counts.unsettled.Add(uint64(len(evs)))
+	}
+	for i, he := range evs {
+		if p.stopping() {
+			if complete {
+				p.counts.unsettled.Add(uint64(len(evs) - i))
+			}
+			p.log.Warn("site: proxy closed; events held dropped", "proxy", p.cfg.Name, "type", t, "events", len(evs)-i)
 			return
 		}
-		if !complete {
-			p.counts.unsettled.Add(uint64(len(evs)))
-		}
-		for i, he := range evs {
-			if p.stopping() {
-				if complete {
-					p.counts.unsettled.Add(uint64(len(evs) - i))
-				}
-				p.log.Warn("site: proxy closed; events held dropped", "proxy", p.cfg.Name, "type", t, "events", len(evs)-i)
-				break
+		if err := p.publishHeld(he); err != nil {
+			if complete {
+				p.counts.unsettled.Add(1)
 			}
-			if err := p.publishHeld(he); err != nil {
-				if complete {
-					p.counts.unsettled.Add(1)
-				}
-				if !errors.Is(err, sion.ErrClosed) {
-					p.log.Warn("site: event held not published", "proxy", p.cfg.Name, "type", t, "event", he.ev.ID, "err", err)
-				}
+			if !errors.Is(err, sion.ErrClosed) {
+				p.log.Warn("site: event held not published", "proxy", p.cfg.Name, "type", t, "event", he.ev.ID, "err", err)
 			}
 		}
 	}

@@ -349,8 +349,17 @@ func (p *Proxy) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) er
 	if err != nil {
 		return err
 	}
-	if p.hold(ev, from) {
+	held, drained := p.hold(ev, from)
+	if held {
 		return nil
+	}
+	if drained != nil {
+		// The events held of its type go first.
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return p.forward(ctx, from, at, ev)
 }
