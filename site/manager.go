@@ -191,9 +191,25 @@ type Manager struct {
 	settling map[int64]*settle      // changes that brought types some proxy needs, not acknowledged by all yet
 	closed   bool
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	requests chan *served // taken by serve, one batch under mu at a time
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
+
+// served is one request of a proxy, queued for the goroutine that serves
+// them (Manager.serve); done closes once it is served, err then being the
+// error of delivering its answer.
+type served struct {
+	s          *sion.Session
+	name, kind string
+	n          int64
+	r          request
+	err        error
+	done       chan struct{}
+}
+
+// maxBatch bounds the requests served under one hold of mu.
+const maxBatch = 256
 
 type siteState struct {
 	id             string
@@ -248,7 +264,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: log, epoch: binary.BigEndian.Uint64(e[:]) | 1,
 		started: time.Now(), sites: map[string]*siteState{}, proxies: map[string]*proxyState{}, settling: map[int64]*settle{},
-		stop: make(chan struct{}),
+		requests: make(chan *served, maxBatch), stop: make(chan struct{}),
 	}
 	for _, sc := range cfg.Sites {
 		if err := m.setSite(sc); err != nil {
@@ -265,6 +281,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m.place, m.sw = place, sw
 	m.wg.Go(m.reap)
+	m.wg.Go(m.serve)
 	return m, nil
 }
 
@@ -411,9 +428,14 @@ func (m *Manager) Unsubscribe(s *sion.Session, _ *sion.Subscription) {
 }
 
 // Publish serves one request of the proxy whose session is s
-// (sion.Relay). A malformed request is refused with an error, which is
-// the proxy's Publish error. It never waits: an answer that waits for a
-// change to settle is delivered by a goroutine of the manager.
+// (sion.Relay), and returns once it is served. A malformed request is
+// refused with an error, which is the proxy's Publish error. The
+// requests of all sessions are served by one goroutine of the manager, in
+// batches under one hold of its lock: taken by each session's reader
+// instead, the lock convoyed on a loaded machine (a proxy's registration
+// waited seconds for it, long enough to be taken for unreachable). It
+// does not wait for a change to settle: such an answer is delivered by a
+// goroutine of the manager. ctx ends the wait for the request's turn.
 func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) error {
 	if ev.Type != RequestType {
 		return fmt.Errorf("%w: site: the site manager takes %s events, not %q", sion.ErrInvalidEvent, RequestType, ev.Type)
@@ -431,24 +453,81 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 	default:
 		return fmt.Errorf("%w: site: request %d of proxy %q is of kind %q", sion.ErrInvalidEvent, n, name, kind)
 	}
-	m.mu.Lock()
-	if m.closed {
+	q := &served{s: s, name: name, kind: kind, n: n, r: r, done: make(chan struct{})}
+	closed := fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
+	select {
+	case m.requests <- q:
+	case <-m.stop:
+		return closed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-q.done:
+		return q.err
+	case <-m.stop:
+		return closed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// serve serves the queued requests until the manager closes: each batch
+// (what is queued, up to maxBatch) under one hold of mu, then their
+// answers.
+func (m *Manager) serve() {
+	ctx, cancel := context.WithCancel(context.Background()) // for Authorize; ends with serve
+	defer cancel()
+	type result struct {
+		a    answer
+		wait *settle
+	}
+	batch := make([]*served, 0, maxBatch)
+	results := make([]result, 0, maxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case <-m.stop:
+			return
+		case q := <-m.requests:
+			batch = append(batch, q)
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case q := <-m.requests:
+				batch = append(batch, q)
+			default:
+				break more
+			}
+		}
+		results = results[:0]
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		for _, q := range batch {
+			a, wait, err := m.serveLocked(ctx, q.s, q.name, q.kind, &q.r)
+			if err != nil {
+				a = answer{Epoch: m.epoch, Young: m.young(), Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
+			}
+			results = append(results, result{a, wait})
+		}
 		m.mu.Unlock()
-		return fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
+		for i, q := range batch {
+			switch res := results[i]; {
+			case q.kind == kindAck: // acknowledgements are not answered
+			case res.wait == nil:
+				actx, acancel := context.WithTimeout(ctx, m.cfg.SettleTimeout)
+				q.err = m.answer(actx, q.name, q.n, res.a) // to a remote session: never waits
+				acancel()
+			default:
+				m.wg.Go(func() { m.answerSettled(q.name, q.n, res.a, res.wait) })
+			}
+			close(q.done)
+		}
 	}
-	a, wait, err := m.serveLocked(ctx, s, name, kind, &r)
-	m.mu.Unlock()
-	if err != nil {
-		a = answer{Epoch: m.epoch, Young: m.young(), Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
-	}
-	if kind == kindAck {
-		return nil // acknowledgements are not answered
-	}
-	if wait == nil {
-		return m.answer(ctx, name, n, a)
-	}
-	m.wg.Go(func() { m.answerSettled(name, n, a, wait) })
-	return nil
 }
 
 // answer delivers answer a to request n of proxy name.
