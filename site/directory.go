@@ -74,10 +74,9 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 		p.subscribed[t] = struct{}{}
 	}
 	if kind == kindAck && (r.Epoch == 0 || r.Epoch == m.epoch) {
-		// The proxy acted on r.Change, and so on every change before it.
 		p.lagging = false
-		for c, st := range m.settling {
-			if c <= r.Change {
+		for _, c := range append(r.Changes, r.Change) {
+			if st := m.settling[c]; st != nil {
 				m.ackedLocked(st, name, false)
 			}
 		}

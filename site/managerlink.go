@@ -29,10 +29,11 @@ type managerLink struct {
 	sess    *sion.Session         // mu; nil until the first dial succeeds
 	next    int64                 // mu; the last request's number
 	pending map[int64]chan answer // mu; requests waiting for their answers
-	// ack is the last change, of the manager's epoch ackEpoch, to
-	// acknowledge once the subscriptions are placed again (0: none): one
-	// acknowledgement covers every change up to it.
-	ack      int64                // mu
+	// acks are the changes to acknowledge once the subscriptions are
+	// placed again, by number, with the addresses of their site (its
+	// representative proxy and switches): a change is acknowledged once
+	// no placement at one of them failed. ackEpoch is their epoch.
+	acks     map[int64][]string   // mu
 	ackEpoch uint64               // mu
 	reported map[string]time.Time // mu; representative proxies reported unreachable, when
 	epoch    uint64               // mu; the manager's, as last answered
@@ -44,7 +45,7 @@ type managerLink struct {
 }
 
 func newManagerLink(p *Proxy) *managerLink {
-	return &managerLink{p: p, pending: map[int64]chan answer{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1), dialled: make(chan struct{})}
+	return &managerLink{p: p, pending: map[int64]chan answer{}, acks: map[int64][]string{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1), dialled: make(chan struct{})}
 }
 
 // run dials the site manager until it answers, subscribes to the answers
@@ -412,10 +413,16 @@ func (m *managerLink) onChange(d sion.Delivery) {
 	need = need || (p.subscribed["*"] > 0 && len(c.Types) > 0)
 	p.mu.Unlock()
 	if need {
-		m.mu.Lock()
-		if m.ackEpoch != c.Epoch || m.ack < c.Change {
-			m.ack, m.ackEpoch = c.Change, c.Epoch
+		addrs := slices.Clone(c.Entry.Switches)
+		if c.Entry.Representative != "" {
+			addrs = append(addrs, c.Entry.Representative)
 		}
+		m.mu.Lock()
+		if m.ackEpoch != c.Epoch {
+			clear(m.acks) // the last manager's: the new one does not know them
+			m.ackEpoch = c.Epoch
+		}
+		m.acks[c.Change] = addrs
 		m.mu.Unlock()
 	}
 	p.kick()
@@ -435,32 +442,32 @@ func (m *managerLink) lostChanges() {
 }
 
 // acknowledge tells the site manager that the subscriptions were placed
-// again after change c of its epoch (and so after every change before
-// it, which the proxy received first): one request, whatever the number
-// of changes it covers.
-func (m *managerLink) acknowledge(ctx context.Context, epoch uint64, c int64) {
-	if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Change, r.Epoch = c, epoch }); err != nil {
-		m.p.log.Warn("site: change not acknowledged", "proxy", m.p.cfg.Name, "change", c, "err", err)
+// again after changes of its epoch: one request for all of them.
+func (m *managerLink) acknowledge(ctx context.Context, epoch uint64, changes []int64) {
+	for part := range slices.Chunk(changes, maxListLen) {
+		if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Changes, r.Epoch = part, epoch }); err != nil {
+			m.p.log.Warn("site: changes not acknowledged", "proxy", m.p.cfg.Name, "changes", part, "err", err)
+		}
 	}
 }
 
-// takeAck returns the last change to acknowledge and its epoch (0: none),
-// and forgets it.
-func (m *managerLink) takeAck() (uint64, int64) {
+// takeAcks returns the changes to acknowledge, with their sites'
+// addresses, and their epoch, and forgets them.
+func (m *managerLink) takeAcks() (uint64, map[int64][]string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, c := m.ackEpoch, m.ack
-	m.ack = 0
-	return e, c
+	a := m.acks
+	m.acks = map[int64][]string{}
+	return m.ackEpoch, a
 }
 
-// keepAck takes back change c of epoch to acknowledge after the next
-// placement, unless a later change is to be acknowledged already.
-func (m *managerLink) keepAck(epoch uint64, c int64) {
+// keepAck takes back change c of epoch, whose site's addresses are
+// addrs, to acknowledge after the next placement.
+func (m *managerLink) keepAck(epoch uint64, c int64, addrs []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ack == 0 || (m.ackEpoch == epoch && m.ack < c) {
-		m.ack, m.ackEpoch = c, epoch
+	if m.ackEpoch == epoch {
+		m.acks[c] = addrs
 	}
 }
 

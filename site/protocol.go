@@ -53,7 +53,7 @@ const (
 	kindRegister  = "register"  // the proxy's state, nothing asked
 	kindPublish   = "publish"   // where a publish of Types goes (S4 Fig. 14 S1402)
 	kindSubscribe = "subscribe" // where a subscription to Types goes (S1404)
-	kindAck       = "ack"       // the proxy has acted on change Change
+	kindAck       = "ack"       // the proxy has acted on changes Change and Changes
 )
 
 // request is a proxy's request. Every request carries the proxy's whole
@@ -79,12 +79,14 @@ type request struct {
 	Subscribed []string `json:"subscribed,omitempty"`
 	// Types are the event types asked about (publish, subscribe).
 	Types []string `json:"types,omitempty"`
-	// Change is the change acknowledged (ack): the proxy placed its
-	// subscriptions again after it, and so after every change before it.
-	// Epoch is the manager's epoch of that change (0: not said, taken as
-	// the manager's own); an acknowledgement of another epoch is ignored.
-	Change int64  `json:"change,omitempty"`
-	Epoch  uint64 `json:"epoch,omitempty"`
+	// Change and Changes are the changes acknowledged (ack): the proxy
+	// placed its subscriptions again after each, at the change's site.
+	// Epoch is the manager's epoch of those changes (0: not said, taken
+	// as the manager's own); an acknowledgement of another epoch is
+	// ignored.
+	Change  int64   `json:"change,omitempty"`
+	Changes []int64 `json:"changes,omitempty"`
+	Epoch   uint64  `json:"epoch,omitempty"`
 	// Unreachable names a representative proxy (by address) the proxy
 	// could not reach.
 	Unreachable string `json:"unreachable,omitempty"`
@@ -198,6 +200,9 @@ func (r *request) check() error {
 				return err
 			}
 		}
+	}
+	if len(r.Changes) > maxListLen {
+		return fmt.Errorf("site: request lists %d changes, at most %d", len(r.Changes), maxListLen)
 	}
 	if r.Known != "" {
 		if err := checkName("known", r.Known); err != nil {
