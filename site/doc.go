@@ -99,7 +99,10 @@
 // session with a representative is down places its subscriptions at that
 // site's switches directly (what is placed stays until the new places
 // have it), and a proxy that cannot reach its own representative spreads
-// its publishes itself and reports it; so the loss is bounded by the time
+// its publishes itself and reports it (it counts them in
+// ProxyStats.Unsettled: the other sites' subscriptions, placed through the
+// representative, may not be at the switch it chose); so the loss is
+// bounded by the time
 // it takes a proxy to see a session end (at once for a proxy that closed;
 // a transport's heartbeat for one that died) and then to place its
 // subscriptions at the new representative. An event that the new

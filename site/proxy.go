@@ -383,7 +383,14 @@ func (p *Proxy) forward(ctx context.Context, from string, at siteEntry, ev *sion
 		}
 		p.log.Warn("site: representative proxy unreachable; spreading the publish here", "proxy", p.cfg.Name, "representative", at.Representative, "err", err)
 		p.mgr.unreachable(at.Representative)
-		return p.spread(ctx, at, ev)
+		if err := p.spread(ctx, at, ev); err != nil {
+			return err
+		}
+		// Spread here, the other sites' subscriptions the representative
+		// places are not carried to the switch it went to: it may miss
+		// them.
+		p.counts.unsettled.Add(1)
+		return nil
 	default:
 		return p.spread(ctx, at, ev)
 	}

@@ -59,8 +59,11 @@ type ProxyStats struct {
 	// without word from the manager in time, or when it restarted;
 	// published at once because the hold was full (ProxyConfig.MaxHeld),
 	// or while the manager had not registered their type (it did not
-	// answer); and held and then lost: the proxy closed first, or their
-	// publish failed.
+	// answer); spread by the proxy itself because its site's
+	// representative proxy did not take them (the other sites'
+	// subscriptions are placed at switches through the representative);
+	// and held and then lost: the proxy closed first, or their publish
+	// failed.
 	Held, Unsettled uint64
 	// Subscriptions is the number of its front's subscriptions now
 	// (applications' and other sites' proxies'); Placed the number of
