@@ -435,7 +435,9 @@ func (m *Manager) Unsubscribe(s *sion.Session, _ *sion.Subscription) {
 // instead, the lock convoyed on a loaded machine (a proxy's registration
 // waited seconds for it, long enough to be taken for unreachable). It
 // does not wait for a change to settle: such an answer is delivered by a
-// goroutine of the manager. ctx ends the wait for the request's turn.
+// goroutine of the manager. ctx ends the wait for the request's turn,
+// with ctx's error (the request may still be served); ErrClosed once the
+// manager closes.
 func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) error {
 	if ev.Type != RequestType {
 		return fmt.Errorf("%w: site: the site manager takes %s events, not %q", sion.ErrInvalidEvent, RequestType, ev.Type)
