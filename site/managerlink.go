@@ -442,11 +442,16 @@ func (m *managerLink) lostChanges() {
 }
 
 // acknowledge tells the site manager that the subscriptions were placed
-// again after changes of its epoch: one request for all of them.
-func (m *managerLink) acknowledge(ctx context.Context, epoch uint64, changes []int64) {
+// again after changes of its epoch: one request for all of them. Those
+// not sent are kept (with their sites' addresses, from acks) for the next
+// placement.
+func (m *managerLink) acknowledge(ctx context.Context, epoch uint64, changes []int64, acks map[int64][]string) {
 	for part := range slices.Chunk(changes, maxListLen) {
 		if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Changes, r.Epoch = part, epoch }); err != nil {
-			m.p.log.Warn("site: changes not acknowledged", "proxy", m.p.cfg.Name, "changes", part, "err", err)
+			m.p.log.Warn("site: changes not acknowledged; trying again after the next placement", "proxy", m.p.cfg.Name, "changes", part, "err", err)
+			for _, c := range part {
+				m.keepAck(epoch, c, acks[c])
+			}
 		}
 	}
 }

@@ -235,7 +235,7 @@ func (p *Proxy) replaceLoop() {
 		if len(done) > 0 {
 			slices.Sort(done)
 			ctx, cancel := p.context(p.cfg.RequestTimeout)
-			p.mgr.acknowledge(ctx, epoch, done)
+			p.mgr.acknowledge(ctx, epoch, done, acks)
 			cancel()
 		}
 	}
