@@ -57,7 +57,7 @@ func TestAnswerOlderThanChange(t *testing.T) {
 			ev, err := event(ChangeType, tc.change)
 			require.NoError(t, err)
 			p.mgr.onChange(sion.Delivery{Event: ev})
-			p.mgr.apply(tc.answer, kindSubscribe, []string{"TopicB"})
+			p.mgr.apply(tc.answer, kindSubscribe, []string{"TopicB"}, nil)
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			assert.Equal(t, tc.sites, p.dir.sites["TopicB"])
@@ -75,7 +75,7 @@ func TestChangesForgotten(t *testing.T) {
 		require.NoError(t, err)
 		p.mgr.onChange(sion.Delivery{Event: ev})
 	}
-	p.mgr.apply(answer{Epoch: 7, Change: 0, Own: siteEntry{ID: "B0"}}, kindSubscribe, []string{"TopicB"})
+	p.mgr.apply(answer{Epoch: 7, Change: 0, Own: siteEntry{ID: "B0"}}, kindSubscribe, []string{"TopicB"}, nil)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, cached := p.dir.sites["TopicB"]

@@ -19,12 +19,7 @@ func (m *Manager) goneLocked(p *proxyState) {
 	p.reachable = false
 	m.log.Info("site: proxy unreachable", "proxy", p.name, "site", p.site, "addr", p.addr)
 	for _, st := range m.settling {
-		if st.waiting[p.name] {
-			delete(st.waiting, p.name)
-			if len(st.waiting) == 0 {
-				close(st.done)
-			}
-		}
+		m.ackedLocked(st, p.name, true)
 	}
 }
 
@@ -78,13 +73,11 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 	for _, t := range r.Subscribed {
 		p.subscribed[t] = struct{}{}
 	}
-	if kind == kindAck {
+	if kind == kindAck && (r.Epoch == 0 || r.Epoch == m.epoch) {
 		p.lagging = false
-		if st := m.settling[r.Change]; st != nil && st.waiting[name] {
-			delete(st.waiting, name)
-			if len(st.waiting) == 0 {
-				close(st.done)
-				delete(m.settling, r.Change)
+		for _, c := range append(r.Changes, r.Change) {
+			if st := m.settling[c]; st != nil {
+				m.ackedLocked(st, name, false)
 			}
 		}
 	}
@@ -161,12 +154,30 @@ func (m *Manager) serveLocked(ctx context.Context, s *sion.Session, name, kind s
 	}
 	if kind == kindPublish && wait == nil {
 		// A publish of a type whose first publish at the site still waits
-		// waits too: from another proxy of the site it would overtake the
-		// first and reach the switches before the subscriptions.
+		// waits too (and its events are held as long): from another proxy
+		// of the site it would overtake the first and reach the switches
+		// before the subscriptions.
 		wait = m.settlingLocked(at.id, r.Types)
 	}
-	if kind != kindPublish {
-		wait = nil // only a publish of a fresh type waits for it to settle
+	if wait != nil {
+		// The types of the change the proxy publishes: it holds their
+		// events while the change settles.
+		for _, t := range wait.types {
+			if slices.Contains(published, t) {
+				a.HoldTypes = append(a.HoldTypes, t)
+			}
+		}
+	}
+	if kind != kindPublish && wait != nil {
+		// Only a publish waits for a fresh type to settle; a registration
+		// that brought one (the proxy published it while the manager was
+		// away) is answered at once, and the proxy holds the type's
+		// events from then on.
+		if len(a.HoldTypes) > 0 {
+			wait.holders[name] = true
+			a.Hold, a.HoldFor = wait.change, max(m.cfg.HoldTimeout-time.Since(wait.began), 0)
+		}
+		wait = nil
 	}
 	a.Change = m.change // after the changes this request itself announced
 	return a, wait, nil
@@ -294,22 +305,23 @@ func (m *Manager) announceLocked(st *siteState, fresh []string, moved bool) *set
 	c := change{Epoch: m.epoch, Change: m.change, Site: st.id, Types: fresh, Moved: moved, Entry: m.entry(st, nil)}
 	var wait *settle
 	if len(fresh) > 0 {
-		wait = &settle{change: m.change, site: st.id, types: fresh, waiting: map[string]bool{}, done: make(chan struct{})}
+		// Every reachable proxy whose subscriptions need a fresh type;
+		// answers wait for those that are not lagging.
+		need := map[string]bool{}
 		for _, p := range m.proxies {
-			if !p.reachable || p.lagging {
+			if !p.reachable {
 				continue
 			}
 			_, all := p.subscribed["*"]
 			for _, t := range fresh {
 				if _, ok := p.subscribed[t]; ok || all {
-					wait.waiting[p.name] = true
+					need[p.name] = !p.lagging
 					break
 				}
 			}
 		}
-		if len(wait.waiting) == 0 {
-			wait = nil
-		} else {
+		if len(need) > 0 {
+			wait = newSettle(m.change, st.id, fresh, need)
 			m.settling[m.change] = wait
 		}
 	}
@@ -368,7 +380,7 @@ func (m *Manager) reap() {
 			m.log.Info("site: representative proxy unreachable; replaced", "site", st.id, "by", st.representative)
 			m.announceLocked(st, nil, true)
 		}
-		maps.DeleteFunc(m.settling, func(_ int64, s *settle) bool { return len(s.waiting) == 0 })
+		m.giveUpLocked()
 		m.mu.Unlock()
 	}
 }

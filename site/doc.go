@@ -44,12 +44,30 @@
 // it hands the event to the site's representative proxy, which spreads
 // the publishes over the switches so that the counts per switch differ by
 // at most one (Fig. 17, 20). A site without switches publishes at the
-// fallback site's (ManagerConfig.Fallback; S4: the cloud's broker). The
-// answer to a publish of a type new at its site — and to the other
-// proxies' publishes of it meanwhile — waits until the proxies whose
-// subscriptions need the type have placed them there (bounded by
-// ManagerConfig.SettleTimeout), so that even the first event of the type
-// reaches them.
+// fallback site's (ManagerConfig.Fallback; S4: the cloud's broker).
+//
+// Even the first event of a type new at its site reaches the
+// subscriptions that need the type: the site manager announces the type,
+// and the proxies whose subscriptions need it place them there and
+// acknowledge the change once their placements at that site have been
+// granted (a proxy acknowledges all the changes it acted on in one
+// request). The answer to the first publish — and to the other proxies'
+// publishes of the type meanwhile — waits for those acknowledgements for
+// at most ManagerConfig.SettleTimeout. Past it, the proxies of the site
+// hold the type's events (ProxyStats.Held; at most ProxyConfig.MaxHeld
+// each) and publish them, in order, once the manager tells them that
+// every such proxy has acknowledged; a publish of the type meanwhile is
+// held too. The manager stops holding them, and they are published, when
+// a proxy still awaited becomes unreachable or ManagerConfig.HoldTimeout
+// has passed since the first publish. Every event that may have missed a
+// subscription so is counted in ProxyStats.Unsettled (and logged): those
+// published after such a release, or without the manager's word within
+// HoldTimeout and a RequestTimeout, or when the manager restarted; those
+// beyond MaxHeld, published at once; those of a type published while the
+// manager did not answer (it had not registered the type); and those a
+// proxy held when it closed or could not publish. S4 does not say what
+// reaches a subscription placed after its type's first publish; holding
+// rather than dropping is sion's choice.
 //
 // # Subscribing
 //
@@ -77,13 +95,23 @@
 // the next that asks); the other proxies, told of the change, place their
 // subscriptions at the new representative, which places them at its
 // switches before the first event of their type reaches one — nothing
-// published after the repair is lost. Until then a proxy whose session
-// with a representative is down places its subscriptions at that site's
-// switches directly (what is placed stays until the new places have it),
-// and a proxy that cannot reach its own representative spreads its
-// publishes itself and reports it; so the loss is bounded by the time it
-// takes a proxy to see a session end (at once for a proxy that closed; a
-// transport's heartbeat for one that died). A switch whose session is
+// published after they have done so is lost. Until then a proxy whose
+// session with a representative is down places its subscriptions at that
+// site's switches directly (what is placed stays until the new places
+// have it), and a proxy that cannot reach its own representative spreads
+// its publishes itself and reports it (it counts them in
+// ProxyStats.Unsettled: the other sites' subscriptions, placed through the
+// representative, may not be at the switch it chose); so the loss is
+// bounded by the time
+// it takes a proxy to see a session end (at once for a proxy that closed;
+// a transport's heartbeat for one that died) and then to place its
+// subscriptions at the new representative. An event that the new
+// representative spreads before a proxy's subscription has reached it
+// misses that subscription unless the old representative's placement at
+// that switch still stands, and it is not counted (ProxyStats.Unsettled
+// covers the first events of a type new at a site only); a
+// representative proxy not heard from for Timeout is replaced though it
+// may merely be slow. A switch whose session is
 // down is left out of the spread until it is back, and then counts from
 // the others' fewest; one merely slow to answer stays in it (a spread
 // attempt not answered within a quarter of RequestTimeout goes on to the
@@ -107,10 +135,13 @@
 // ManagerConfig.Authorize binds names to sites and addresses where proxies
 // are not all trusted alike. The manager's state is bounded
 // (ManagerConfig.MaxSites, MaxProxies, MaxTypesPerSite, MaxTypes); at a
-// bound it forgets what is least current. A proxy that lets a change
-// settle by timeout without acknowledging it is not waited for again until
-// it acknowledges one, so no session holds every first publish for
-// SettleTimeout. Caller-set event IDs are trusted too (sion.Event.ID): a
+// bound it forgets what is least current. A proxy that lets SettleTimeout
+// pass without acknowledging a change is not waited for again until it
+// acknowledges one, so no session holds every first publish for
+// SettleTimeout; the events are still held for it, up to HoldTimeout. So a
+// session that registers as a proxy needing every type and never
+// acknowledges delays the first events of each type new at a site by
+// HoldTimeout, and has them counted as unsettled. Caller-set event IDs are trusted too (sion.Event.ID): a
 // publisher that reuses another's ID suppresses that event.
 //
 // # Concurrency

@@ -222,7 +222,7 @@ func (fs *failSystem) runProxy(sp siteSpec, addr string) {
 	t.Helper()
 	p, err := site.NewProxy(site.ProxyConfig{
 		Name: "proxy-" + addr, Site: sp.id, Addr: addr, Transport: fs.cut.from(addr), Manager: "manager",
-		Place: sion.PlaceConfig{Ontology: fs.ont}, Refresh: testRefresh, RequestTimeout: testRequestTimeout,
+		Place: sion.PlaceConfig{Ontology: fs.ont}, Refresh: testRefresh, RequestTimeout: testRequestTimeout, Direct: fs.direct,
 	})
 	require.NoError(t, err)
 	fs.proxies[addr] = p

@@ -36,6 +36,10 @@ const (
 	// subscriptions need that type to place them there
 	// (ManagerConfig.SettleTimeout).
 	DefaultSettleTimeout = 2 * time.Second
+	// DefaultHoldTimeout bounds how long the proxies of a site hold the
+	// events of a type new there for the proxies whose subscriptions
+	// need it and have not placed them yet (ManagerConfig.HoldTimeout).
+	DefaultHoldTimeout = 10 * time.Second
 	// DefaultManagerPlace names the site manager's event place.
 	DefaultManagerPlace = "sites"
 )
@@ -109,9 +113,22 @@ type ManagerConfig struct {
 	Timeout time.Duration
 	// SettleTimeout bounds how long a publish of an event type new at its
 	// site waits for the proxies whose subscriptions need that type to
-	// place them there, so that the first event of the type reaches them
-	// too. DefaultSettleTimeout by default.
+	// place them there (to acknowledge the change that announced it).
+	// Once it has passed, the publish is answered, and the proxies of the
+	// site hold the type's events (ProxyStats.Held) until those proxies
+	// have acknowledged, so that even the first event of the type reaches
+	// them; a proxy that let it pass is not waited for again (its events
+	// are held all the same) until it acknowledges a change.
+	// DefaultSettleTimeout by default.
 	SettleTimeout time.Duration
+	// HoldTimeout bounds, from a type's first publish at a site, how long
+	// its events are held there for proxies whose subscriptions need it
+	// and have not acknowledged placing them: then they are published,
+	// and counted in the holding proxies' ProxyStats.Unsettled (they may
+	// have missed those proxies' subscribers). DefaultHoldTimeout by
+	// default; a value below SettleTimeout means SettleTimeout. It is
+	// checked every Timeout/3, so the hold may last that much longer.
+	HoldTimeout time.Duration
 	// MaxSites, MaxProxies and MaxTypesPerSite bound the manager's
 	// state: the sites it keeps, the proxies (reachable or not), and the
 	// event types per site. At MaxSites a site the operator did not set
@@ -171,12 +188,28 @@ type Manager struct {
 	proxies  map[string]*proxyState // by name (its session's)
 	change   int64                  // the last change announced
 	types    int                    // event types kept, over all sites
-	settling map[int64]*settle      // changes whose acknowledgements answers wait for
+	settling map[int64]*settle      // changes that brought types some proxy needs, not acknowledged by all yet
 	closed   bool
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	requests chan *served // taken by serve, one batch under mu at a time
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
+
+// served is one request of a proxy, queued for the goroutine that serves
+// them (Manager.serve); done closes once it is served, err then being the
+// error of delivering its answer.
+type served struct {
+	s          *sion.Session
+	name, kind string
+	n          int64
+	r          request
+	err        error
+	done       chan struct{}
+}
+
+// maxBatch bounds the requests served under one hold of mu.
+const maxBatch = 256
 
 type siteState struct {
 	id             string
@@ -194,22 +227,13 @@ type proxyState struct {
 	switches         []string // as it reported them
 	lastSeen         time.Time
 	reachable        bool
-	// lagging: it let a change settle by timeout without acknowledging
-	// it; the manager waits for it again once it acknowledges one.
+	// lagging: it let SettleTimeout pass without acknowledging a change;
+	// answers wait for it again once it acknowledges one (the events it
+	// needs are held for it all the same).
 	lagging    bool
 	published  []string
 	subscribed map[string]struct{}
 	seq        int64 // the registration kept: its request.Seq, on sess
-}
-
-// settle is a change whose announcement some answers wait on: until the
-// proxies in waiting have acknowledged it, or SettleTimeout.
-type settle struct {
-	change  int64
-	site    string          // where the types were published first
-	types   []string        // the fresh types
-	waiting map[string]bool // mu
-	done    chan struct{}   // closed when waiting empties
 }
 
 // NewManager returns a site manager for cfg; it serves once Serve is
@@ -219,6 +243,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg.Place = cmp.Or(cfg.Place, DefaultManagerPlace)
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.SettleTimeout = cmp.Or(cfg.SettleTimeout, DefaultSettleTimeout)
+	cfg.HoldTimeout = cmp.Or(cfg.HoldTimeout, DefaultHoldTimeout)
 	cfg.MaxSites = cmp.Or(cfg.MaxSites, DefaultMaxSites)
 	cfg.MaxProxies = cmp.Or(cfg.MaxProxies, DefaultMaxProxies)
 	cfg.MaxTypesPerSite = cmp.Or(cfg.MaxTypesPerSite, DefaultMaxTypesPerSite)
@@ -226,9 +251,10 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxSites < 0 || cfg.MaxProxies < 0 || cfg.MaxTypesPerSite < 0 || cfg.MaxTypes < 0 {
 		return nil, fmt.Errorf("%w: site: ManagerConfig bounds must not be negative", sion.ErrInvalidConfig)
 	}
-	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 {
-		return nil, fmt.Errorf("%w: site: ManagerConfig.Timeout %v and SettleTimeout %v must not be negative", sion.ErrInvalidConfig, cfg.Timeout, cfg.SettleTimeout)
+	if cfg.Timeout < 0 || cfg.SettleTimeout < 0 || cfg.HoldTimeout < 0 {
+		return nil, fmt.Errorf("%w: site: ManagerConfig.Timeout %v, SettleTimeout %v and HoldTimeout %v must not be negative", sion.ErrInvalidConfig, cfg.Timeout, cfg.SettleTimeout, cfg.HoldTimeout)
 	}
+	cfg.HoldTimeout = max(cfg.HoldTimeout, cfg.SettleTimeout)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -238,7 +264,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: log, epoch: binary.BigEndian.Uint64(e[:]) | 1,
 		started: time.Now(), sites: map[string]*siteState{}, proxies: map[string]*proxyState{}, settling: map[int64]*settle{},
-		stop: make(chan struct{}),
+		requests: make(chan *served, maxBatch), stop: make(chan struct{}),
 	}
 	for _, sc := range cfg.Sites {
 		if err := m.setSite(sc); err != nil {
@@ -255,6 +281,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m.place, m.sw = place, sw
 	m.wg.Go(m.reap)
+	m.wg.Go(m.serve)
 	return m, nil
 }
 
@@ -401,9 +428,16 @@ func (m *Manager) Unsubscribe(s *sion.Session, _ *sion.Subscription) {
 }
 
 // Publish serves one request of the proxy whose session is s
-// (sion.Relay). A malformed request is refused with an error, which is
-// the proxy's Publish error. It never waits: an answer that waits for a
-// change to settle is delivered by a goroutine of the manager.
+// (sion.Relay), and returns once it is served. A malformed request is
+// refused with an error, which is the proxy's Publish error. The
+// requests of all sessions are served by one goroutine of the manager, in
+// batches under one hold of its lock: taken by each session's reader
+// instead, the lock convoyed on a loaded machine (a proxy's registration
+// waited seconds for it, long enough to be taken for unreachable). It
+// does not wait for a change to settle: such an answer is delivered by a
+// goroutine of the manager. ctx ends the wait for the request's turn,
+// with ctx's error (the request may still be served); ErrClosed once the
+// manager closes.
 func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) error {
 	if ev.Type != RequestType {
 		return fmt.Errorf("%w: site: the site manager takes %s events, not %q", sion.ErrInvalidEvent, RequestType, ev.Type)
@@ -421,52 +455,81 @@ func (m *Manager) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) 
 	default:
 		return fmt.Errorf("%w: site: request %d of proxy %q is of kind %q", sion.ErrInvalidEvent, n, name, kind)
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
+	q := &served{s: s, name: name, kind: kind, n: n, r: r, done: make(chan struct{})}
+	closed := fmt.Errorf("%w: site manager %q", sion.ErrClosed, m.cfg.Name)
+	select {
+	case m.requests <- q:
+	case <-m.stop:
+		return closed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	a, wait, err := m.serveLocked(ctx, s, name, kind, &r)
-	m.mu.Unlock()
-	if err != nil {
-		a = answer{Epoch: m.epoch, Young: m.young(), Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
+	select {
+	case <-q.done:
+		return q.err
+	case <-m.stop:
+		return closed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if kind == kindAck {
-		return nil // acknowledgements are not answered
+}
+
+// serve serves the queued requests until the manager closes: each batch
+// (what is queued, up to maxBatch) under one hold of mu, then their
+// answers.
+func (m *Manager) serve() {
+	ctx, cancel := context.WithCancel(context.Background()) // for Authorize; ends with serve
+	defer cancel()
+	type result struct {
+		a    answer
+		wait *settle
 	}
-	if wait == nil {
-		return m.answer(ctx, name, n, a)
-	}
-	m.wg.Go(func() {
-		t := time.NewTimer(m.cfg.SettleTimeout)
-		defer t.Stop()
+	batch := make([]*served, 0, maxBatch)
+	results := make([]result, 0, maxBatch)
+	for {
+		batch = batch[:0]
 		select {
-		case <-wait.done:
-		case <-t.C:
-			m.mu.Lock()
-			waiting := slices.Sorted(maps.Keys(wait.waiting))
-			for _, name := range waiting {
-				if p := m.proxies[name]; p != nil {
-					p.lagging = true // not waited for again until it acknowledges a change
-				}
-			}
-			m.mu.Unlock()
-			m.log.Warn("site: change not acknowledged by every proxy that needs it in time; answering", "proxy", name, "waiting", waiting)
 		case <-m.stop:
 			return
+		case q := <-m.requests:
+			batch = append(batch, q)
 		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case q := <-m.requests:
+				batch = append(batch, q)
+			default:
+				break more
+			}
+		}
+		results = results[:0]
 		m.mu.Lock()
-		if m.settling[wait.change] == wait {
-			delete(m.settling, wait.change)
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		for _, q := range batch {
+			a, wait, err := m.serveLocked(ctx, q.s, q.name, q.kind, &q.r)
+			if err != nil {
+				a = answer{Epoch: m.epoch, Young: m.young(), Error: err.Error(), NoSwitch: errors.Is(err, ErrNoSwitch)}
+			}
+			results = append(results, result{a, wait})
 		}
 		m.mu.Unlock()
-		actx, cancel := context.WithTimeout(context.Background(), m.cfg.SettleTimeout)
-		defer cancel()
-		if err := m.answer(actx, name, n, a); err != nil {
-			m.log.Warn("site: answer not delivered", "proxy", name, "err", err)
+		for i, q := range batch {
+			switch res := results[i]; {
+			case q.kind == kindAck: // acknowledgements are not answered
+			case res.wait == nil:
+				actx, acancel := context.WithTimeout(ctx, m.cfg.SettleTimeout)
+				q.err = m.answer(actx, q.name, q.n, res.a) // to a remote session: never waits
+				acancel()
+			default:
+				m.wg.Go(func() { m.answerSettled(q.name, q.n, res.a, res.wait) })
+			}
+			close(q.done)
 		}
-	})
-	return nil
+	}
 }
 
 // answer delivers answer a to request n of proxy name.

@@ -25,14 +25,19 @@ var errManagerAway = errors.New("site: the site manager is not reachable")
 type managerLink struct {
 	p *Proxy
 
-	mu       sync.Mutex
-	sess     *sion.Session         // mu; nil until the first dial succeeds
-	next     int64                 // mu; the last request's number
-	pending  map[int64]chan answer // mu; requests waiting for their answers
-	acks     []int64               // mu; changes to acknowledge once the subscriptions are placed again
-	reported map[string]time.Time  // mu; representative proxies reported unreachable, when
-	epoch    uint64                // mu; the manager's, as last answered
-	closed   bool                  // mu
+	mu      sync.Mutex
+	sess    *sion.Session         // mu; nil until the first dial succeeds
+	next    int64                 // mu; the last request's number
+	pending map[int64]chan answer // mu; requests waiting for their answers
+	// acks are the changes to acknowledge once the subscriptions are
+	// placed again, by number, with the addresses of their site (its
+	// representative proxy and switches): a change is acknowledged once
+	// no placement at one of them failed. ackEpoch is their epoch.
+	acks     map[int64][]string   // mu
+	ackEpoch uint64               // mu
+	reported map[string]time.Time // mu; representative proxies reported unreachable, when
+	epoch    uint64               // mu; the manager's, as last answered
+	closed   bool                 // mu
 
 	kick    chan struct{} // register now (1-buffered)
 	dialled chan struct{} // closed when the first dial has succeeded
@@ -40,7 +45,7 @@ type managerLink struct {
 }
 
 func newManagerLink(p *Proxy) *managerLink {
-	return &managerLink{p: p, pending: map[int64]chan answer{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1), dialled: make(chan struct{})}
+	return &managerLink{p: p, pending: map[int64]chan answer{}, acks: map[int64][]string{}, reported: map[string]time.Time{}, kick: make(chan struct{}, 1), dialled: make(chan struct{})}
 }
 
 // run dials the site manager until it answers, subscribes to the answers
@@ -205,7 +210,7 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	}
 	select {
 	case a := <-ch:
-		m.apply(a, kind, types)
+		m.apply(a, kind, types, registered(&r, kind))
 		if a.Error != "" {
 			p.counts.managerRefusals.Add(1)
 		}
@@ -215,7 +220,18 @@ func (m *managerLink) send(ctx context.Context, kind string, types []string, fil
 	}
 }
 
-// onAnswer hands an answer to the request waiting for it.
+// registered returns the event types the site manager registers at the
+// site with request r of kind: those published, and those asked about
+// by a publish.
+func registered(r *request, kind string) []string {
+	if kind == kindPublish {
+		return slices.Concat(r.Published, r.Types)
+	}
+	return r.Published
+}
+
+// onAnswer hands an answer to the request waiting for it, and takes a
+// notice that a change settled (answer.Settled; it answers no request).
 func (m *managerLink) onAnswer(d sion.Delivery) {
 	var a answer
 	if err := json.Unmarshal(d.Event.Data, &a); err != nil {
@@ -223,6 +239,10 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 		return
 	}
 	n := attrInt(d.Event, "req")
+	if n == 0 && a.Settled != 0 {
+		m.p.settledNotice(a.Epoch, a.Settled, a.Complete)
+		return
+	}
 	m.mu.Lock()
 	ch := m.pending[n]
 	m.mu.Unlock()
@@ -235,11 +255,12 @@ func (m *managerLink) onAnswer(d sion.Delivery) {
 }
 
 // apply takes what an answer to a request of kind about types says — of
-// the proxy's own site, where it publishes, and (subscribe) which sites
-// publish types — and then lays over it the changes the proxy received
-// that the answer does not hold yet: an answer made before a change may
-// arrive after it, and must not undo it.
-func (m *managerLink) apply(a answer, kind string, types []string) {
+// the proxy's own site, where it publishes, (subscribe) which sites
+// publish types, and which of the types it publishes (registered, now
+// known to the manager) to hold — and then lays over it the changes the
+// proxy received that the answer does not hold yet: an answer made
+// before a change may arrive after it, and must not undo it.
+func (m *managerLink) apply(a answer, kind string, types, registered []string) {
 	p := m.p
 	m.newEpoch(a.Epoch)
 	p.young.Store(a.Young)
@@ -247,6 +268,12 @@ func (m *managerLink) apply(a answer, kind string, types []string) {
 		return
 	}
 	p.mu.Lock()
+	for _, t := range registered {
+		delete(p.holds.unregistered, t)
+	}
+	if a.Hold != 0 {
+		p.startHoldLocked(a.Epoch, a.Hold, a.HoldTypes, a.HoldFor)
+	}
 	p.setOwnLocked(a.Own)
 	if p.dir.isRep != a.Representative {
 		p.log.Info("site: representative proxy role", "proxy", p.cfg.Name, "site", p.cfg.Site, "representative", a.Representative)
@@ -341,6 +368,7 @@ func (m *managerLink) newEpoch(epoch uint64) {
 	m.mu.Unlock()
 	if restarted {
 		m.p.log.Info("site: the site manager restarted", "proxy", m.p.cfg.Name)
+		m.p.releaseHolds() // the changes held for are not the new manager's
 		m.lostChanges()
 	}
 }
@@ -385,8 +413,16 @@ func (m *managerLink) onChange(d sion.Delivery) {
 	need = need || (p.subscribed["*"] > 0 && len(c.Types) > 0)
 	p.mu.Unlock()
 	if need {
+		addrs := slices.Clone(c.Entry.Switches)
+		if c.Entry.Representative != "" {
+			addrs = append(addrs, c.Entry.Representative)
+		}
 		m.mu.Lock()
-		m.acks = append(m.acks, c.Change)
+		if m.ackEpoch != c.Epoch {
+			clear(m.acks) // the last manager's: the new one does not know them
+			m.ackEpoch = c.Epoch
+		}
+		m.acks[c.Change] = addrs
 		m.mu.Unlock()
 	}
 	p.kick()
@@ -405,23 +441,39 @@ func (m *managerLink) lostChanges() {
 	p.kick()
 }
 
-// acknowledge sends the acknowledgements of the changes recorded before
-// the subscriptions were placed again.
-func (m *managerLink) acknowledge(ctx context.Context, changes []int64) {
-	for _, c := range changes {
-		if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Change = c }); err != nil {
-			m.p.log.Warn("site: change not acknowledged", "proxy", m.p.cfg.Name, "change", c, "err", err)
+// acknowledge tells the site manager that the subscriptions were placed
+// again after changes of its epoch: one request for all of them. Those
+// not sent are kept (with their sites' addresses, from acks) for the next
+// placement.
+func (m *managerLink) acknowledge(ctx context.Context, epoch uint64, changes []int64, acks map[int64][]string) {
+	for part := range slices.Chunk(changes, maxListLen) {
+		if _, err := m.send(ctx, kindAck, nil, func(r *request) { r.Changes, r.Epoch = part, epoch }); err != nil {
+			m.p.log.Warn("site: changes not acknowledged; trying again after the next placement", "proxy", m.p.cfg.Name, "changes", part, "err", err)
+			for _, c := range part {
+				m.keepAck(epoch, c, acks[c])
+			}
 		}
 	}
 }
 
-// takeAcks returns the changes to acknowledge and forgets them.
-func (m *managerLink) takeAcks() []int64 {
+// takeAcks returns the changes to acknowledge, with their sites'
+// addresses, and their epoch, and forgets them.
+func (m *managerLink) takeAcks() (uint64, map[int64][]string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.acks
-	m.acks = nil
-	return a
+	m.acks = map[int64][]string{}
+	return m.ackEpoch, a
+}
+
+// keepAck takes back change c of epoch, whose site's addresses are
+// addrs, to acknowledge after the next placement.
+func (m *managerLink) keepAck(epoch uint64, c int64, addrs []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ackEpoch == epoch {
+		m.acks[c] = addrs
+	}
 }
 
 // unreachable reports a representative proxy the proxy could not reach,

@@ -217,26 +217,41 @@ func (p *Proxy) replaceLoop() {
 			again = nil
 		case <-p.changed:
 		}
-		acks := p.mgr.takeAcks()
-		p.replaceAll()
+		epoch, acks := p.mgr.takeAcks()
+		failed := p.replaceAll()
 		p.pool.sweep()
-		if len(acks) > 0 {
+		var done []int64
+		for c, addrs := range acks {
+			if slices.ContainsFunc(addrs, func(a string) bool { return failed[a] }) {
+				// Not acknowledged until the subscriptions are placed
+				// at the change's site: the first events of its types
+				// are held for them meanwhile (a failed placement is
+				// retried after Refresh).
+				p.mgr.keepAck(epoch, c, addrs)
+				continue
+			}
+			done = append(done, c)
+		}
+		if len(done) > 0 {
+			slices.Sort(done)
 			ctx, cancel := p.context(p.cfg.RequestTimeout)
-			p.mgr.acknowledge(ctx, acks)
+			p.mgr.acknowledge(ctx, epoch, done, acks)
 			cancel()
 		}
 	}
 }
 
 // replaceAll moves every subscription to where the directory says it
-// goes now.
-func (p *Proxy) replaceAll() {
+// goes now, and returns the destinations where one of its applications'
+// subscriptions is not placed.
+func (p *Proxy) replaceAll() map[string]bool {
 	ctx, cancel := p.context(p.cfg.RequestTimeout)
 	defer cancel()
 	p.mu.Lock()
 	subs := slices.Collect(maps.Values(p.subs))
 	p.mu.Unlock()
 	slices.SortFunc(subs, func(a, b *frontSub) int { return cmp.Compare(a.id, b.id) })
+	failed := map[string]bool{}
 	for _, fs := range subs {
 		if fs.remote != "" {
 			if err := p.placeRemote(ctx, fs); err != nil {
@@ -261,6 +276,23 @@ func (p *Proxy) replaceAll() {
 		}
 		if err := p.moveTo(ctx, fs, dests); err != nil {
 			p.log.Warn("site: subscription not placed", "proxy", p.cfg.Name, "filter", fs.f, "err", err)
+		}
+		p.notPlaced(fs, dests, failed)
+	}
+	return failed
+}
+
+// notPlaced adds to failed those of dests where fs, not ended, is not
+// placed.
+func (p *Proxy) notPlaced(fs *frontSub, dests []destination, failed map[string]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.subs[fs.id] != fs {
+		return
+	}
+	for _, d := range dests {
+		if !fs.at[d.addr] {
+			failed[d.addr] = true
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
@@ -52,7 +53,7 @@ const (
 	kindRegister  = "register"  // the proxy's state, nothing asked
 	kindPublish   = "publish"   // where a publish of Types goes (S4 Fig. 14 S1402)
 	kindSubscribe = "subscribe" // where a subscription to Types goes (S1404)
-	kindAck       = "ack"       // the proxy has acted on change Change
+	kindAck       = "ack"       // the proxy has acted on changes Change and Changes
 )
 
 // request is a proxy's request. Every request carries the proxy's whole
@@ -78,8 +79,14 @@ type request struct {
 	Subscribed []string `json:"subscribed,omitempty"`
 	// Types are the event types asked about (publish, subscribe).
 	Types []string `json:"types,omitempty"`
-	// Change is the change acknowledged (ack).
-	Change int64 `json:"change,omitempty"`
+	// Change and Changes are the changes acknowledged (ack): the proxy
+	// placed its subscriptions again after each, at the change's site.
+	// Epoch is the manager's epoch of those changes (0: not said, taken
+	// as the manager's own); an acknowledgement of another epoch is
+	// ignored.
+	Change  int64   `json:"change,omitempty"`
+	Changes []int64 `json:"changes,omitempty"`
+	Epoch   uint64  `json:"epoch,omitempty"`
 	// Unreachable names a representative proxy (by address) the proxy
 	// could not reach.
 	Unreachable string `json:"unreachable,omitempty"`
@@ -126,6 +133,22 @@ type answer struct {
 	// changes travel on two subscriptions): the proxy lays such changes
 	// over the answer again (Proxy.replayLocked).
 	Change int64 `json:"change,omitempty"`
+	// Hold (publish, register): change Hold, which brought HoldTypes to
+	// the site where the proxy publishes, has not settled — a proxy that
+	// needs one of them has not acknowledged it — and the proxy holds the
+	// events of HoldTypes it publishes until it is told that it has
+	// (Settled), or for HoldFor at most (the manager gives up on it by
+	// then) and a RequestTimeout more.
+	Hold      int64         `json:"hold,omitempty"`
+	HoldTypes []string      `json:"holdTypes,omitempty"`
+	HoldFor   time.Duration `json:"holdFor,omitempty"`
+	// Settled, in a notice that answers no request (req 0): change
+	// Settled has settled. Complete: every proxy that needed it
+	// acknowledged it (else one went unreachable first, or the manager
+	// gave up on it after ManagerConfig.HoldTimeout, and the events held
+	// may have missed its subscribers).
+	Settled  int64 `json:"settled,omitempty"`
+	Complete bool  `json:"complete,omitempty"`
 }
 
 // answerError is the error an answer carries (answer.Error); it wraps
@@ -177,6 +200,9 @@ func (r *request) check() error {
 				return err
 			}
 		}
+	}
+	if len(r.Changes) > maxListLen {
+		return fmt.Errorf("site: request lists %d changes, at most %d", len(r.Changes), maxListLen)
 	}
 	if r.Known != "" {
 		if err := checkName("known", r.Known); err != nil {

@@ -73,6 +73,11 @@ type ProxyConfig struct {
 	// switch or another proxy; DefaultQueue by default. Events that
 	// overflow it are counted in ProxyStats.Dropped.
 	Queue int
+	// MaxHeld bounds the events the proxy holds while the subscriptions
+	// that need their types are being placed (ProxyStats.Held; see the
+	// package doc, "Publishing"); DefaultMaxHeld by default. An event
+	// beyond it is published at once and counted in ProxyStats.Unsettled.
+	MaxHeld int
 	// Direct sends a subscription to every switch of every remote site
 	// that publishes its type, not once to the site's representative
 	// proxy — S4's Fig. 9, the traffic representative proxies remove; for
@@ -93,7 +98,9 @@ type ProxyConfig struct {
 //     A site with one switch: the proxy publishes at it. Several: it hands
 //     the event to the site's representative proxy, which spreads the
 //     publishes over the switches (S4 Fig. 15, 17, 20). A site with none
-//     publishes at the fallback site (ManagerConfig.Fallback).
+//     publishes at the fallback site (ManagerConfig.Fallback). The events
+//     of a type new at the site are held while the subscriptions that
+//     need it are being placed (the package doc, "Publishing").
 //   - Subscribe: the proxy asks the site manager which sites publish the
 //     filter's event type or one of its subtypes; it subscribes at its
 //     own site's switches directly, and once per remote site at that
@@ -154,6 +161,7 @@ type Proxy struct {
 	published  map[string]struct{}  // mu; event types published here
 	subscribed map[string]int       // mu; event types the subscriptions need, with how many do
 	rep        representative       // mu; this proxy's part as its site's representative
+	holds      holds                // mu; events held until their types' placement settles
 	closed     bool                 // mu
 
 	// changes are the last changes the site manager announced in its
@@ -201,8 +209,8 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		return nil, fmt.Errorf("%w: site: ProxyConfig.Transport is nil", sion.ErrInvalidConfig)
 	case cfg.Place.Ontology == nil:
 		return nil, fmt.Errorf("%w: site: ProxyConfig.Place.Ontology is nil (the switches' ontology)", sion.ErrInvalidConfig)
-	case cfg.Refresh < 0 || cfg.RequestTimeout < 0 || cfg.Queue < 0:
-		return nil, fmt.Errorf("%w: site: ProxyConfig.Refresh %v, RequestTimeout %v and Queue %d must not be negative", sion.ErrInvalidConfig, cfg.Refresh, cfg.RequestTimeout, cfg.Queue)
+	case cfg.Refresh < 0 || cfg.RequestTimeout < 0 || cfg.Queue < 0 || cfg.MaxHeld < 0:
+		return nil, fmt.Errorf("%w: site: ProxyConfig.Refresh %v, RequestTimeout %v, Queue %d and MaxHeld %d must not be negative", sion.ErrInvalidConfig, cfg.Refresh, cfg.RequestTimeout, cfg.Queue, cfg.MaxHeld)
 	case strings.Contains(cfg.Site, "/"):
 		return nil, fmt.Errorf("%w: site: site ID %q contains '/'", sion.ErrInvalidConfig, cfg.Site)
 	}
@@ -214,6 +222,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	cfg.Refresh = cmp.Or(cfg.Refresh, DefaultRefresh)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout)
 	cfg.Queue = cmp.Or(cfg.Queue, DefaultQueue)
+	cfg.MaxHeld = cmp.Or(cfg.MaxHeld, DefaultMaxHeld)
 	cfg.Place.Name = cmp.Or(cfg.Place.Name, "site-proxy")
 	cfg.Place.Routing = nil
 	cfg.Switches = slices.Clone(cfg.Switches)
@@ -226,6 +235,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		subs: map[uint64]*frontSub{}, published: map[string]struct{}{}, subscribed: map[string]int{},
 		dir:     directory{own: siteEntry{ID: cfg.Site, Switches: cfg.Switches}, sites: map[string][]siteEntry{}},
 		rep:     newRepresentative(),
+		holds:   newHolds(),
 		stop:    make(chan struct{}),
 		changed: make(chan struct{}, 1),
 		failed:  make(chan struct{}, 1),
@@ -339,6 +349,24 @@ func (p *Proxy) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) er
 	if err != nil {
 		return err
 	}
+	held, drained := p.hold(ev, from)
+	if held {
+		return nil
+	}
+	if drained != nil {
+		// The events held of its type go first.
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return p.forward(ctx, from, at, ev)
+}
+
+// forward carries ev, handed over from site from ("" for an
+// application's), to where the proxy's publishes go (at).
+func (p *Proxy) forward(ctx context.Context, from string, at siteEntry, ev *sion.Event) error {
 	switch {
 	case len(at.Switches) == 1:
 		p.counts.direct.Add(1)
@@ -355,7 +383,14 @@ func (p *Proxy) Publish(ctx context.Context, s *sion.Session, ev *sion.Event) er
 		}
 		p.log.Warn("site: representative proxy unreachable; spreading the publish here", "proxy", p.cfg.Name, "representative", at.Representative, "err", err)
 		p.mgr.unreachable(at.Representative)
-		return p.spread(ctx, at, ev)
+		if err := p.spread(ctx, at, ev); err != nil {
+			return err
+		}
+		// Spread here, the other sites' subscriptions the representative
+		// places are not carried to the switch it went to: it may miss
+		// them.
+		p.counts.unsettled.Add(1)
+		return nil
 	default:
 		return p.spread(ctx, at, ev)
 	}
@@ -383,8 +418,12 @@ func (p *Proxy) publishSite(ctx context.Context, t string) (siteEntry, error) {
 		default:
 			// The manager is away: the cached answer, or the site's
 			// switches as configured. t is registered with the next
-			// request that reaches it.
+			// request that reaches it; until then its events may miss
+			// subscribers (hold counts them).
 			p.mu.Lock()
+			if _, ok := p.published[t]; !ok {
+				p.holds.unregistered[t] = true
+			}
 			p.published[t] = struct{}{}
 			if at == nil && len(p.dir.own.Switches) > 0 {
 				e := p.dir.own

@@ -49,6 +49,22 @@ type ProxyStats struct {
 	// at switches and other proxies, those ended included: their queues
 	// overflowed (ProxyConfig.Queue).
 	Dropped uint64
+	// Held counts the events the proxy held — of a type new at the site
+	// where it publishes, until the proxies whose subscriptions need it
+	// had placed them (the package doc, "Publishing") — and published
+	// then. Unsettled counts the events that may have missed subscribers
+	// because their subscriptions were not placed everywhere yet: held
+	// and published when the site manager gave up on a proxy
+	// (ManagerConfig.HoldTimeout), or after one went unreachable, or
+	// without word from the manager in time, or when it restarted;
+	// published at once because the hold was full (ProxyConfig.MaxHeld),
+	// or while the manager had not registered their type (it did not
+	// answer); spread by the proxy itself because its site's
+	// representative proxy did not take them (the other sites'
+	// subscriptions are placed at switches through the representative);
+	// and held and then lost: the proxy closed first, or their publish
+	// failed.
+	Held, Unsettled uint64
 	// Subscriptions is the number of its front's subscriptions now
 	// (applications' and other sites' proxies'); Placed the number of
 	// subscriptions it holds now at switches and other proxies (one per
@@ -64,6 +80,7 @@ type counters struct {
 	managerRequests, managerFailures     atomic.Uint64
 	managerRefusals, dropped             atomic.Uint64
 	spreadFailures                       atomic.Uint64
+	held, unsettled                      atomic.Uint64
 	spreadMu                             sync.Mutex
 	spread                               map[string]uint64 // spreadMu; publishes spread, per switch
 	lead                                 map[string]uint64 // spreadMu; what a switch that was down counts from
@@ -90,6 +107,7 @@ func (p *Proxy) Stats() ProxyStats {
 		InterSiteEvents: c.interSiteEvents.Load(),
 		ManagerRequests: c.managerRequests.Load(), ManagerFailures: c.managerFailures.Load(), ManagerRefusals: c.managerRefusals.Load(),
 		Dropped: c.dropped.Load(),
+		Held:    c.held.Load(), Unsettled: c.unsettled.Load(),
 	}
 	c.spreadMu.Lock()
 	st.Spread = maps.Clone(c.spread)

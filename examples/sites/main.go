@@ -36,6 +36,15 @@
 // first mostly took the event too (each subscriber still receives it
 // once). That line says at how many sites more than one proxy spread,
 // and how many attempts failed over.
+//
+// Every subscriber subscribes before the first publish, so it must
+// receive every event it matches, the first of each type at each site
+// too. On a loaded machine the proxies may place the subscriptions only
+// after a type's first publish, and the events are held meanwhile. "events
+// held until their subscriptions were placed" counts them
+// (site.ProxyStats.Held). "unsettled" counts those that may have missed a
+// subscriber all the same (ProxyStats.Unsettled: the site manager stopped
+// waiting, or a hold was full).
 package main
 
 import (

@@ -79,11 +79,15 @@ type simResult struct {
 	// an event twice when a spread attempt was not answered in time, was
 	// taken all the same, and went on to the next switch (failedOver:
 	// ProxyStats.SpreadFailures, summed).
-	worstIntake            uint64
-	worstIntakeSite        string
-	spreaders              int // sites whose publishes more than one proxy spread
-	failedOver             uint64
-	switchesIn             uint64 // publishes the edge switches took in
+	worstIntake     uint64
+	worstIntakeSite string
+	spreaders       int // sites whose publishes more than one proxy spread
+	failedOver      uint64
+	switchesIn      uint64 // publishes the edge switches took in
+	// held: events the proxies held until the subscriptions that need
+	// their type were placed (site.ProxyStats.Held), summed; unsettled:
+	// those that may have missed a subscription (ProxyStats.Unsettled).
+	held, unsettled        uint64
 	matched, delivered     int
 	duplicates, unexpected int
 	perSubscriber          []subResult
@@ -354,6 +358,11 @@ func simulate(ctx context.Context, cfg simConfig) (simResult, error) {
 
 	// The counters.
 	res.interSite = s.interSiteSubscribes()
+	for _, p := range s.proxies {
+		st := p.Stats()
+		res.held += st.Held
+		res.unsettled += st.Unsettled
+	}
 	for _, sp := range specs[:cfg.sites] {
 		lo, hi := ^uint64(0), uint64(0)
 		for _, addr := range sp.switches {
@@ -455,6 +464,7 @@ func simulation(ctx context.Context, cfg simConfig) ([]string, simResult, simRes
 	}{{rep, "with"}, {dir, "without"}} {
 		lines = append(lines, fmt.Sprintf("delivered %d of %d matched events, %d duplicates, %d unexpected (%s representative proxies)",
 			x.r.delivered, x.r.matched, x.r.duplicates, x.r.unexpected, x.with))
+		lines = append(lines, fmt.Sprintf("events held until their subscriptions were placed: %d, unsettled: %d (%s representative proxies)", x.r.held, x.r.unsettled, x.with))
 		if x.r.refused > 0 {
 			lines = append(lines, fmt.Sprintf("%d events refused (%s representative proxies): %v", x.r.refused, x.with, x.r.refusedErr))
 		}
