@@ -80,6 +80,7 @@ type dense struct {
 	layouts int    // how many times the engine was laid out
 	recPos  int    // bytes in use in cur's last record block
 	enc     []byte // record scratch
+	sum     uint64 // what touch read: kept, so that its loads stay
 }
 
 // dgen is one generation of an engine: chunked arrays that the writer
@@ -457,13 +458,26 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 			dn.unlaid++
 		}
 	}
-	dn.enc = dn.encode(dn.enc[:0], f, idx[:len(keys)])
-	if len(g.recs) == 0 || dn.recPos+len(dn.enc) > len(g.recs[len(g.recs)-1]) {
-		g = dn.grow(g, len(dn.enc))
+	// The record goes straight into the last block, which has room for
+	// the longest it can be; the predicates' bounds go into acc on the
+	// way (acc is the writer's: they may go in before the slot is
+	// published).
+	if need := dn.recMax(len(f.preds)); len(g.recs) == 0 || dn.recPos+need > len(g.recs[len(g.recs)-1]) {
+		g = dn.grow(g, need)
+	}
+	blk := g.recs[len(g.recs)-1]
+	rec := dn.encodeHead(blk[dn.recPos:dn.recPos], f)
+	for i := range f.preds {
+		p := &f.preds[i]
+		lo, hasLo, loOpen := bound(p, false)
+		hi, hasHi, hiOpen := bound(p, true)
+		w := int(p.weight())
+		rec = appendPred(rec, idx[i], w, dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
+		dn.accumulate(g, idx[i], n, hasLo, lo, hasHi, hi, w)
 	}
 	*chunkAt(g.ids, n) = id
 	*chunkAt(g.off, n) = uint32(len(g.recs)-1)<<blockShift | uint32(dn.recPos)
-	dn.recPos += copy(g.recs[len(g.recs)-1][dn.recPos:], dn.enc)
+	dn.recPos += len(rec)
 	if dn.counting {
 		af := int32(max(-1, min(allowedFail(f), 1<<countPlanes-1)))
 		*chunkAt(g.allowed, n) = int16(af)
@@ -477,12 +491,6 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 	}
 	dn.live++
 	g.n.Store(n + 1)
-	for i := range f.preds {
-		p := &f.preds[i]
-		lo, hasLo, _ := bound(p, false)
-		hi, hasHi, _ := bound(p, true)
-		dn.accumulate(g, idx[i], n, hasLo, lo, hasHi, hi, int(p.weight()))
-	}
 	if int(n+1-dn.merged) >= min(pendMax, max(1, dn.live>>12)) || (n+1)&63 == 0 {
 		dn.flush(g, n, false)
 		dn.merged = n + 1
@@ -671,6 +679,9 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 func (dn *dense) flush(g *dgen, w uint32, count bool) {
 	regions := dn.marks() + 1
 	row := dn.accRow()
+	if !count {
+		dn.touch(g, w)
+	}
 	for ai := 0; dn.touched != 0; ai, dn.touched = ai+1, dn.touched>>1 {
 		if dn.touched&1 == 0 {
 			continue
@@ -713,6 +724,29 @@ func (dn *dense) flush(g *dgen, w uint32, count bool) {
 		}
 		clear(acc)
 	}
+}
+
+// touch loads the words of slot w's word that flush may OR into, before
+// it does: plain loads of lines out of cache overlap one another, where
+// each atomic OR would wait for its own (between two flushes of an
+// engine of 10⁶ slots, an Add's other reads push those lines out). Only
+// the writer stores to the words, so these reads race with no write.
+func (dn *dense) touch(g *dgen, w uint32) {
+	var sum uint64
+	for ai, t := 0, dn.touched; t != 0; ai, t = ai+1, t>>1 {
+		if t&1 == 0 {
+			continue
+		}
+		a := g.attrs[ai]
+		sum |= *a.has.word(w)
+		for _, m := range a.lo.marks {
+			sum |= *m.word(w)
+		}
+		for _, m := range a.hi.marks {
+			sum |= *m.word(w)
+		}
+	}
+	dn.sum = sum
 }
 
 // countLE returns the number of boundaries ≤ b: a lower bound b is in
