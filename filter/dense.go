@@ -629,6 +629,14 @@ func (dn *dense) merge(g *dgen) {
 	if n > 0 {
 		dn.flush(g, n-1, true)
 	}
+	for _, a := range g.attrs {
+		a.pres.Store(a.has.ones())
+		for _, sd := range [2]*dside{&a.lo, &a.hi} {
+			for c, m := range sd.marks {
+				sd.held[c].Store(m.ones())
+			}
+		}
+	}
 	dn.merged = n
 	g.merged.Store(n)
 }
@@ -672,14 +680,14 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 
 // flush ORs what acc gathered, for the word of slot w, into the bitsets:
 // per attribute and side, a sweep over the regions makes them cumulative
-// and ORs each boundary's word once. With count set (a layout, which
-// publishes g afterwards) it also counts the bits it sets into held and
-// pres, the order match ORs the bitsets in; Adds leave those counts as
-// the layout made them.
-func (dn *dense) flush(g *dgen, w uint32, count bool) {
+// and ORs each boundary's word once. With fresh set, g is a layout's
+// generation that no reader has yet: flush ORs plainly, and merge counts
+// the bits into held and pres, the order match ORs the bitsets in,
+// afterwards; Adds leave those counts as the layout made them.
+func (dn *dense) flush(g *dgen, w uint32, fresh bool) {
 	regions := dn.marks() + 1
 	row := dn.accRow()
-	if !count {
+	if !fresh {
 		dn.touch(g, w)
 	}
 	for ai := 0; dn.touched != 0; ai, dn.touched = ai+1, dn.touched>>1 {
@@ -688,20 +696,13 @@ func (dn *dense) flush(g *dgen, w uint32, count bool) {
 		}
 		a := g.attrs[ai]
 		acc := dn.acc[ai*row : (ai+1)*row]
-		has := acc[2*regions]
-		atomic.OrUint64(a.has.word(w), has)
-		if count {
-			a.pres.Add(int32(popcount(has)))
-		}
+		orWord(a.has.word(w), acc[2*regions], fresh)
 		// Lower side: marks[c] holds bounds ≥ bounds[c], regions c+1 on.
 		var run uint64
 		for c := len(a.lo.marks) - 1; c >= 0; c-- {
 			run |= acc[c+1]
 			if run != 0 {
-				atomic.OrUint64(a.lo.marks[c].word(w), run)
-				if count {
-					a.lo.held[c].Add(int32(popcount(run)))
-				}
+				orWord(a.lo.marks[c].word(w), run, fresh)
 			}
 		}
 		// Upper side: marks[c] holds bounds ≤ bounds[c], regions 0…c.
@@ -709,21 +710,40 @@ func (dn *dense) flush(g *dgen, w uint32, count bool) {
 		for c := range a.hi.marks {
 			run |= acc[regions+c]
 			if run != 0 {
-				atomic.OrUint64(a.hi.marks[c].word(w), run)
-				if count {
-					a.hi.held[c].Add(int32(popcount(run)))
-				}
+				orWord(a.hi.marks[c].word(w), run, fresh)
 			}
 		}
 		if dn.counting {
 			for b := range weightBits {
 				if m := acc[2*regions+1+b]; m != 0 {
-					atomic.OrUint64(a.wb[b].word(w), m)
+					orWord(a.wb[b].word(w), m, fresh)
 				}
 			}
 		}
 		clear(acc)
 	}
+}
+
+// orWord ORs m into the bitset word at p: atomically, unless the word is
+// in a generation no reader has yet (fresh).
+func orWord(p *uint64, m uint64, fresh bool) {
+	if fresh {
+		*p |= m
+		return
+	}
+	atomic.OrUint64(p, m)
+}
+
+// ones returns the number of bits set in b, whose words no writer
+// changes meanwhile.
+func (b bitset) ones() int32 {
+	n := 0
+	for _, ch := range b {
+		for _, w := range ch {
+			n += popcount(w)
+		}
+	}
+	return int32(n)
 }
 
 // touch loads the words of slot w's word that flush may OR into, before
