@@ -534,8 +534,12 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 		last := len(g.recs) - 1
 		switch {
 		case last < 0:
-			ng.recs = [][]byte{make([]byte, max(recBytes, 256*recBytes/4))}
-		case last == 0 && len(g.recs[0]) < blockBytes:
+			// recBytes is the most a record can take (about three W-INT
+			// records): room for about 48 records of W-INT.
+			ng.recs = [][]byte{make([]byte, 16*recBytes)}
+		case last == 0 && dn.recPos+recBytes <= blockBytes && len(g.recs[0]) < blockBytes:
+			// A short first block doubles, unless the record would not
+			// fit in a whole one: then it stays, and a new block follows.
 			b := make([]byte, min(blockBytes, max(2*len(g.recs[0]), dn.recPos+recBytes)))
 			copy(b, g.recs[0][:dn.recPos])
 			ng.recs = [][]byte{b}
