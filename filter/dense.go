@@ -80,6 +80,7 @@ type dense struct {
 	layouts int    // how many times the engine was laid out
 	recPos  int    // bytes in use in cur's last record block
 	enc     []byte // record scratch
+	sum     uint64 // what touch read: kept, so that its loads stay
 }
 
 // dgen is one generation of an engine: chunked arrays that the writer
@@ -444,13 +445,26 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 			dn.unlaid++
 		}
 	}
-	dn.enc = dn.encode(dn.enc[:0], f, idx[:len(keys)])
-	if len(g.recs) == 0 || dn.recPos+len(dn.enc) > len(g.recs[len(g.recs)-1]) {
-		g = dn.grow(g, len(dn.enc))
+	// The record goes straight into the last block, which has room for
+	// the longest it can be; the predicates' bounds go into acc on the
+	// way (acc is the writer's: they may go in before the slot is
+	// published).
+	if need := dn.recMax(len(f.preds)); len(g.recs) == 0 || dn.recPos+need > len(g.recs[len(g.recs)-1]) {
+		g = dn.grow(g, need)
+	}
+	blk := g.recs[len(g.recs)-1]
+	rec := dn.encodeHead(blk[dn.recPos:dn.recPos], f)
+	for i := range f.preds {
+		p := &f.preds[i]
+		lo, hasLo, loOpen := bound(p, false)
+		hi, hasHi, hiOpen := bound(p, true)
+		w := int(p.weight())
+		rec = appendPred(rec, idx[i], w, dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
+		dn.accumulate(g, idx[i], n, hasLo, lo, hasHi, hi, w)
 	}
 	*chunkAt(g.ids, n) = id
 	*chunkAt(g.off, n) = uint32(len(g.recs)-1)<<blockShift | uint32(dn.recPos)
-	dn.recPos += copy(g.recs[len(g.recs)-1][dn.recPos:], dn.enc)
+	dn.recPos += len(rec)
 	if dn.counting {
 		af := int32(max(-1, min(allowedFail(f), 1<<countPlanes-1)))
 		*chunkAt(g.allowed, n) = int16(af)
@@ -464,12 +478,6 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 	}
 	dn.live++
 	g.n.Store(n + 1)
-	for i := range f.preds {
-		p := &f.preds[i]
-		lo, hasLo, _ := bound(p, false)
-		hi, hasHi, _ := bound(p, true)
-		dn.accumulate(g, idx[i], n, hasLo, lo, hasHi, hi, int(p.weight()))
-	}
 	if int(n+1-dn.merged) >= min(pendMax, max(1, dn.live>>12)) || (n+1)&63 == 0 {
 		dn.flush(g, n, false)
 		dn.merged = n + 1
@@ -513,8 +521,12 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 		last := len(g.recs) - 1
 		switch {
 		case last < 0:
-			ng.recs = [][]byte{make([]byte, max(recBytes, 256*recBytes/4))}
-		case last == 0 && len(g.recs[0]) < blockBytes:
+			// recBytes is the most a record can take (about three W-INT
+			// records): room for about 48 records of W-INT.
+			ng.recs = [][]byte{make([]byte, 16*recBytes)}
+		case last == 0 && dn.recPos+recBytes <= blockBytes && len(g.recs[0]) < blockBytes:
+			// A short first block doubles, unless the record would not
+			// fit in a whole one: then it stays, and a new block follows.
 			b := make([]byte, min(blockBytes, max(2*len(g.recs[0]), dn.recPos+recBytes)))
 			copy(b, g.recs[0][:dn.recPos])
 			ng.recs = [][]byte{b}
@@ -608,6 +620,14 @@ func (dn *dense) merge(g *dgen) {
 	if n > 0 {
 		dn.flush(g, n-1, true)
 	}
+	for _, a := range g.attrs {
+		a.pres.Store(a.has.ones())
+		for _, sd := range [2]*dside{&a.lo, &a.hi} {
+			for c, m := range sd.marks {
+				sd.held[c].Store(m.ones())
+			}
+		}
+	}
 	dn.merged = n
 	g.merged.Store(n)
 }
@@ -651,33 +671,29 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 
 // flush ORs what acc gathered, for the word of slot w, into the bitsets:
 // per attribute and side, a sweep over the regions makes them cumulative
-// and ORs each boundary's word once. With count set (a layout, which
-// publishes g afterwards) it also counts the bits it sets into held and
-// pres, the order match ORs the bitsets in; Adds leave those counts as
-// the layout made them.
-func (dn *dense) flush(g *dgen, w uint32, count bool) {
+// and ORs each boundary's word once. With fresh set, g is a layout's
+// generation that no reader has yet: flush ORs plainly, and merge counts
+// the bits into held and pres, the order match ORs the bitsets in,
+// afterwards; Adds leave those counts as the layout made them.
+func (dn *dense) flush(g *dgen, w uint32, fresh bool) {
 	regions := dn.marks() + 1
 	row := dn.accRow()
+	if !fresh {
+		dn.touch(g, w)
+	}
 	for ai := 0; dn.touched != 0; ai, dn.touched = ai+1, dn.touched>>1 {
 		if dn.touched&1 == 0 {
 			continue
 		}
 		a := g.attrs[ai]
 		acc := dn.acc[ai*row : (ai+1)*row]
-		has := acc[2*regions]
-		atomic.OrUint64(a.has.word(w), has)
-		if count {
-			a.pres.Add(int32(popcount(has)))
-		}
+		orWord(a.has.word(w), acc[2*regions], fresh)
 		// Lower side: marks[c] holds bounds ≥ bounds[c], regions c+1 on.
 		var run uint64
 		for c := len(a.lo.marks) - 1; c >= 0; c-- {
 			run |= acc[c+1]
 			if run != 0 {
-				atomic.OrUint64(a.lo.marks[c].word(w), run)
-				if count {
-					a.lo.held[c].Add(int32(popcount(run)))
-				}
+				orWord(a.lo.marks[c].word(w), run, fresh)
 			}
 		}
 		// Upper side: marks[c] holds bounds ≤ bounds[c], regions 0…c.
@@ -685,21 +701,63 @@ func (dn *dense) flush(g *dgen, w uint32, count bool) {
 		for c := range a.hi.marks {
 			run |= acc[regions+c]
 			if run != 0 {
-				atomic.OrUint64(a.hi.marks[c].word(w), run)
-				if count {
-					a.hi.held[c].Add(int32(popcount(run)))
-				}
+				orWord(a.hi.marks[c].word(w), run, fresh)
 			}
 		}
 		if dn.counting {
 			for b := range weightBits {
 				if m := acc[2*regions+1+b]; m != 0 {
-					atomic.OrUint64(a.wb[b].word(w), m)
+					orWord(a.wb[b].word(w), m, fresh)
 				}
 			}
 		}
 		clear(acc)
 	}
+}
+
+// orWord ORs m into the bitset word at p: atomically, unless the word is
+// in a generation no reader has yet (fresh).
+func orWord(p *uint64, m uint64, fresh bool) {
+	if fresh {
+		*p |= m
+		return
+	}
+	atomic.OrUint64(p, m)
+}
+
+// ones returns the number of bits set in b, whose words no writer
+// changes meanwhile.
+func (b bitset) ones() int32 {
+	n := 0
+	for _, ch := range b {
+		for _, w := range ch {
+			n += popcount(w)
+		}
+	}
+	return int32(n)
+}
+
+// touch loads the words of slot w's word that flush may OR into, before
+// it does: plain loads of lines out of cache overlap one another, where
+// each atomic OR would wait for its own (between two flushes of an
+// engine of 10⁶ slots, an Add's other reads push those lines out). Only
+// the writer stores to the words, so these reads race with no write.
+func (dn *dense) touch(g *dgen, w uint32) {
+	var sum uint64
+	for ai, t := 0, dn.touched; t != 0; ai, t = ai+1, t>>1 {
+		if t&1 == 0 {
+			continue
+		}
+		a := g.attrs[ai]
+		sum |= *a.has.word(w)
+		for _, m := range a.lo.marks {
+			sum |= *m.word(w)
+		}
+		for _, m := range a.hi.marks {
+			sum |= *m.word(w)
+		}
+	}
+	dn.sum = sum
 }
 
 // countLE returns the number of boundaries ≤ b: a lower bound b is in

@@ -35,6 +35,27 @@ const (
 // encode appends the record of f, whose predicates are on the attributes
 // of indexes idx, to b.
 func (dn *dense) encode(b []byte, f *Filter, idx []uint8) []byte {
+	b = dn.encodeHead(b, f)
+	for i := range f.preds {
+		p := &f.preds[i]
+		lo, hasLo, loOpen := bound(p, false)
+		hi, hasHi, hiOpen := bound(p, true)
+		b = appendPred(b, idx[i], int(p.weight()), dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
+	}
+	return b
+}
+
+// recMax returns the most bytes a record of npreds predicates takes.
+func (dn *dense) recMax(npreds int) int {
+	if dn.counting {
+		return 1 + 1 + 2*binary.MaxVarintLen64 + npreds*(3+2*binary.MaxVarintLen64)
+	}
+	return 1 + npreds*(2+2*binary.MaxVarintLen64)
+}
+
+// encodeHead appends the head of f's record to b: the number of
+// predicates and, in counting engines, the mode's fields.
+func (dn *dense) encodeHead(b []byte, f *Filter) []byte {
 	b = append(b, byte(len(f.preds)))
 	if dn.counting {
 		b = append(b, byte(f.mode))
@@ -48,12 +69,6 @@ func (dn *dense) encode(b []byte, f *Filter, idx []uint8) []byte {
 			w += int(f.preds[i].weight())
 		}
 		b = binary.AppendUvarint(b, uint64(w))
-	}
-	for i := range f.preds {
-		p := &f.preds[i]
-		lo, hasLo, loOpen := bound(p, false)
-		hi, hasHi, hiOpen := bound(p, true)
-		b = appendPred(b, idx[i], int(p.weight()), dn.counting, recPred{hasLo: hasLo, hasHi: hasHi, loOpen: loOpen, hiOpen: hiOpen, lo: lo, hi: hi})
 	}
 	return b
 }
