@@ -112,15 +112,23 @@ func (dn *dense) match(s *scratch, d *data) {
 		}
 	}
 	slices.SortFunc(srcs, func(a, b src) int { return cmp.Compare(b.held, a.held) })
+	left := -1 // u's unmarked slots, when the OR before counted them
 	for i, sr := range srcs {
-		if i >= orFullFirst {
-			if i%4 == 0 && alive(u)*(verifyWords+words/8) < (len(srcs)-i)*words {
+		lines := i >= orFullFirst
+		if lines && i%4 == 0 {
+			if left < 0 {
+				left = alive(u)
+			}
+			if left*(verifyWords+words/8) < (len(srcs)-i)*words {
 				break
 			}
-			orBits(u, sr.bits, true)
+		}
+		left = -1
+		if next := i + 1; next >= orFullFirst && next%4 == 0 && next < len(srcs) {
+			left = orCount(u, sr.bits) // for the check before the next OR
 			continue
 		}
-		orBits(u, sr.bits, false)
+		orBits(u, sr.bits, lines)
 	}
 	clear(srcs)
 	s.srcs = srcs[:0]
@@ -228,6 +236,54 @@ func orBits(u []uint64, src bitset, lines bool) {
 		}
 	}
 	u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
+}
+
+// orCount is orBits skipping full lines, and returns the slots of u left
+// unmarked: the ORed lines' bits counted while in registers, so that
+// match's rule to stop ORing needs no pass of its own over u.
+func orCount(u []uint64, src bitset) int {
+	last := len(u) - 1
+	body := u[:last]
+	left := 0
+	for c, ch := range src {
+		lo := chunkStart(c) >> 6
+		if lo >= len(body) {
+			break
+		}
+		left += orLinesCount(body[lo:], ch)
+	}
+	u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
+	return left + bits.OnesCount64(^u[last])
+}
+
+// orLinesCount is orLines, returning the bits of dst (as far as src
+// goes) left unset.
+func orLinesCount(dst, src []uint64) int {
+	n := min(len(dst), len(src))
+	left := 0
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		d := dst[i : i+8 : i+8]
+		if d[0]&d[1]&d[2]&d[3]&d[4]&d[5]&d[6]&d[7] == ^uint64(0) {
+			continue
+		}
+		s := src[i : i+8 : i+8]
+		d[0] |= s[0]
+		d[1] |= s[1]
+		d[2] |= s[2]
+		d[3] |= s[3]
+		d[4] |= s[4]
+		d[5] |= s[5]
+		d[6] |= s[6]
+		d[7] |= s[7]
+		left += bits.OnesCount64(^d[0]) + bits.OnesCount64(^d[1]) + bits.OnesCount64(^d[2]) + bits.OnesCount64(^d[3]) +
+			bits.OnesCount64(^d[4]) + bits.OnesCount64(^d[5]) + bits.OnesCount64(^d[6]) + bits.OnesCount64(^d[7])
+	}
+	for ; i < n; i++ {
+		dst[i] |= src[i]
+		left += bits.OnesCount64(^dst[i])
+	}
+	return left
 }
 
 // orLines ORs src into dst a cache line (8 words) at a time, skipping the

@@ -642,3 +642,33 @@ func TestDenseGrowsThroughLevels(t *testing.T) {
 		require.Equal(t, collect(bf, e), collect(ix, e), "event %v", e)
 	}
 }
+
+// TestOrCount: orCount leaves u as ORing src into it would, and returns
+// the slots left unmarked, across chunks, with full lines skipped and a
+// last word past the body.
+func TestOrCount(t *testing.T) {
+	defer setChunkShift(10)()
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, slots := range []int{64, 640, 1024, 1088, 3*1024 + 576} {
+		for _, density := range []int{0, 1, 3, 8} {
+			words := slots / 64
+			src := bitset(growChunks[uint64](nil, slots, 6))
+			u, want := make([]uint64, words), make([]uint64, words)
+			for w := range words {
+				// density: how many random words are ORed into each;
+				// some lines all ones so that they are skipped.
+				for range density {
+					u[w] |= r.Uint64()
+				}
+				if w/8%3 == 0 {
+					u[w] = ^uint64(0)
+				}
+				*src.word(uint32(w) << 6) = r.Uint64() & r.Uint64()
+				want[w] = u[w] | *src.word(uint32(w) << 6)
+			}
+			left := orCount(u, src)
+			require.Equal(t, want, u, "slots %d density %d", slots, density)
+			require.Equal(t, alive(want), left, "slots %d density %d", slots, density)
+		}
+	}
+}
