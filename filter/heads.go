@@ -23,8 +23,8 @@ import (
 
 // lhead is what a posting list reads first of each filter (32 bytes).
 type lhead struct {
-	sig  uint64 // ents[i].sig
-	vsig uint64 // ents[i].vsig
+	sig  uint64 // the filter's draft.sig
+	vsig uint64 // the filter's draft.vsig
 	// mask is, with headBits in kf, the bitmap of the predicate on
 	// attribute key kf&headKeyMask over the integers base…base+63;
 	// otherwise the value signature bits at least one of which an event
@@ -196,7 +196,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
 		return 0
 	}
-	total := float64(max(1, x.groupFilters(e.group)))
+	total := float64(max(1, x.groupFilters(int(e.group))))
 	best, bestEst := 0, 2.0
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
@@ -208,7 +208,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 		if !ok {
 			continue
 		}
-		st := x.stats(e.group, k)
+		st := x.stats(int(e.group), k)
 		if st == nil {
 			st = &popStats{}
 		}
@@ -242,7 +242,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 
 // makeHead returns the head of posting j of e (drafted as dr).
 func makeHead(e *entry, dr *draft, j int) lhead {
-	h := lhead{sig: e.sig, vsig: e.vsig, post: uint16(j), kf: uint32(e.vword) << headVWord}
+	h := lhead{sig: dr.sig, vsig: dr.vsig, post: uint16(j), kf: uint32(dr.vword) << headVWord}
 	if hp := e.postings[j].head; hp != 0 && dr.f.mode == ModeAll {
 		i := hp - 1
 		if mask, base, outside, ok := smallSet(&dr.f.preds[i]); ok {

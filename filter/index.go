@@ -110,23 +110,40 @@ type keyInfo struct {
 }
 
 // entry is one filter as the index holds it: its record (record.go), not
-// its *Filter, which the caller keeps. It is shared by both copies and
-// immutable once built, except slot, which only the writer reads.
-// Memory: 128 bytes, 64 per posting, and the record (about 30 bytes on
-// W-SPARSE); its postings' list items are in the lists (see plist).
+// its *Filter, which the caller keeps, and its item: up to four of its
+// predicates in compact form, which a posting list reaches for the
+// filters its heads let through (see makeItem). It is shared by both
+// copies and immutable once built; slot never changes, group, kind and
+// postings are the writer's. Memory: 176 bytes, 64 per posting, and the
+// record (about 40 bytes on W-SPARSE).
 type entry struct {
 	id       uint64
 	rec      []byte // predicates, keys, mode: never written once made
-	slot     uint32
-	group    int // type ID + 1; 0 for AnyType
 	postings []posting
-	kind     int     // the dense engine kind it could live in, or noDense
-	direct   bool    // no predicates that can fail: fire without verification
 	score    float64 // the score of a direct entry
-	multi    bool    // reachable through several postings: deduplicate
+	slot     uint32
+	group    int32 // type ID + 1; 0 for AnyType
+	kind     int8  // the dense engine kind it could live in, or noDense
+	direct   bool  // no predicates that can fail: fire without verification
+
+	// The item: the predicates other than the one every posting of the
+	// filter implies (match all filters; the same for all its postings)
+	// that have a fast form, most selective first.
+	nfast  uint8
+	flags  uint8  // itemComplete, itemMulti
+	npreds uint16 // the score of a complete item
+	fast   [4]fastPred
+}
+
+// draft is what Add knows of a filter while it enters it in postings —
+// its resolved *Filter, its predicates' keys, and what the heads of its
+// postings test — and the entry does not keep.
+type draft struct {
+	f    *Filter
+	keys []uint32
 	// sig has bit k%64 set for every attribute key k the filter needs
 	// present (match all filters only): an event whose attribute signature
-	// lacks one of them cannot match, and the entry is skipped unread.
+	// lacks one of them cannot match, and the posting is skipped unread.
 	sig uint64
 	// vsig has one bit for each attribute equality (key and value) the
 	// filter needs (match all only), in word vword of the event's value
@@ -134,14 +151,6 @@ type entry struct {
 	// valueBit.
 	vsig  uint64
 	vword uint8
-}
-
-// draft is what Add knows of a filter while it enters it in postings —
-// its resolved *Filter and its predicates' keys — and the entry does not
-// keep.
-type draft struct {
-	f    *Filter
-	keys []uint32
 }
 
 // data is one of the two copies readers switch between: the groups, the
@@ -248,7 +257,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, group: group, kind: kind, rec: x.recs.put(f, keys)}
+	e := &entry{id: id, group: int32(group), kind: int8(kind), rec: x.recs.put(f, keys)}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
@@ -261,12 +270,11 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	dr := &draft{f: f, keys: keys}
 	x.choosePostings(e, dr)
 	heads := make([]lhead, len(e.postings))
-	items := make([]litem, len(e.postings))
 	for j := range e.postings {
-		heads[j], items[j] = makeHead(e, dr, j), makeItem(e, dr, j)
+		heads[j] = makeHead(e, dr, j)
 	}
 	x.entries[id] = e
-	x.enter(e, dr, heads, items)
+	x.enter(e, dr, heads)
 	return nil
 }
 
@@ -380,7 +388,7 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 		attrs[k] = true
 	}
 	for _, o := range x.entries {
-		if o.group != group || o.kind != kind {
+		if int(o.group) != group || int(o.kind) != kind {
 			continue
 		}
 		for _, k := range recKeys(o.rec, nil) {
@@ -574,11 +582,11 @@ type placed struct {
 }
 
 // enter puts e (drafted as dr) into its postings' lists, with the heads
-// and items Add made for them. Appending to a list waits for no reader;
-// only new keys, new or moved lists and range postings (whose spans
-// readers consult) change the copies, through write. mu must be held.
-func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
-	x.ensureGroup(e.group)
+// Add made for them. Appending to a list waits for no reader; only new
+// keys, new or moved lists and range postings (whose spans readers
+// consult) change the copies, through write. mu must be held.
+func (x *Index) enter(e *entry, dr *draft, heads []lhead) {
+	x.ensureGroup(int(e.group))
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
 	for len(x.pos) <= int(e.slot) {
@@ -610,7 +618,7 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 				at.l = l
 			}
 		}
-		pos[j] = l.add(e, heads[j], items[j])
+		pos[j] = l.add(e, heads[j])
 	}
 	newKey := false
 	for _, k := range dr.keys {

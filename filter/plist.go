@@ -8,10 +8,10 @@ import "sync/atomic"
 //
 // It holds entries, not slots, so that verification reaches a filter in
 // one step; and, in the list's own memory, what rejects most of the
-// filters reached without reading them: heads (heads.go), read in order,
-// then items, read for the filters heads let through. Memory: 8 + 32 +
-// 112 bytes per posting, in arrays up to twice as long as the postings
-// they hold.
+// filters reached without reading them: heads (heads.go), read in order;
+// the entries' items (makeItem) are read for the filters heads let
+// through. Memory: 8 + 32 bytes per posting, in arrays up to twice as
+// long as the postings they hold.
 //
 // The arrays are append-only: the writer fills place n and then
 // publishes n+1; a removed posting is marked dead in its head (headDead,
@@ -27,20 +27,19 @@ type plist struct {
 	n     atomic.Int32
 	open  atomic.Int32 // published heads that reject no event (see lhead.open), dead or alive
 	ents  []atomic.Pointer[entry]
-	heads []lhead
-	items []litem // by place, like heads
+	heads []lhead // by place, like ents
 
 	// The writer's, under Index.mu.
 	live, dead int32
 }
 
 func newPlist(c int) *plist {
-	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c), items: make([]litem, c)}
+	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c)}
 }
 
 // newBare returns a bare list of capacity c: the list of a group's
 // direct or always postings, which nothing rejects before the entry, so
-// it has no heads or items. Readers scan its ents in place (the group
+// it has no heads. Readers scan its ents in place (the group
 // holds them beside the list) up to the first nil, without loading n: a
 // removed posting's place holds tombstone instead of the entry.
 func newBare(c int) *plist {
@@ -56,13 +55,13 @@ func (l *plist) bare() bool { return l.heads == nil }
 // full reports whether l has no room for another posting.
 func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
 
-// add appends a posting of e, with its head h and item it, to l, which
-// must not be full, and returns its place.
-func (l *plist) add(e *entry, h lhead, it litem) int32 {
+// add appends a posting of e, with its head h, to l, which must not be
+// full, and returns its place.
+func (l *plist) add(e *entry, h lhead) int32 {
 	i := l.n.Load()
 	l.ents[i].Store(e)
 	if !l.bare() {
-		l.heads[i], l.items[i] = h, it
+		l.heads[i] = h
 		if h.open() {
 			l.open.Add(1)
 		}
@@ -112,7 +111,7 @@ func (l *plist) moved(c int, pos [][]int32) *plist {
 		}
 		e := l.ents[i].Load()
 		nl.ents[k].Store(e)
-		nl.heads[k], nl.items[k] = *h, l.items[i]
+		nl.heads[k] = *h
 		if h.open() {
 			nl.open.Add(1)
 		}

@@ -11,8 +11,8 @@ import (
 
 // Posting lists: under which postings a filter is entered (its access
 // predicates, choosePostings), what a list keeps of each filter (plist,
-// litem), and the lists of one copy of the index. Matching them is in
-// match.go.
+// lhead) and what its entry keeps for them (makeItem), and the lists of
+// one copy of the index. Matching them is in match.go.
 
 type postingKind uint8
 
@@ -43,37 +43,29 @@ type posting struct {
 	s       string            // postPrefix, postSuffix
 }
 
-// litem is what a posting list keeps of a match-all filter: up to four of
-// its predicates in compact form, other than the one the posting implies,
-// checked before the filter is read. When they are all its predicates
-// (itemComplete), a filter that passes them matches, unread.
-type litem struct {
-	id     uint64
-	slot   uint32
-	npreds uint16 // the score of a complete item
-	nfast  uint8
-	flags  uint8
-	fast   [4]fastPred
-}
-
+// Flags of an entry's item.
 const (
+	// itemComplete: the item's predicates are all the filter's but the
+	// implied one, so a filter that passes them matches, its record
+	// unread.
 	itemComplete = 1 << iota
-	itemMulti
+	itemMulti    // reachable through several postings: deduplicate
 )
 
-// makeItem returns the list item of posting j of e (drafted as dr): the
-// predicates other than the posting's implied one that have a fast form,
-// most selective first (equality, set membership, comparisons,
-// exclusions, presence).
-func makeItem(e *entry, dr *draft, j int) litem {
-	it := litem{id: e.id, slot: e.slot}
-	if e.multi {
-		it.flags |= itemMulti
+// makeItem sets the item of e (drafted as dr, its postings chosen): of a
+// match-all filter, up to four of its predicates in compact form, other
+// than the one its postings imply (they all imply the same one, or none),
+// that have a fast form, most selective first (equality, set membership,
+// comparisons, exclusions, presence). Posting lists check them for the
+// filters their heads let through, before the filter is read.
+func makeItem(e *entry, dr *draft, multi bool) {
+	if multi {
+		e.flags |= itemMulti
 	}
-	if dr.f.mode != ModeAll {
-		return it
+	if dr.f.mode != ModeAll || len(e.postings) == 0 {
+		return
 	}
-	implied := e.postings[j].implied
+	implied := e.postings[0].implied
 	rest, complete := 0, true
 	var cand [4][4]fastPred // by rank
 	var nc [4]int
@@ -104,17 +96,16 @@ func makeItem(e *entry, dr *draft, j int) litem {
 	}
 	for r := range cand {
 		for _, fp := range cand[r][:nc[r]] {
-			if int(it.nfast) < len(it.fast) {
-				it.fast[it.nfast] = fp
-				it.nfast++
+			if int(e.nfast) < len(e.fast) {
+				e.fast[e.nfast] = fp
+				e.nfast++
 			}
 		}
 	}
-	if complete && rest == int(it.nfast) && len(dr.f.preds) < 1<<16 {
-		it.flags |= itemComplete
-		it.npreds = uint16(len(dr.f.preds))
+	if complete && rest == int(e.nfast) && len(dr.f.preds) < 1<<16 {
+		e.flags |= itemComplete
+		e.npreds = uint16(len(dr.f.preds))
 	}
-	return it
 }
 
 // keyPostings is the lists of one key in one group of one copy: the
@@ -156,7 +147,8 @@ type candidate struct {
 }
 
 // choosePostings decides under which postings e (drafted as dr) is
-// entered, from the group's popularity counts. mu must be held.
+// entered, from the group's popularity counts, and sets its item. mu
+// must be held.
 func (x *Index) choosePostings(e *entry, dr *draft) {
 	f := dr.f
 	var cands []candidate
@@ -168,7 +160,7 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(e.group, dr.keys[i], i, p))
+		cands = append(cands, x.accessFor(int(e.group), dr.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
@@ -230,21 +222,21 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 			e.postings = append(e.postings, posting{kind: postPresent, key: dr.keys[c.pred], implied: -1})
 		}
 	}
-	e.multi = len(need) > 1
+	makeItem(e, dr, len(need) > 1)
 	if f.mode == ModeAll {
 		var vs [sigWords]uint64
 		for i := range f.preds {
 			p := &f.preds[i]
 			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
-				e.sig |= 1 << (dr.keys[i] & 63)
+				dr.sig |= 1 << (dr.keys[i] & 63)
 				if p.Op == OpEQ {
 					vs[sigWord(dr.keys[i])] |= valueBit(dr.keys[i], p.Value)
 				}
 			}
 		}
 		for w := range vs {
-			if bits.OnesCount64(vs[w]) > bits.OnesCount64(e.vsig) {
-				e.vsig, e.vword = vs[w], uint8(w)
+			if bits.OnesCount64(vs[w]) > bits.OnesCount64(dr.vsig) {
+				dr.vsig, dr.vword = vs[w], uint8(w)
 			}
 		}
 		for j := range e.postings {
@@ -426,13 +418,13 @@ func (x *Index) groupFilters(g int) int32 {
 // count adds delta to the popularity counts of e's predicates, read from
 // its record. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
-	gp := x.pop[e.group]
+	gp := x.pop[int(e.group)]
 	if gp == nil {
 		gp = &groupPop{}
-		x.pop[e.group] = gp
+		x.pop[int(e.group)] = gp
 	}
 	if gp.filters += delta; gp.filters == 0 {
-		delete(x.pop, e.group) // every count is 0 with it
+		delete(x.pop, int(e.group)) // every count is 0 with it
 	}
 	h := readHead(e.rec)
 	var p rpred
