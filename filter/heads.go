@@ -240,10 +240,11 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 	return uint8(best)
 }
 
-// makeHead returns the head of posting j of e (drafted as dr).
-func makeHead(e *entry, dr *draft, j int) lhead {
+// makeHead returns the head of posting ps[j] of the filter drafted as
+// dr.
+func makeHead(dr *draft, ps []posting, j int) lhead {
 	h := lhead{sig: dr.sig, vsig: dr.vsig, post: uint16(j), kf: uint32(dr.vword) << headVWord}
-	if hp := e.postings[j].head; hp != 0 && dr.f.mode == ModeAll {
+	if hp := ps[j].head; hp != 0 && dr.f.mode == ModeAll {
 		i := hp - 1
 		if mask, base, outside, ok := smallSet(&dr.f.preds[i]); ok {
 			h.mask, h.base = mask, int16(base)
@@ -254,7 +255,7 @@ func makeHead(e *entry, dr *draft, j int) lhead {
 			return h
 		}
 	}
-	am, aw := anyMask(e, dr, j)
+	am, aw := anyMask(dr, ps, j)
 	h.mask = am
 	h.kf |= uint32(aw) << headAWord
 	return h

@@ -112,27 +112,29 @@ type keyInfo struct {
 // entry is one filter as the index holds it: its record (record.go), not
 // its *Filter, which the caller keeps, and its item: up to four of its
 // predicates in compact form, which a posting list reaches for the
-// filters its heads let through (see makeItem). It is shared by both
-// copies and immutable once built; slot never changes, group, kind and
-// postings are the writer's. Memory: 176 bytes, 64 per posting, and the
-// record (about 40 bytes on W-SPARSE).
+// filters its heads let through (see makeItem). Its postings are not
+// kept: the record says which predicates it was entered under, and
+// postingsOf derives them. It is shared by both copies and immutable
+// once built; slot never changes, group and kind are the writer's.
+// Memory: 160 bytes and the record (about 42 bytes on W-SPARSE).
 type entry struct {
-	id       uint64
-	rec      []byte // predicates, keys, mode: never written once made
-	postings []posting
-	score    float64 // the score of a direct entry
-	slot     uint32
-	group    int32 // type ID + 1; 0 for AnyType
-	kind     int8  // the dense engine kind it could live in, or noDense
-	direct   bool  // no predicates that can fail: fire without verification
-
-	// The item: the predicates other than the one every posting of the
-	// filter implies (match all filters; the same for all its postings)
-	// that have a fast form, most selective first.
+	// The item, first, so that a list's reader mostly reads one cache
+	// line of the entry (its start and first predicate, 32 bytes, share
+	// one: the entry's size is a multiple of 32): the predicates other
+	// than the one every posting of the filter implies (match all
+	// filters; the same for all its postings) that have a fast form, most
+	// selective first.
 	nfast  uint8
 	flags  uint8  // itemComplete, itemMulti
 	npreds uint16 // the score of a complete item
+	slot   uint32
 	fast   [4]fastPred
+
+	id    uint64
+	rec   []byte  // predicates, keys, mode, access: never written once made
+	score float64 // the score of a direct entry
+	group int32   // type ID + 1; 0 for AnyType
+	kind  int8    // the dense engine kind it could live in, or noDense
 }
 
 // draft is what Add knows of a filter while it enters it in postings —
@@ -151,6 +153,7 @@ type draft struct {
 	// valueBit.
 	vsig  uint64
 	vword uint8
+	multi bool // entered under several access predicates
 }
 
 // data is one of the two copies readers switch between: the groups, the
@@ -257,7 +260,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, group: int32(group), kind: int8(kind), rec: x.recs.put(f, keys)}
+	e := &entry{id: id, group: int32(group), kind: int8(kind)}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
@@ -266,15 +269,22 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		x.next++
 		x.nslots.Store(x.next)
 	}
+	w := &x.recs
+	w.buf = appendRecord(w.buf[:0], f, keys)
+	e.rec = w.buf // to count; stored below with its access
 	x.count(e, 1)
 	dr := &draft{f: f, keys: keys}
-	x.choosePostings(e, dr)
-	heads := make([]lhead, len(e.postings))
-	for j := range e.postings {
-		heads[j] = makeHead(e, dr, j)
+	w.buf = x.chooseAccess(e, dr, w.buf)
+	e.rec = w.store(w.buf)
+	ps := postingsOf(e.rec, nil)
+	x.chooseHeads(e, dr, ps)
+	makeItem(e, dr, ps)
+	heads := make([]lhead, len(ps))
+	for j := range ps {
+		heads[j] = makeHead(dr, ps, j)
 	}
 	x.entries[id] = e
-	x.enter(e, dr, heads)
+	x.enter(e, dr, ps, heads)
 	return nil
 }
 
@@ -581,22 +591,22 @@ type placed struct {
 	l *plist
 }
 
-// enter puts e (drafted as dr) into its postings' lists, with the heads
-// Add made for them. Appending to a list waits for no reader; only new
-// keys, new or moved lists and range postings (whose spans readers
-// consult) change the copies, through write. mu must be held.
-func (x *Index) enter(e *entry, dr *draft, heads []lhead) {
+// enter puts e (drafted as dr) into the lists of its postings ps, with
+// the heads Add made for them. Appending to a list waits for no reader;
+// only new keys, new or moved lists and range postings (whose spans
+// readers consult) change the copies, through write. mu must be held.
+func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 	x.ensureGroup(int(e.group))
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
 	for len(x.pos) <= int(e.slot) {
 		x.pos = append(x.pos, nil)
 	}
-	pos := make([]int32, len(e.postings))
+	pos := make([]int32, len(ps))
 	x.pos[e.slot] = pos
 	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false
-	for j, p := range e.postings {
+	for j, p := range ps {
 		ranges = ranges || p.kind == postRange
 		l, at := findPlaced(fresh, p)
 		if l == nil {
@@ -638,7 +648,7 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead) {
 			for _, m := range moved {
 				d.swap(g, m.p, m.l)
 			}
-			for _, p := range e.postings {
+			for _, p := range ps {
 				if p.kind == postRange {
 					kp := g.byKey[p.key]
 					kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
@@ -681,10 +691,11 @@ func (x *Index) leave(e *entry) {
 		}
 	}
 	pos := x.pos[e.slot]
+	ps := postingsOf(e.rec, nil)
 	var moved []placed
 	var gone []posting // lists left empty
 	ranges := false
-	for j, p := range e.postings {
+	for j, p := range ps {
 		ranges = ranges || p.kind == postRange
 		l, at := findPlaced(moved, p)
 		if l == nil {
@@ -715,7 +726,7 @@ func (x *Index) leave(e *entry) {
 		for _, m := range moved {
 			d.swap(g, m.p, m.l)
 		}
-		for _, p := range e.postings {
+		for _, p := range ps {
 			if p.kind == postRange {
 				kp := g.byKey[p.key]
 				kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))

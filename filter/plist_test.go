@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -230,4 +231,15 @@ func containsID(s []uint64, id uint64) bool {
 		}
 	}
 	return false
+}
+
+// TestEntryLayout checks what the entry's field order is for: its item's
+// start and first predicate fit in the first 32 bytes, and its
+// allocation is 160 bytes (Go's size class for 145 to 160), a multiple
+// of 32, so that they share a cache line.
+func TestEntryLayout(t *testing.T) {
+	var e entry
+	assert.LessOrEqual(t, unsafe.Offsetof(e.fast)+unsafe.Sizeof(e.fast[0]), uintptr(32))
+	assert.Greater(t, unsafe.Sizeof(e), uintptr(144))
+	assert.LessOrEqual(t, unsafe.Sizeof(e), uintptr(160))
 }

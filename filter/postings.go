@@ -1,16 +1,18 @@
 package filter
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 
 	"github.com/sion-go/sion/ontology"
 )
 
 // Posting lists: under which postings a filter is entered (its access
-// predicates, choosePostings), what a list keeps of each filter (plist,
+// predicates, chooseAccess and postingsOf), what a list keeps of each filter (plist,
 // lhead) and what its entry keeps for them (makeItem), and the lists of
 // one copy of the index. Matching them is in match.go.
 
@@ -26,6 +28,8 @@ const (
 	postRange
 )
 
+// posting is one place a filter is entered: a list of its group. The
+// index does not keep them; postingsOf derives them from the record.
 type posting struct {
 	kind postingKind
 	// head is, plus one, the predicate the list's head tests as a bitmap
@@ -40,8 +44,17 @@ type posting struct {
 	implied int32
 	bucket  int32             // postRange: the bitmap's base >> rangeShift
 	vk      ontology.ValueKey // postEq
+	v       ontology.Value    // postEq: the value vk is the key of
 	s       string            // postPrefix, postSuffix
 }
+
+// Access kinds of a record (record.go).
+const (
+	accNone   = iota // no postings: the filter can never match
+	accDirect        // the group's direct list
+	accAlways        // the group's always list
+	accPreds         // access predicates
+)
 
 // Flags of an entry's item.
 const (
@@ -52,20 +65,20 @@ const (
 	itemMulti    // reachable through several postings: deduplicate
 )
 
-// makeItem sets the item of e (drafted as dr, its postings chosen): of a
+// makeItem sets the item of e (drafted as dr, its postings ps): of a
 // match-all filter, up to four of its predicates in compact form, other
 // than the one its postings imply (they all imply the same one, or none),
 // that have a fast form, most selective first (equality, set membership,
 // comparisons, exclusions, presence). Posting lists check them for the
 // filters their heads let through, before the filter is read.
-func makeItem(e *entry, dr *draft, multi bool) {
-	if multi {
+func makeItem(e *entry, dr *draft, ps []posting) {
+	if dr.multi {
 		e.flags |= itemMulti
 	}
-	if dr.f.mode != ModeAll || len(e.postings) == 0 {
+	if dr.f.mode != ModeAll || len(ps) == 0 {
 		return
 	}
-	implied := e.postings[0].implied
+	implied := ps[0].implied
 	rest, complete := 0, true
 	var cand [4][4]fastPred // by rank
 	var nc [4]int
@@ -146,10 +159,10 @@ type candidate struct {
 	posts []posting
 }
 
-// choosePostings decides under which postings e (drafted as dr) is
-// entered, from the group's popularity counts, and sets its item. mu
-// must be held.
-func (x *Index) choosePostings(e *entry, dr *draft) {
+// chooseAccess decides under which postings e (drafted as dr) is
+// entered, from the group's popularity counts, and appends their access
+// (see record.go) to rec, e's record. mu must be held.
+func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 	f := dr.f
 	var cands []candidate
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
@@ -165,17 +178,16 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
 		if freeN == 0 || allTrue(f) {
-			e.direct = true
 			w := 0.0
 			for i := range f.preds {
 				w += f.preds[i].weight()
 			}
 			ok, score := f.decide(len(f.preds), w)
-			if ok {
-				e.score = score
-				e.postings = []posting{{kind: postDirect, implied: -1}}
-			} // else it can never match: no postings at all
-			return
+			if !ok {
+				return append(rec, accNone) // it can never match
+			}
+			e.score = score
+			return append(rec, accDirect)
 		}
 	}
 	var need []candidate
@@ -210,19 +222,21 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 		}
 	}
 	if len(need) == 0 {
-		e.postings = []posting{{kind: postAlways, implied: -1}}
-		return
+		return append(rec, accAlways)
 	}
+	n := 0
 	for _, c := range need {
-		e.postings = append(e.postings, c.posts...)
+		n += len(c.posts)
 	}
-	if len(e.postings) > maxPostings {
-		e.postings = e.postings[:0]
-		for _, c := range need {
-			e.postings = append(e.postings, posting{kind: postPresent, key: dr.keys[c.pred], implied: -1})
+	rec = binary.AppendUvarint(append(rec, accPreds), uint64(len(need)))
+	for _, c := range need {
+		code := uint64(c.pred) << 1
+		if n > maxPostings || len(c.posts) > 0 && c.posts[0].kind == postPresent {
+			code |= 1 // by presence
 		}
+		rec = binary.AppendUvarint(rec, code)
 	}
-	makeItem(e, dr, len(need) > 1)
+	dr.multi = len(need) > 1
 	if f.mode == ModeAll {
 		var vs [sigWords]uint64
 		for i := range f.preds {
@@ -239,19 +253,114 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 				dr.vsig, dr.vword = vs[w], uint8(w)
 			}
 		}
-		for j := range e.postings {
-			p := &e.postings[j]
-			not := p.implied // a range bucket nearly implies its range
-			if p.via != 0 {
-				not = int32(p.via) - 1
-			}
-			if j > 0 && p.implied == e.postings[j-1].implied && p.via == e.postings[j-1].via {
-				p.head = e.postings[j-1].head
-			} else {
-				p.head = x.headPred(e, dr, not)
-			}
+	}
+	return rec
+}
+
+// chooseHeads sets the head predicate of each of postings ps of
+// match-all filter e (drafted as dr; see headPred). mu must be held.
+func (x *Index) chooseHeads(e *entry, dr *draft, ps []posting) {
+	if dr.f.mode != ModeAll {
+		return
+	}
+	for j := range ps {
+		p := &ps[j]
+		not := p.implied // a range bucket nearly implies its range
+		if p.via != 0 {
+			not = int32(p.via) - 1
+		}
+		if j > 0 && p.implied == ps[j-1].implied && p.via == ps[j-1].via {
+			p.head = ps[j-1].head
+		} else {
+			p.head = x.headPred(e, dr, not)
 		}
 	}
+}
+
+// postingsOf appends to ps the postings of the filter with record rec,
+// in the order the index entered them, and returns it: those its access
+// names (record.go), as accessFor made them. Their strings are views of
+// rec. Cost: a pass over the record and, for a set, a look-up per
+// member.
+func postingsOf(rec []byte, ps []posting) []posting {
+	h := readHead(rec)
+	var buf [16]int
+	at := buf[:0] // where each predicate starts
+	var p rpred
+	j := h.body
+	for range h.npreds {
+		at = append(at, j)
+		j = readPred(rec, j, &p)
+	}
+	switch rec[j] {
+	case accNone:
+		return ps
+	case accDirect:
+		return append(ps, posting{kind: postDirect, implied: -1})
+	case accAlways:
+		return append(ps, posting{kind: postAlways, implied: -1})
+	}
+	n, w := binary.Uvarint(rec[j+1:])
+	j += 1 + w
+	for range n {
+		code, w := binary.Uvarint(rec[j:])
+		j += w
+		i := int(code >> 1)
+		readPred(rec, at[i], &p)
+		if code&1 != 0 {
+			ps = append(ps, posting{kind: postPresent, key: p.key, implied: -1})
+			continue
+		}
+		ps = appendAccess(ps, rec, &p, i)
+	}
+	return ps
+}
+
+// appendAccess appends to ps the postings through which predicate i, p,
+// of record rec gives access by itself (not by presence; see accessFor),
+// and returns it.
+func appendAccess(ps []posting, rec []byte, p *rpred, i int) []posting {
+	if p.src == SourceXPath {
+		// The XPath key's value is whether the predicate holds.
+		t := ontology.Bool(true)
+		return append(ps, posting{kind: postEq, key: p.key, implied: int32(i), vk: t.Key(), v: t})
+	}
+	switch p.op {
+	case OpEQ:
+		return append(ps, posting{kind: postEq, key: p.key, implied: int32(i), vk: p.lo.Key(), v: p.lo})
+	case OpIn:
+		first := len(ps)
+		var seen map[ontology.ValueKey]bool // for large sets; small ones look back
+		p.members(rec, func(m ontology.Value) {
+			vk := m.Key()
+			if p.nset > 16 {
+				if seen == nil {
+					seen = map[ontology.ValueKey]bool{}
+				}
+				if seen[vk] {
+					return
+				}
+				seen[vk] = true
+			} else {
+				for _, q := range ps[first:] {
+					if q.vk == vk {
+						return
+					}
+				}
+			}
+			ps = append(ps, posting{kind: postEq, key: p.key, implied: int32(i), vk: vk, v: m})
+		})
+		return ps
+	case OpRange:
+		mask, base, _, _ := smallSet(&Predicate{Op: OpRange, Value: p.lo, Hi: p.hi, LoOpen: p.loOpen, HiOpen: p.hiOpen})
+		span := max(1, 64-bits.LeadingZeros64(mask))
+		return append(ps, posting{kind: postRange, key: p.key, implied: -1, via: uint8(min(i+1, math.MaxUint8)), span: uint8(span), bucket: int32(base >> rangeShift)})
+	case OpPrefix:
+		return append(ps, posting{kind: postPrefix, key: p.key, implied: int32(i), s: p.lo.Str()})
+	case OpSuffix:
+		return append(ps, posting{kind: postSuffix, key: p.key, implied: int32(i), s: p.lo.Str()})
+	}
+	return append(ps, posting{kind: postPresent, key: p.key, implied: -1})
 }
 
 // densePresent returns how many predicates of the filters in group g's
@@ -274,11 +383,11 @@ func (x *Index) densePresent(g int, key uint32) int32 {
 }
 
 // anyMask returns the value signature bits of the members of one set
-// membership predicate on an attribute of match-all filter e (drafted as
-// dr), other than the one posting j implies, and their word: an event
-// matches e only if its signature has one of them. Of several, it takes
+// membership predicate on an attribute of match-all filter dr, other
+// than the one posting ps[j] implies, and their word: an event matches
+// the filter only if its signature has one of them. Of several, it takes
 // the smallest set; with none, it returns 0.
-func anyMask(e *entry, dr *draft, j int) (uint64, uint8) {
+func anyMask(dr *draft, ps []posting, j int) (uint64, uint8) {
 	if dr.f.mode != ModeAll {
 		return 0, 0
 	}
@@ -286,7 +395,7 @@ func anyMask(e *entry, dr *draft, j int) (uint64, uint8) {
 	var word uint8
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
-		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == e.postings[j].implied {
+		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == ps[j].implied {
 			continue
 		}
 		var m uint64
@@ -643,7 +752,12 @@ func (d *data) attach(g *group, p posting, l *plist) {
 		if kp.eq == nil {
 			kp.eq = map[ontology.ValueKey]*plist{}
 		}
-		kp.eq[p.vk] = l
+		vk := p.vk
+		if p.v.Kind() == ontology.KindString {
+			// Not a view of the record: its block may go.
+			vk = ontology.String(strings.Clone(p.v.Str())).Key()
+		}
+		kp.eq[vk] = l
 	default:
 		m, lens := &kp.prefix, &kp.prefixLens
 		if p.kind == postSuffix {
@@ -652,7 +766,7 @@ func (d *data) attach(g *group, p posting, l *plist) {
 		if *m == nil {
 			*m = map[string]*plist{}
 		}
-		(*m)[p.s] = l
+		(*m)[strings.Clone(p.s)] = l // not a view of the record
 		*lens = addLen(*lens, len(p.s))
 	}
 }
