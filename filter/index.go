@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -73,7 +74,7 @@ type Index struct {
 	nextKey  uint32
 	free     []uint32      // free slots
 	next     uint32        // next unused slot
-	pos      [][]int32     // by slot, by posting: the entry's place in its list
+	pos      places        // where each filter's postings are in their lists
 	nslots   atomic.Uint32 // next, published: what readers size Match's scratch by (written under mu, read atomically)
 	recs     recWriter
 
@@ -116,26 +117,44 @@ type keyInfo struct {
 // kept: the record says which predicates it was entered under, and
 // postingsOf derives them. It is shared by both copies and immutable
 // once built; slot never changes, group and kind are the writer's.
-// Memory: 160 bytes and the record (about 42 bytes on W-SPARSE).
+// Memory: 128 bytes, two cache lines (allocations of 128 bytes are
+// aligned to 128), and the record (about 42 bytes on W-SPARSE).
 type entry struct {
 	// The item, first, so that a list's reader mostly reads one cache
-	// line of the entry (its start and first predicate, 32 bytes, share
-	// one: the entry's size is a multiple of 32): the predicates other
+	// line of the entry (its start and first predicate): the predicates other
 	// than the one every posting of the filter implies (match all
 	// filters; the same for all its postings) that have a fast form, most
 	// selective first.
 	nfast  uint8
-	flags  uint8  // itemComplete, itemMulti
+	flags  uint8  // itemComplete, itemMulti; and the dense kind (see kind)
 	npreds uint16 // the score of a complete item
 	slot   uint32
-	fast   [4]fastPred
+	// fast holds the item's predicates; a direct entry, which has none,
+	// keeps its score in fast[0].lo (see score).
+	fast [4]fastPred
 
-	id    uint64
-	rec   []byte  // predicates, keys, mode, access: never written once made
-	score float64 // the score of a direct entry
-	group int32   // type ID + 1; 0 for AnyType
-	kind  int8    // the dense engine kind it could live in, or noDense
+	id uint64
+	// rec and recLen are the record (predicates, keys, mode, access),
+	// never written once made: see record.
+	rec    *byte
+	recLen uint32
+	group  int32 // type ID + 1; 0 for AnyType
 }
+
+// entryKind is the shift of the dense engine kind + 1 in entry.flags.
+const entryKind = 6
+
+// record returns e's record.
+func (e *entry) record() []byte { return unsafe.Slice(e.rec, e.recLen) }
+
+// setRecord makes b e's record.
+func (e *entry) setRecord(b []byte) { e.rec, e.recLen = unsafe.SliceData(b), uint32(len(b)) }
+
+// kind returns the dense engine kind e could live in, or noDense.
+func (e *entry) kind() int { return int(e.flags>>entryKind) - 1 }
+
+// score returns the score of direct entry e.
+func (e *entry) score() float64 { return e.fast[0].lo }
 
 // draft is what Add knows of a filter while it enters it in postings —
 // its resolved *Filter, its predicates' keys, and what the heads of its
@@ -260,7 +279,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, group: int32(group), kind: int8(kind)}
+	e := &entry{id: id, group: int32(group), flags: uint8(kind+1) << entryKind}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
@@ -271,12 +290,12 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	}
 	w := &x.recs
 	w.buf = appendRecord(w.buf[:0], f, keys)
-	e.rec = w.buf // to count; stored below with its access
+	e.setRecord(w.buf) // to count; stored below with its access
 	x.count(e, 1)
 	dr := &draft{f: f, keys: keys}
 	w.buf = x.chooseAccess(e, dr, w.buf)
-	e.rec = w.store(w.buf)
-	ps := postingsOf(e.rec, nil)
+	e.setRecord(w.store(w.buf))
+	ps := postingsOf(e.record(), nil)
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
 	heads := make([]lhead, len(ps))
@@ -379,7 +398,7 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 		// Their keys carry over; their popularity counts become the
 		// engine's (see accessFor).
 		x.count(o, -1)
-		x.recs.live -= len(o.rec)
+		x.recs.live -= int(o.recLen)
 		x.free = append(x.free, o.slot)
 	}
 	x.write(func(d *data) { d.groups[group].hide = nil })
@@ -398,10 +417,10 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 		attrs[k] = true
 	}
 	for _, o := range x.entries {
-		if int(o.group) != group || int(o.kind) != kind {
+		if int(o.group) != group || o.kind() != kind {
 			continue
 		}
-		for _, k := range recKeys(o.rec, nil) {
+		for _, k := range recKeys(o.record(), nil) {
 			attrs[k] = true
 		}
 		moved = append(moved, o)
@@ -431,13 +450,13 @@ func (x *Index) Remove(id uint64) bool {
 	x.count(e, -1)
 	var dead []uint32
 	var buf [denseMaxPreds]uint32
-	for _, k := range recKeys(e.rec, buf[:0]) {
+	for _, k := range recKeys(e.record(), buf[:0]) {
 		if k, last := x.releaseKey(x.inst[0].keys[k].name); last {
 			dead = append(dead, k)
 		}
 	}
 	x.leave(e)
-	if x.recs.live -= len(e.rec); x.recs.dead() {
+	if x.recs.live -= int(e.recLen); x.recs.dead() {
 		x.compactRecords()
 	}
 	if len(dead) > 0 {
@@ -599,11 +618,7 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 	x.ensureGroup(int(e.group))
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
-	for len(x.pos) <= int(e.slot) {
-		x.pos = append(x.pos, nil)
-	}
-	pos := make([]int32, len(ps))
-	x.pos[e.slot] = pos
+	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false
 	for j, p := range ps {
@@ -621,14 +636,14 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 			at = &fresh[len(fresh)-1]
 		}
 		if l.full() {
-			l = l.moved(grown(l.live), x.pos)
+			l = l.moved(grown(l.live), &x.pos)
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
 				at.l = l
 			}
 		}
-		pos[j] = l.add(e, heads[j])
+		x.pos.set(e.slot, j, l.add(e, heads[j]))
 	}
 	newKey := false
 	for _, k := range dr.keys {
@@ -656,9 +671,9 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 			}
 		})
 	}
-	if e.kind != noDense {
+	if k := e.kind(); k != noDense {
 		for _, d := range x.inst {
-			d.groups[e.group].eligible[e.kind]++
+			d.groups[e.group].eligible[k]++
 		}
 	}
 }
@@ -685,13 +700,12 @@ func samePlace(p, q posting) bool {
 func (x *Index) leave(e *entry) {
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
-	if e.kind != noDense {
+	if k := e.kind(); k != noDense {
 		for _, d := range x.inst {
-			d.groups[e.group].eligible[e.kind]--
+			d.groups[e.group].eligible[k]--
 		}
 	}
-	pos := x.pos[e.slot]
-	ps := postingsOf(e.rec, nil)
+	ps := postingsOf(e.record(), nil)
 	var moved []placed
 	var gone []posting // lists left empty
 	ranges := false
@@ -701,8 +715,8 @@ func (x *Index) leave(e *entry) {
 		if l == nil {
 			l = d.lookup(g, p)
 		}
-		if l.del(pos[j]) {
-			l = l.moved(int(l.live)*2, x.pos) // may move the entry's other postings in l
+		if l.del(x.pos.get(e.slot, j)) {
+			l = l.moved(int(l.live)*2, &x.pos) // may move the entry's other postings in l
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
@@ -717,7 +731,7 @@ func (x *Index) leave(e *entry) {
 			}
 		}
 	}
-	x.pos[e.slot] = nil
+	x.pos.drop(e.slot)
 	if len(gone) == 0 && len(moved) == 0 && !ranges {
 		return
 	}

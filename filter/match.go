@@ -178,7 +178,7 @@ func (s *scratch) visit(d *data, g *group) {
 			break
 		}
 		if e != &tombstone {
-			s.out = append(s.out, hit{id: e.id, score: e.score})
+			s.out = append(s.out, hit{id: e.id, score: e.score()})
 		}
 	}
 	for _, dn := range g.dense {
@@ -366,7 +366,7 @@ func (s *scratch) fastHolds(d *data, e *entry) bool {
 // match score (with a relative margin of 1e-9, far above the rounding of
 // the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
-	b := e.rec
+	b := e.record()
 	h := readHead(b)
 	n, w := 0, 0.0
 	rest, restW := h.npreds, h.weight

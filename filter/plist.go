@@ -86,15 +86,15 @@ func (l *plist) del(i int32) bool {
 
 // moved returns a new list of capacity c (at least l's live postings)
 // holding the live postings of l, in order. pos is the writer's places
-// of every filter's postings (by slot, by posting), which it updates.
-func (l *plist) moved(c int, pos [][]int32) *plist {
+// of every filter's postings, which it updates.
+func (l *plist) moved(c int, pos *places) *plist {
 	if l.bare() {
 		nl := newBare(c)
 		k := int32(0)
 		for i := range int(l.n.Load()) {
 			if e := l.ents[i].Load(); e != &tombstone {
 				nl.ents[k].Store(e)
-				pos[e.slot][0] = k // a direct or always entry has one posting
+				pos.set(e.slot, 0, k) // a direct or always entry has one posting
 				k++
 			}
 		}
@@ -115,12 +115,54 @@ func (l *plist) moved(c int, pos [][]int32) *plist {
 		if h.open() {
 			nl.open.Add(1)
 		}
-		pos[e.slot][h.post] = k
+		pos.set(e.slot, int(h.post), k)
 		k++
 	}
 	nl.live = k
 	nl.n.Store(k)
 	return nl
+}
+
+// places is where the postings of each filter in posting lists are in
+// their lists, by slot and posting (in postingsOf's order). Only the
+// writer uses it (Index.mu held). Memory: 4 bytes per slot, and for a
+// filter with several postings a map entry and 4 bytes per posting.
+type places struct {
+	first []int32            // by slot: posting 0
+	more  map[uint32][]int32 // by slot: postings 1… of filters with more than one
+}
+
+// make makes room for the n postings of the filter in slot.
+func (p *places) make(slot uint32, n int) {
+	for len(p.first) <= int(slot) {
+		p.first = append(p.first, 0)
+	}
+	if n > 1 {
+		if p.more == nil {
+			p.more = map[uint32][]int32{}
+		}
+		p.more[slot] = make([]int32, n-1)
+	}
+}
+
+// drop forgets the places of the filter in slot.
+func (p *places) drop(slot uint32) { delete(p.more, slot) }
+
+// get returns the place of posting j of the filter in slot.
+func (p *places) get(slot uint32, j int) int32 {
+	if j == 0 {
+		return p.first[slot]
+	}
+	return p.more[slot][j-1]
+}
+
+// set makes at the place of posting j of the filter in slot.
+func (p *places) set(slot uint32, j int, at int32) {
+	if j == 0 {
+		p.first[slot] = at
+	} else {
+		p.more[slot][j-1] = at
+	}
 }
 
 // grown returns the capacity for a list of live postings that needs

@@ -186,7 +186,7 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 			if !ok {
 				return append(rec, accNone) // it can never match
 			}
-			e.score = score
+			e.fast[0].lo = score // see entry.score
 			return append(rec, accDirect)
 		}
 	}
@@ -535,10 +535,11 @@ func (x *Index) count(e *entry, delta int32) {
 	if gp.filters += delta; gp.filters == 0 {
 		delete(x.pop, int(e.group)) // every count is 0 with it
 	}
-	h := readHead(e.rec)
+	rec := e.record()
+	h := readHead(rec)
 	var p rpred
 	for i, j := 0, h.body; i < h.npreds; i++ {
-		j = readPred(e.rec, j, &p)
+		j = readPred(rec, j, &p)
 		if p.key == noKey {
 			continue
 		}
@@ -560,7 +561,7 @@ func (x *Index) count(e *entry, delta int32) {
 		case p.op == OpIn:
 			for k, b := 0, p.set; k < p.nset; k++ {
 				var m ontology.Value
-				m, b = readValue(e.rec, b)
+				m, b = readValue(rec, b)
 				st.addEq(m, delta)
 			}
 		}

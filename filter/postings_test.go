@@ -160,7 +160,7 @@ func TestPostingsOf(t *testing.T) {
 			require.NoError(t, x.Add(7, f))
 			e := x.entries[7]
 			require.NotNil(t, e)
-			ps := postingsOf(e.rec, nil)
+			ps := postingsOf(e.record(), nil)
 			require.Len(t, ps, len(c.want))
 			d := x.inst[x.side.Load()]
 			for j, p := range ps {
@@ -172,7 +172,7 @@ func TestPostingsOf(t *testing.T) {
 				assert.Equal(t, w.s, p.s, "posting %d", j)
 				l := d.lookup(d.groups[e.group], p)
 				require.NotNil(t, l, "posting %d has a list", j)
-				assert.Same(t, e, l.ents[x.pos[e.slot][j]].Load(), "posting %d leads to the filter", j)
+				assert.Same(t, e, l.ents[x.pos.get(e.slot, j)].Load(), "posting %d leads to the filter", j)
 			}
 		})
 	}

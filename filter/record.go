@@ -113,11 +113,11 @@ func (x *Index) compactRecords() {
 	var ps []posting
 	for id, e := range x.entries {
 		ne := *e
-		ne.rec = w.store(e.rec)
+		ne.setRecord(w.store(e.record()))
 		g := d.groups[e.group]
-		ps = postingsOf(e.rec, ps[:0])
+		ps = postingsOf(e.record(), ps[:0])
 		for j, p := range ps {
-			d.lookup(g, p).ents[x.pos[e.slot][j]].Store(&ne)
+			d.lookup(g, p).ents[x.pos.get(e.slot, j)].Store(&ne)
 		}
 		x.entries[id] = &ne
 	}
@@ -417,17 +417,18 @@ func recKeys(b []byte, buf []uint32) []uint32 {
 // attribute predicates only; XPath predicates come back without their
 // expression). mu must be held.
 func (x *Index) filterOf(e *entry) (*Filter, []uint32) {
-	h := readHead(e.rec)
+	rec := e.record()
+	h := readHead(rec)
 	f := &Filter{mode: h.mode, atLeast: h.atLeast, threshold: h.threshold, preds: make([]Predicate, h.npreds)}
 	keys := make([]uint32, h.npreds)
 	var p rpred
 	for i, j := 0, h.body; i < h.npreds; i++ {
-		j = readPred(e.rec, j, &p)
+		j = readPred(rec, j, &p)
 		name := ""
 		if p.key != noKey && p.src != SourceXPath {
 			name = x.inst[0].keys[p.key].name.name
 		}
-		f.preds[i], keys[i] = p.predicate(e.rec, name), p.key
+		f.preds[i], keys[i] = p.predicate(rec, name), p.key
 	}
 	return f, keys
 }

@@ -212,7 +212,7 @@ func TestRecordCompaction(t *testing.T) {
 	assert.Greater(t, ix.recs.moves, 2, "the records were compacted")
 	live := 0
 	for _, e := range ix.entries {
-		live += len(e.rec)
+		live += int(e.recLen)
 	}
 	assert.Equal(t, live, ix.recs.live)
 	assert.LessOrEqual(t, ix.recs.written, 2*live+recCompactMin)
