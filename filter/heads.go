@@ -3,6 +3,8 @@ package filter
 import (
 	"math"
 	"math/bits"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -21,10 +23,16 @@ import (
 // decide exactly, so a value the bitmap cannot judge (a number that is not
 // an integer) passes it.
 
-// lhead is what a posting list reads first of each filter (32 bytes).
+// lhead is what a posting list reads first of each filter (40 bytes).
 type lhead struct {
 	sig  uint64 // the filter's draft.sig
 	vsig uint64 // the filter's draft.vsig
+	// ent is the filter's *entry, beside what rejects it, so that a
+	// reader reaches the entries its heads let through without another
+	// cache miss. The writer sets it before publishing the head, and
+	// replaces it, atomically, with a copy whose record moved (see
+	// Index.compactRecords); readers load it atomically (see entry).
+	ent unsafe.Pointer
 	// mask is, with headBits in kf, the bitmap of the predicate on
 	// attribute key kf&headKeyMask over the integers base…base+63;
 	// otherwise the value signature bits at least one of which an event
@@ -35,8 +43,11 @@ type lhead struct {
 	// bit, atomically, and readers load it atomically.
 	kf   uint32
 	base int16
-	post uint16 // which posting of ents[i] this is
+	post uint16 // which posting of its entry this is
 }
+
+// entry returns the entry of h's posting.
+func (h *lhead) entry() *entry { return (*entry)(atomic.LoadPointer(&h.ent)) }
 
 const (
 	headKeyMask = 1<<24 - 1

@@ -289,7 +289,7 @@ func (s *scratch) verifyList(d *data, l *plist) {
 	if int(l.open.Load()) >= n {
 		for i := range heads {
 			if atomic.LoadUint32(&heads[i].kf)&headDead == 0 {
-				s.item(d, l.ents[i].Load()) // no head can reject: payload predicates only, say
+				s.item(d, heads[i].entry()) // no head can reject: payload predicates only, say
 			}
 		}
 		return
@@ -316,12 +316,12 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		// depend on one another.
 		var t uint8
 		for _, i := range cand {
-			t += l.ents[i].Load().nfast
+			t += heads[i].entry().nfast
 		}
 		s.touched = t
 	}
 	for _, i := range cand {
-		s.item(d, l.ents[i].Load())
+		s.item(d, heads[i].entry())
 	}
 }
 

@@ -1,23 +1,27 @@
 package filter
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // plist is a posting list. It is shared by both copies of the index and
 // updated in place, once, by the writer (Index.mu held); readers never
 // wait for it, and it waits for readers only when it moves.
 //
-// It holds entries, not slots, so that verification reaches a filter in
-// one step; and, in the list's own memory, what rejects most of the
-// filters reached without reading them: heads (heads.go), read in order;
-// the entries' items (makeItem) are read for the filters heads let
-// through. Memory: 8 + 32 bytes per posting, in arrays up to twice as
-// long as the postings they hold.
+// It holds, in the list's own memory, what rejects most of the filters
+// reached without reading them: heads (heads.go), read in order, each
+// with its filter's entry (not its slot, so that verification reaches a
+// filter in one step); the entries' items (makeItem) are read for the
+// filters heads let through. Memory: 40 bytes per posting, in arrays up
+// to twice as long as the postings they hold.
 //
 // The arrays are append-only: the writer fills place n and then
 // publishes n+1; a removed posting is marked dead in its head (headDead,
 // set atomically; readers load kf atomically), and its place is not
 // reused. The entry at a place is loaded atomically: the writer replaces
-// it with a copy whose record moved (see Index.compactRecords). When the arrays are full, or dead places outnumber live ones,
+// it with a copy whose record moved (see Index.compactRecords). When the
+// arrays are full, or dead places outnumber live ones,
 // the writer copies the live postings into a new plist and puts it in
 // place of this one in both copies of the index (Index.write); readers
 // still on the old one finish there, the writer never writes it again,
@@ -25,16 +29,16 @@ import "sync/atomic"
 // published place except to mark it dead.
 type plist struct {
 	n     atomic.Int32
-	open  atomic.Int32 // published heads that reject no event (see lhead.open), dead or alive
-	ents  []atomic.Pointer[entry]
-	heads []lhead // by place, like ents
+	open  atomic.Int32            // published heads that reject no event (see lhead.open), dead or alive
+	heads []lhead                 // by place
+	ents  []atomic.Pointer[entry] // a bare list's, by place
 
 	// The writer's, under Index.mu.
 	live, dead int32
 }
 
 func newPlist(c int) *plist {
-	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c)}
+	return &plist{heads: make([]lhead, c)}
 }
 
 // newBare returns a bare list of capacity c: the list of a group's
@@ -53,14 +57,34 @@ var tombstone entry
 func (l *plist) bare() bool { return l.heads == nil }
 
 // full reports whether l has no room for another posting.
-func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
+func (l *plist) full() bool { return int(l.n.Load()) == max(len(l.heads), len(l.ents)) }
+
+// at returns the entry of the posting at place i.
+func (l *plist) at(i int32) *entry {
+	if l.bare() {
+		return l.ents[i].Load()
+	}
+	return l.heads[i].entry()
+}
+
+// replace puts e, a copy of the entry of the published posting at place
+// i, in its place.
+func (l *plist) replace(i int32, e *entry) {
+	if l.bare() {
+		l.ents[i].Store(e)
+	} else {
+		atomic.StorePointer(&l.heads[i].ent, unsafe.Pointer(e))
+	}
+}
 
 // add appends a posting of e, with its head h, to l, which must not be
 // full, and returns its place.
 func (l *plist) add(e *entry, h lhead) int32 {
 	i := l.n.Load()
-	l.ents[i].Store(e)
-	if !l.bare() {
+	if l.bare() {
+		l.ents[i].Store(e)
+	} else {
+		h.ent = unsafe.Pointer(e)
 		l.heads[i] = h
 		if h.open() {
 			l.open.Add(1)
@@ -109,8 +133,7 @@ func (l *plist) moved(c int, pos *places) *plist {
 		if h.kf&headDead != 0 {
 			continue
 		}
-		e := l.ents[i].Load()
-		nl.ents[k].Store(e)
+		e := (*entry)(h.ent) // the writer's own
 		nl.heads[k] = *h
 		if h.open() {
 			nl.open.Add(1)

@@ -53,7 +53,7 @@ func TestPlistRebuild(t *testing.T) {
 		var got []*entry
 		for i := range int(l.n.Load()) {
 			if l.heads[i].kf&headDead == 0 {
-				got = append(got, l.ents[i].Load())
+				got = append(got, l.at(int32(i)))
 			}
 		}
 		if len(live) == 0 {
@@ -62,7 +62,7 @@ func TestPlistRebuild(t *testing.T) {
 		}
 		require.Equal(t, live, got, "step %d", step)
 		for _, e := range live {
-			require.Same(t, e, l.ents[pos.get(e.slot, 0)].Load(), "step %d: pos of %d", step, e.id)
+			require.Same(t, e, l.at(pos.get(e.slot, 0)), "step %d: pos of %d", step, e.id)
 		}
 		require.Less(t, int(l.dead), max(int(l.live), 1)+1, "dead places never outnumber live ones")
 	}

@@ -172,7 +172,7 @@ func TestPostingsOf(t *testing.T) {
 				assert.Equal(t, w.s, p.s, "posting %d", j)
 				l := d.lookup(d.groups[e.group], p)
 				require.NotNil(t, l, "posting %d has a list", j)
-				assert.Same(t, e, l.ents[x.pos.get(e.slot, j)].Load(), "posting %d leads to the filter", j)
+				assert.Same(t, e, l.at(x.pos.get(e.slot, j)), "posting %d leads to the filter", j)
 			}
 		})
 	}

@@ -102,7 +102,7 @@ func (w *recWriter) store(r []byte) []byte {
 // blocks, so that the old blocks, mostly holding removed filters'
 // records, can go. An entry is immutable, so each gets a copy with the
 // new record, stored atomically in place of the old one in its lists
-// (plist.ents) and in entries; a reader holding the old entry keeps its
+// (plist.replace) and in entries; a reader holding the old entry keeps its
 // record reachable. mu must be held. Cost: O(live filters and their
 // postings), once the removed records outweigh the live ones.
 func (x *Index) compactRecords() {
@@ -117,7 +117,7 @@ func (x *Index) compactRecords() {
 		g := d.groups[e.group]
 		ps = postingsOf(e.record(), ps[:0])
 		for j, p := range ps {
-			d.lookup(g, p).ents[x.pos.get(e.slot, j)].Store(&ne)
+			d.lookup(g, p).replace(x.pos.get(e.slot, j), &ne)
 		}
 		x.entries[id] = &ne
 	}
