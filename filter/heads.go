@@ -3,6 +3,8 @@ package filter
 import (
 	"math"
 	"math/bits"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -21,10 +23,16 @@ import (
 // decide exactly, so a value the bitmap cannot judge (a number that is not
 // an integer) passes it.
 
-// lhead is what a posting list reads first of each filter (32 bytes).
+// lhead is what a posting list reads first of each filter (40 bytes).
 type lhead struct {
-	sig  uint64 // ents[i].sig
-	vsig uint64 // ents[i].vsig
+	sig  uint64 // the filter's draft.sig
+	vsig uint64 // the filter's draft.vsig
+	// ent is the filter's *entry, beside what rejects it, so that a
+	// reader reaches the entries its heads let through without another
+	// cache miss. The writer sets it before publishing the head, and
+	// replaces it, atomically, with a copy whose record moved (see
+	// Index.compactRecords); readers load it atomically (see entry).
+	ent unsafe.Pointer
 	// mask is, with headBits in kf, the bitmap of the predicate on
 	// attribute key kf&headKeyMask over the integers base…base+63;
 	// otherwise the value signature bits at least one of which an event
@@ -35,8 +43,11 @@ type lhead struct {
 	// bit, atomically, and readers load it atomically.
 	kf   uint32
 	base int16
-	post uint16 // which posting of ents[i] this is
+	post uint16 // which posting of its entry this is
 }
+
+// entry returns the entry of h's posting.
+func (h *lhead) entry() *entry { return (*entry)(atomic.LoadPointer(&h.ent)) }
 
 const (
 	headKeyMask = 1<<24 - 1
@@ -196,7 +207,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
 		return 0
 	}
-	total := float64(max(1, x.groupFilters(e.group)))
+	total := float64(max(1, x.groupFilters(int(e.group))))
 	best, bestEst := 0, 2.0
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
@@ -208,7 +219,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 		if !ok {
 			continue
 		}
-		st := x.stats(e.group, k)
+		st := x.stats(int(e.group), k)
 		if st == nil {
 			st = &popStats{}
 		}
@@ -240,10 +251,11 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 	return uint8(best)
 }
 
-// makeHead returns the head of posting j of e (drafted as dr).
-func makeHead(e *entry, dr *draft, j int) lhead {
-	h := lhead{sig: e.sig, vsig: e.vsig, post: uint16(j), kf: uint32(e.vword) << headVWord}
-	if hp := e.postings[j].head; hp != 0 && dr.f.mode == ModeAll {
+// makeHead returns the head of posting ps[j] of the filter drafted as
+// dr.
+func makeHead(dr *draft, ps []posting, j int) lhead {
+	h := lhead{sig: dr.sig, vsig: dr.vsig, post: uint16(j), kf: uint32(dr.vword) << headVWord}
+	if hp := ps[j].head; hp != 0 && dr.f.mode == ModeAll {
 		i := hp - 1
 		if mask, base, outside, ok := smallSet(&dr.f.preds[i]); ok {
 			h.mask, h.base = mask, int16(base)
@@ -254,7 +266,7 @@ func makeHead(e *entry, dr *draft, j int) lhead {
 			return h
 		}
 	}
-	am, aw := anyMask(e, dr, j)
+	am, aw := anyMask(dr, ps, j)
 	h.mask = am
 	h.kf |= uint32(aw) << headAWord
 	return h

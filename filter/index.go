@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -73,7 +74,7 @@ type Index struct {
 	nextKey  uint32
 	free     []uint32      // free slots
 	next     uint32        // next unused slot
-	pos      [][]int32     // by slot, by posting: the entry's place in its list
+	pos      places        // where each filter's postings are in their lists
 	nslots   atomic.Uint32 // next, published: what readers size Match's scratch by (written under mu, read atomically)
 	recs     recWriter
 
@@ -110,23 +111,60 @@ type keyInfo struct {
 }
 
 // entry is one filter as the index holds it: its record (record.go), not
-// its *Filter, which the caller keeps. It is shared by both copies and
-// immutable once built, except slot, which only the writer reads.
-// Memory: 128 bytes, 64 per posting, and the record (about 30 bytes on
-// W-SPARSE); its postings' list items are in the lists (see plist).
+// its *Filter, which the caller keeps, and its item: up to four of its
+// predicates in compact form, which a posting list reaches for the
+// filters its heads let through (see makeItem). Its postings are not
+// kept: the record says which predicates it was entered under, and
+// postingsOf derives them. It is shared by both copies and immutable
+// once built; slot never changes, group and kind are the writer's.
+// Memory: 128 bytes, two cache lines (allocations of 128 bytes are
+// aligned to 128), and the record (about 42 bytes on W-SPARSE).
 type entry struct {
-	id       uint64
-	rec      []byte // predicates, keys, mode: never written once made
-	slot     uint32
-	group    int // type ID + 1; 0 for AnyType
-	postings []posting
-	kind     int     // the dense engine kind it could live in, or noDense
-	direct   bool    // no predicates that can fail: fire without verification
-	score    float64 // the score of a direct entry
-	multi    bool    // reachable through several postings: deduplicate
+	// The item, first, so that a list's reader mostly reads one cache
+	// line of the entry (its start and first predicate): the predicates other
+	// than the one every posting of the filter implies (match all
+	// filters; the same for all its postings) that have a fast form, most
+	// selective first.
+	nfast  uint8
+	flags  uint8  // itemComplete, itemMulti; and the dense kind (see kind)
+	npreds uint16 // the score of a complete item
+	slot   uint32
+	// fast holds the item's predicates; a direct entry, which has none,
+	// keeps its score in fast[0].lo (see score).
+	fast [4]fastPred
+
+	id uint64
+	// rec and recLen are the record (predicates, keys, mode, access),
+	// never written once made: see record.
+	rec    *byte
+	recLen uint32
+	group  int32 // type ID + 1; 0 for AnyType
+}
+
+// entryKind is the shift of the dense engine kind + 1 in entry.flags.
+const entryKind = 6
+
+// record returns e's record.
+func (e *entry) record() []byte { return unsafe.Slice(e.rec, e.recLen) }
+
+// setRecord makes b e's record.
+func (e *entry) setRecord(b []byte) { e.rec, e.recLen = unsafe.SliceData(b), uint32(len(b)) }
+
+// kind returns the dense engine kind e could live in, or noDense.
+func (e *entry) kind() int { return int(e.flags>>entryKind) - 1 }
+
+// score returns the score of direct entry e.
+func (e *entry) score() float64 { return e.fast[0].lo }
+
+// draft is what Add knows of a filter while it enters it in postings —
+// its resolved *Filter, its predicates' keys, and what the heads of its
+// postings test — and the entry does not keep.
+type draft struct {
+	f    *Filter
+	keys []uint32
 	// sig has bit k%64 set for every attribute key k the filter needs
 	// present (match all filters only): an event whose attribute signature
-	// lacks one of them cannot match, and the entry is skipped unread.
+	// lacks one of them cannot match, and the posting is skipped unread.
 	sig uint64
 	// vsig has one bit for each attribute equality (key and value) the
 	// filter needs (match all only), in word vword of the event's value
@@ -134,14 +172,7 @@ type entry struct {
 	// valueBit.
 	vsig  uint64
 	vword uint8
-}
-
-// draft is what Add knows of a filter while it enters it in postings —
-// its resolved *Filter and its predicates' keys — and the entry does not
-// keep.
-type draft struct {
-	f    *Filter
-	keys []uint32
+	multi bool // entered under several access predicates
 }
 
 // data is one of the two copies readers switch between: the groups, the
@@ -248,7 +279,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, group: group, kind: kind, rec: x.recs.put(f, keys)}
+	e := &entry{id: id, group: int32(group), flags: uint8(kind+1) << entryKind}
 	if len(x.free) > 0 {
 		e.slot = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
@@ -257,16 +288,22 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		x.next++
 		x.nslots.Store(x.next)
 	}
+	w := &x.recs
+	w.buf = appendRecord(w.buf[:0], f, keys)
+	e.setRecord(w.buf) // to count; stored below with its access
 	x.count(e, 1)
 	dr := &draft{f: f, keys: keys}
-	x.choosePostings(e, dr)
-	heads := make([]lhead, len(e.postings))
-	items := make([]litem, len(e.postings))
-	for j := range e.postings {
-		heads[j], items[j] = makeHead(e, dr, j), makeItem(e, dr, j)
+	w.buf = x.chooseAccess(e, dr, w.buf)
+	e.setRecord(w.store(w.buf))
+	ps := postingsOf(e.record(), nil)
+	x.chooseHeads(e, dr, ps)
+	makeItem(e, dr, ps)
+	heads := make([]lhead, len(ps))
+	for j := range ps {
+		heads[j] = makeHead(dr, ps, j)
 	}
 	x.entries[id] = e
-	x.enter(e, dr, heads, items)
+	x.enter(e, dr, ps, heads)
 	return nil
 }
 
@@ -361,7 +398,7 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 		// Their keys carry over; their popularity counts become the
 		// engine's (see accessFor).
 		x.count(o, -1)
-		x.recs.live -= len(o.rec)
+		x.recs.live -= int(o.recLen)
 		x.free = append(x.free, o.slot)
 	}
 	x.write(func(d *data) { d.groups[group].hide = nil })
@@ -380,10 +417,10 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 		attrs[k] = true
 	}
 	for _, o := range x.entries {
-		if o.group != group || o.kind != kind {
+		if int(o.group) != group || o.kind() != kind {
 			continue
 		}
-		for _, k := range recKeys(o.rec, nil) {
+		for _, k := range recKeys(o.record(), nil) {
 			attrs[k] = true
 		}
 		moved = append(moved, o)
@@ -413,13 +450,13 @@ func (x *Index) Remove(id uint64) bool {
 	x.count(e, -1)
 	var dead []uint32
 	var buf [denseMaxPreds]uint32
-	for _, k := range recKeys(e.rec, buf[:0]) {
+	for _, k := range recKeys(e.record(), buf[:0]) {
 		if k, last := x.releaseKey(x.inst[0].keys[k].name); last {
 			dead = append(dead, k)
 		}
 	}
 	x.leave(e)
-	if x.recs.live -= len(e.rec); x.recs.dead() {
+	if x.recs.live -= int(e.recLen); x.recs.dead() {
 		x.compactRecords()
 	}
 	if len(dead) > 0 {
@@ -573,13 +610,13 @@ type placed struct {
 	l *plist
 }
 
-// enter puts e (drafted as dr) into its postings' lists, with the heads
-// and items Add made for them. Appending to a list waits for no reader;
+// enter puts e (drafted as dr) into the lists of its postings ps, with
+// the heads Add made for them. Appending to a list waits for no reader;
 // only new keys (first, before any list holds e), new or moved lists and
 // range postings (whose spans readers consult) change the copies,
 // through write. mu must be held.
-func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
-	x.ensureGroup(e.group)
+func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
+	x.ensureGroup(int(e.group))
 	d := x.inst[1-x.side.Load()]
 	for _, k := range dr.keys {
 		if k != noKey && (int(k) >= len(d.keys) || !d.keys[k].used) {
@@ -595,14 +632,10 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 		}
 	}
 	g := d.groups[e.group]
-	for len(x.pos) <= int(e.slot) {
-		x.pos = append(x.pos, nil)
-	}
-	pos := make([]int32, len(e.postings))
-	x.pos[e.slot] = pos
+	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false
-	for j, p := range e.postings {
+	for j, p := range ps {
 		ranges = ranges || p.kind == postRange
 		l, at := findPlaced(fresh, p)
 		if l == nil {
@@ -617,14 +650,14 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 			at = &fresh[len(fresh)-1]
 		}
 		if l.full() {
-			l = l.moved(grown(l.live), x.pos)
+			l = l.moved(grown(l.live), &x.pos)
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
 				at.l = l
 			}
 		}
-		pos[j] = l.add(e, heads[j], items[j])
+		x.pos.set(e.slot, j, l.add(e, heads[j]))
 	}
 	if ranges || len(fresh) > 0 || len(moved) > 0 {
 		x.write(func(d *data) {
@@ -635,7 +668,7 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 			for _, m := range moved {
 				d.swap(g, m.p, m.l)
 			}
-			for _, p := range e.postings {
+			for _, p := range ps {
 				if p.kind == postRange {
 					kp := g.byKey[p.key]
 					kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
@@ -643,9 +676,9 @@ func (x *Index) enter(e *entry, dr *draft, heads []lhead, items []litem) {
 			}
 		})
 	}
-	if e.kind != noDense {
+	if k := e.kind(); k != noDense {
 		for _, d := range x.inst {
-			d.groups[e.group].eligible[e.kind]++
+			d.groups[e.group].eligible[k]++
 		}
 	}
 }
@@ -672,23 +705,23 @@ func samePlace(p, q posting) bool {
 func (x *Index) leave(e *entry) {
 	d := x.inst[1-x.side.Load()]
 	g := d.groups[e.group]
-	if e.kind != noDense {
+	if k := e.kind(); k != noDense {
 		for _, d := range x.inst {
-			d.groups[e.group].eligible[e.kind]--
+			d.groups[e.group].eligible[k]--
 		}
 	}
-	pos := x.pos[e.slot]
+	ps := postingsOf(e.record(), nil)
 	var moved []placed
 	var gone []posting // lists left empty
 	ranges := false
-	for j, p := range e.postings {
+	for j, p := range ps {
 		ranges = ranges || p.kind == postRange
 		l, at := findPlaced(moved, p)
 		if l == nil {
 			l = d.lookup(g, p)
 		}
-		if l.del(pos[j]) {
-			l = l.moved(int(l.live)*2, x.pos) // may move the entry's other postings in l
+		if l.del(x.pos.get(e.slot, j)) {
+			l = l.moved(int(l.live)*2, &x.pos) // may move the entry's other postings in l
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
@@ -703,7 +736,7 @@ func (x *Index) leave(e *entry) {
 			}
 		}
 	}
-	x.pos[e.slot] = nil
+	x.pos.drop(e.slot)
 	if len(gone) == 0 && len(moved) == 0 && !ranges {
 		return
 	}
@@ -712,7 +745,7 @@ func (x *Index) leave(e *entry) {
 		for _, m := range moved {
 			d.swap(g, m.p, m.l)
 		}
-		for _, p := range e.postings {
+		for _, p := range ps {
 			if p.kind == postRange {
 				kp := g.byKey[p.key]
 				kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))

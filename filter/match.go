@@ -21,7 +21,7 @@ type scratch struct {
 	present []uint32         // attribute keys present in this event
 	ipos    []int64          // by key: headPos of the attribute's value, posAbsent when not in this event
 	cand    []int32          // verifyList: the places its heads let through
-	touched uint8            // verifyList: what touching the items read, kept so that the reads stay
+	touched uint8            // verifyList: what touching the entries read, kept so that the reads stay
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
@@ -178,7 +178,7 @@ func (s *scratch) visit(d *data, g *group) {
 			break
 		}
 		if e != &tombstone {
-			s.out = append(s.out, hit{id: e.id, score: e.score})
+			s.out = append(s.out, hit{id: e.id, score: e.score()})
 		}
 	}
 	for _, dn := range g.dense {
@@ -289,7 +289,7 @@ func (s *scratch) verifyList(d *data, l *plist) {
 	if int(l.open.Load()) >= n {
 		for i := range heads {
 			if atomic.LoadUint32(&heads[i].kf)&headDead == 0 {
-				s.item(d, l, i) // no head can reject: payload predicates only, say
+				s.item(d, heads[i].entry()) // no head can reject: payload predicates only, say
 			}
 		}
 		return
@@ -311,49 +311,47 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		cand = append(cand, int32(i))
 	}
 	s.cand = cand
-	if len(cand) > 1 && 4*len(cand) < n {
-		// Few and far between; when most pass, the items are read in
-		// order anyway and the hardware prefetches them.
+	if len(cand) > 1 {
+		// The entries are scattered in memory, and their loads do not
+		// depend on one another.
 		var t uint8
 		for _, i := range cand {
-			it := &l.items[i]
-			t += it.nfast + uint8(it.fast[len(it.fast)-1].op)
+			t += heads[i].entry().nfast
 		}
 		s.touched = t
 	}
 	for _, i := range cand {
-		s.item(d, l, int(i))
+		s.item(d, heads[i].entry())
 	}
 }
 
-// item checks the item at place i of l, and the filter when its item does
-// not hold all its predicates.
-func (s *scratch) item(d *data, l *plist, i int) {
-	it := &l.items[i]
-	if !s.fastHolds(d, it) || s.hide != nil && s.hide[it.slot] {
+// item checks the item of e, reached through a posting list, and the
+// filter when its item does not hold all its predicates.
+func (s *scratch) item(d *data, e *entry) {
+	if !s.fastHolds(d, e) || s.hide != nil && s.hide[e.slot] {
 		return
 	}
-	if it.flags&itemMulti != 0 {
-		if int(it.slot) >= len(s.seen) {
+	if e.flags&itemMulti != 0 {
+		if int(e.slot) >= len(s.seen) {
 			// Added since this Match sized seen.
-			s.seen = append(s.seen, make([]uint32, int(it.slot)+1-len(s.seen))...)
+			s.seen = append(s.seen, make([]uint32, int(e.slot)+1-len(s.seen))...)
 		}
-		if s.seen[it.slot] == s.epoch {
+		if s.seen[e.slot] == s.epoch {
 			return
 		}
-		s.seen[it.slot] = s.epoch
+		s.seen[e.slot] = s.epoch
 	}
-	if it.flags&itemComplete != 0 {
-		s.out = append(s.out, hit{id: it.id, score: float64(it.npreds)})
+	if e.flags&itemComplete != 0 {
+		s.out = append(s.out, hit{id: e.id, score: float64(e.npreds)})
 		return
 	}
-	s.verify(d, l.ents[i].Load())
+	s.verify(d, e)
 }
 
-// fastHolds reports whether the predicates kept inline in it hold.
-func (s *scratch) fastHolds(d *data, it *litem) bool {
-	for j := range it.nfast {
-		fp := &it.fast[j]
+// fastHolds reports whether the predicates of e's item hold.
+func (s *scratch) fastHolds(d *data, e *entry) bool {
+	for j := range e.nfast {
+		fp := &e.fast[j]
 		if !fp.holds(s.value(d, fp.key)) {
 			return false
 		}
@@ -368,7 +366,7 @@ func (s *scratch) fastHolds(d *data, it *litem) bool {
 // match score (with a relative margin of 1e-9, far above the rounding of
 // the sum, so it never cuts a filter that Eval would match).
 func (s *scratch) verify(d *data, e *entry) {
-	b := e.rec
+	b := e.record()
 	h := readHead(b)
 	n, w := 0, 0.0
 	rest, restW := h.npreds, h.weight
@@ -410,7 +408,7 @@ func (s *scratch) verify(d *data, e *entry) {
 }
 
 // fastPred is a predicate in the compact form that posting lists keep
-// inline (see litem): a numeric comparison or range with bounds that
+// in their entries (see makeItem): a numeric comparison or range with bounds that
 // float64 holds exactly, exists / not exists, or membership in a set of
 // integers that fit in 64 consecutive values, as a bitmap.
 type fastPred struct {

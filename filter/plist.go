@@ -1,23 +1,27 @@
 package filter
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // plist is a posting list. It is shared by both copies of the index and
 // updated in place, once, by the writer (Index.mu held); readers never
 // wait for it, and it waits for readers only when it moves.
 //
-// It holds entries, not slots, so that verification reaches a filter in
-// one step; and, in the list's own memory, what rejects most of the
-// filters reached without reading them: heads (heads.go), read in order,
-// then items, read for the filters heads let through. Memory: 8 + 32 +
-// 112 bytes per posting, in arrays up to twice as long as the postings
-// they hold.
+// It holds, in the list's own memory, what rejects most of the filters
+// reached without reading them: heads (heads.go), read in order, each
+// with its filter's entry (not its slot, so that verification reaches a
+// filter in one step); the entries' items (makeItem) are read for the
+// filters heads let through. Memory: 40 bytes per posting, in arrays up
+// to twice as long as the postings they hold.
 //
 // The arrays are append-only: the writer fills place n and then
 // publishes n+1; a removed posting is marked dead in its head (headDead,
 // set atomically; readers load kf atomically), and its place is not
 // reused. The entry at a place is loaded atomically: the writer replaces
-// it with a copy whose record moved (see Index.compactRecords). When the arrays are full, or dead places outnumber live ones,
+// it with a copy whose record moved (see Index.compactRecords). When the
+// arrays are full, or dead places outnumber live ones,
 // the writer copies the live postings into a new plist and puts it in
 // place of this one in both copies of the index (Index.write); readers
 // still on the old one finish there, the writer never writes it again,
@@ -25,22 +29,21 @@ import "sync/atomic"
 // published place except to mark it dead.
 type plist struct {
 	n     atomic.Int32
-	open  atomic.Int32 // published heads that reject no event (see lhead.open), dead or alive
-	ents  []atomic.Pointer[entry]
-	heads []lhead
-	items []litem // by place, like heads
+	open  atomic.Int32            // published heads that reject no event (see lhead.open), dead or alive
+	heads []lhead                 // by place
+	ents  []atomic.Pointer[entry] // a bare list's, by place
 
 	// The writer's, under Index.mu.
 	live, dead int32
 }
 
 func newPlist(c int) *plist {
-	return &plist{ents: make([]atomic.Pointer[entry], c), heads: make([]lhead, c), items: make([]litem, c)}
+	return &plist{heads: make([]lhead, c)}
 }
 
 // newBare returns a bare list of capacity c: the list of a group's
 // direct or always postings, which nothing rejects before the entry, so
-// it has no heads or items. Readers scan its ents in place (the group
+// it has no heads. Readers scan its ents in place (the group
 // holds them beside the list) up to the first nil, without loading n: a
 // removed posting's place holds tombstone instead of the entry.
 func newBare(c int) *plist {
@@ -54,15 +57,35 @@ var tombstone entry
 func (l *plist) bare() bool { return l.heads == nil }
 
 // full reports whether l has no room for another posting.
-func (l *plist) full() bool { return int(l.n.Load()) == len(l.ents) }
+func (l *plist) full() bool { return int(l.n.Load()) == max(len(l.heads), len(l.ents)) }
 
-// add appends a posting of e, with its head h and item it, to l, which
-// must not be full, and returns its place.
-func (l *plist) add(e *entry, h lhead, it litem) int32 {
+// at returns the entry of the posting at place i.
+func (l *plist) at(i int32) *entry {
+	if l.bare() {
+		return l.ents[i].Load()
+	}
+	return l.heads[i].entry()
+}
+
+// replace puts e, a copy of the entry of the published posting at place
+// i, in its place.
+func (l *plist) replace(i int32, e *entry) {
+	if l.bare() {
+		l.ents[i].Store(e)
+	} else {
+		atomic.StorePointer(&l.heads[i].ent, unsafe.Pointer(e))
+	}
+}
+
+// add appends a posting of e, with its head h, to l, which must not be
+// full, and returns its place.
+func (l *plist) add(e *entry, h lhead) int32 {
 	i := l.n.Load()
-	l.ents[i].Store(e)
-	if !l.bare() {
-		l.heads[i], l.items[i] = h, it
+	if l.bare() {
+		l.ents[i].Store(e)
+	} else {
+		h.ent = unsafe.Pointer(e)
+		l.heads[i] = h
 		if h.open() {
 			l.open.Add(1)
 		}
@@ -87,15 +110,15 @@ func (l *plist) del(i int32) bool {
 
 // moved returns a new list of capacity c (at least l's live postings)
 // holding the live postings of l, in order. pos is the writer's places
-// of every filter's postings (by slot, by posting), which it updates.
-func (l *plist) moved(c int, pos [][]int32) *plist {
+// of every filter's postings, which it updates.
+func (l *plist) moved(c int, pos *places) *plist {
 	if l.bare() {
 		nl := newBare(c)
 		k := int32(0)
 		for i := range int(l.n.Load()) {
 			if e := l.ents[i].Load(); e != &tombstone {
 				nl.ents[k].Store(e)
-				pos[e.slot][0] = k // a direct or always entry has one posting
+				pos.set(e.slot, 0, k) // a direct or always entry has one posting
 				k++
 			}
 		}
@@ -110,18 +133,59 @@ func (l *plist) moved(c int, pos [][]int32) *plist {
 		if h.kf&headDead != 0 {
 			continue
 		}
-		e := l.ents[i].Load()
-		nl.ents[k].Store(e)
-		nl.heads[k], nl.items[k] = *h, l.items[i]
+		e := (*entry)(h.ent) // the writer's own
+		nl.heads[k] = *h
 		if h.open() {
 			nl.open.Add(1)
 		}
-		pos[e.slot][h.post] = k
+		pos.set(e.slot, int(h.post), k)
 		k++
 	}
 	nl.live = k
 	nl.n.Store(k)
 	return nl
+}
+
+// places is where the postings of each filter in posting lists are in
+// their lists, by slot and posting (in postingsOf's order). Only the
+// writer uses it (Index.mu held). Memory: 4 bytes per slot, and for a
+// filter with several postings a map entry and 4 bytes per posting.
+type places struct {
+	first []int32            // by slot: posting 0
+	more  map[uint32][]int32 // by slot: postings 1… of filters with more than one
+}
+
+// make makes room for the n postings of the filter in slot.
+func (p *places) make(slot uint32, n int) {
+	for len(p.first) <= int(slot) {
+		p.first = append(p.first, 0)
+	}
+	if n > 1 {
+		if p.more == nil {
+			p.more = map[uint32][]int32{}
+		}
+		p.more[slot] = make([]int32, n-1)
+	}
+}
+
+// drop forgets the places of the filter in slot.
+func (p *places) drop(slot uint32) { delete(p.more, slot) }
+
+// get returns the place of posting j of the filter in slot.
+func (p *places) get(slot uint32, j int) int32 {
+	if j == 0 {
+		return p.first[slot]
+	}
+	return p.more[slot][j-1]
+}
+
+// set makes at the place of posting j of the filter in slot.
+func (p *places) set(slot uint32, j int, at int32) {
+	if j == 0 {
+		p.first[slot] = at
+	} else {
+		p.more[slot][j-1] = at
+	}
 }
 
 // grown returns the capacity for a list of live postings that needs

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ import (
 func TestPlistRebuild(t *testing.T) {
 	l := newPlist(0)
 	r := rand.New(rand.NewPCG(5, 6))
-	var pos [][]int32
+	var pos places
 	var live []*entry // in the order added
 	moves := 0
 	for step := range 3000 {
@@ -31,30 +32,29 @@ func TestPlistRebuild(t *testing.T) {
 			addShare = 1
 		}
 		if len(live) == 0 || r.IntN(5) < addShare {
-			e := &entry{id: uint64(step), slot: uint32(len(pos))}
-			pos = append(pos, []int32{0})
+			e := &entry{id: uint64(step), slot: uint32(len(pos.first))}
+			pos.make(e.slot, 1)
 			if l.full() {
-				l = l.moved(grown(l.live), pos)
+				l = l.moved(grown(l.live), &pos)
 				moves++
 			}
-			pos[e.slot][0] = l.add(e, lhead{post: 0}, litem{id: e.id, slot: e.slot})
+			pos.set(e.slot, 0, l.add(e, lhead{post: 0}))
 			live = append(live, e)
 		} else {
 			k := r.IntN(len(live))
 			e := live[k]
-			if l.del(pos[e.slot][0]) {
-				l = l.moved(2*int(l.live), pos)
+			if l.del(pos.get(e.slot, 0)) {
+				l = l.moved(2*int(l.live), &pos)
 				moves++
 			}
-			pos[e.slot] = nil
+			pos.drop(e.slot)
 			live = append(live[:k], live[k+1:]...)
 		}
 		require.Equal(t, int32(len(live)), l.live)
 		var got []*entry
 		for i := range int(l.n.Load()) {
 			if l.heads[i].kf&headDead == 0 {
-				got = append(got, l.ents[i].Load())
-				assert.Equal(t, l.ents[i].Load().id, l.items[i].id)
+				got = append(got, l.at(int32(i)))
 			}
 		}
 		if len(live) == 0 {
@@ -63,7 +63,7 @@ func TestPlistRebuild(t *testing.T) {
 		}
 		require.Equal(t, live, got, "step %d", step)
 		for _, e := range live {
-			require.Same(t, e, l.ents[pos[e.slot][0]].Load(), "step %d: pos of %d", step, e.id)
+			require.Same(t, e, l.at(pos.get(e.slot, 0)), "step %d: pos of %d", step, e.id)
 		}
 		require.Less(t, int(l.dead), max(int(l.live), 1)+1, "dead places never outnumber live ones")
 	}
@@ -294,4 +294,14 @@ func containsID(s []uint64, id uint64) bool {
 		}
 	}
 	return false
+}
+
+// TestEntryLayout checks what the entry's field order is for: its item's
+// start and first predicate fit in the first 32 bytes, and it is 128
+// bytes (so are its allocations, aligned to 128), so that they share a
+// cache line.
+func TestEntryLayout(t *testing.T) {
+	var e entry
+	assert.LessOrEqual(t, unsafe.Offsetof(e.fast)+unsafe.Sizeof(e.fast[0]), uintptr(32))
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(e))
 }

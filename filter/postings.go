@@ -1,18 +1,21 @@
 package filter
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 
 	"github.com/sion-go/sion/ontology"
 )
 
 // Posting lists: under which postings a filter is entered (its access
-// predicates, choosePostings), what a list keeps of each filter (plist,
-// litem), and the lists of one copy of the index. Matching them is in
-// match.go.
+// predicates, chooseAccess; the postings they give are in access.go),
+// what a list keeps of each filter (plist, lhead) and what its entry
+// keeps for them (makeItem), and the lists of one copy of the index.
+// Matching them is in match.go.
 
 type postingKind uint8
 
@@ -26,6 +29,8 @@ const (
 	postRange
 )
 
+// posting is one place a filter is entered: a list of its group. The
+// index does not keep them; postingsOf derives them from the record.
 type posting struct {
 	kind postingKind
 	// head is, plus one, the predicate the list's head tests as a bitmap
@@ -40,40 +45,33 @@ type posting struct {
 	implied int32
 	bucket  int32             // postRange: the bitmap's base >> rangeShift
 	vk      ontology.ValueKey // postEq
+	v       ontology.Value    // postEq: the value vk is the key of
 	s       string            // postPrefix, postSuffix
 }
 
-// litem is what a posting list keeps of a match-all filter: up to four of
-// its predicates in compact form, other than the one the posting implies,
-// checked before the filter is read. When they are all its predicates
-// (itemComplete), a filter that passes them matches, unread.
-type litem struct {
-	id     uint64
-	slot   uint32
-	npreds uint16 // the score of a complete item
-	nfast  uint8
-	flags  uint8
-	fast   [4]fastPred
-}
-
+// Flags of an entry's item.
 const (
+	// itemComplete: the item's predicates are all the filter's but the
+	// implied one, so a filter that passes them matches, its record
+	// unread.
 	itemComplete = 1 << iota
-	itemMulti
+	itemMulti    // reachable through several postings: deduplicate
 )
 
-// makeItem returns the list item of posting j of e (drafted as dr): the
-// predicates other than the posting's implied one that have a fast form,
-// most selective first (equality, set membership, comparisons,
-// exclusions, presence).
-func makeItem(e *entry, dr *draft, j int) litem {
-	it := litem{id: e.id, slot: e.slot}
-	if e.multi {
-		it.flags |= itemMulti
+// makeItem sets the item of e (drafted as dr, its postings ps): of a
+// match-all filter, up to four of its predicates in compact form, other
+// than the one its postings imply (they all imply the same one, or none),
+// that have a fast form, most selective first (equality, set membership,
+// comparisons, exclusions, presence). Posting lists check them for the
+// filters their heads let through, before the filter is read.
+func makeItem(e *entry, dr *draft, ps []posting) {
+	if dr.multi {
+		e.flags |= itemMulti
 	}
-	if dr.f.mode != ModeAll {
-		return it
+	if dr.f.mode != ModeAll || len(ps) == 0 {
+		return
 	}
-	implied := e.postings[j].implied
+	implied := ps[0].implied
 	rest, complete := 0, true
 	var cand [4][4]fastPred // by rank
 	var nc [4]int
@@ -104,17 +102,16 @@ func makeItem(e *entry, dr *draft, j int) litem {
 	}
 	for r := range cand {
 		for _, fp := range cand[r][:nc[r]] {
-			if int(it.nfast) < len(it.fast) {
-				it.fast[it.nfast] = fp
-				it.nfast++
+			if int(e.nfast) < len(e.fast) {
+				e.fast[e.nfast] = fp
+				e.nfast++
 			}
 		}
 	}
-	if complete && rest == int(it.nfast) && len(dr.f.preds) < 1<<16 {
-		it.flags |= itemComplete
-		it.npreds = uint16(len(dr.f.preds))
+	if complete && rest == int(e.nfast) && len(dr.f.preds) < 1<<16 {
+		e.flags |= itemComplete
+		e.npreds = uint16(len(dr.f.preds))
 	}
-	return it
 }
 
 // keyPostings is the lists of one key in one group of one copy: the
@@ -155,9 +152,10 @@ type candidate struct {
 	posts []posting
 }
 
-// choosePostings decides under which postings e (drafted as dr) is
-// entered, from the group's popularity counts. mu must be held.
-func (x *Index) choosePostings(e *entry, dr *draft) {
+// chooseAccess decides under which postings e (drafted as dr) is
+// entered, from the group's popularity counts, and appends their access
+// (see record.go) to rec, e's record. mu must be held.
+func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 	f := dr.f
 	var cands []candidate
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
@@ -168,22 +166,21 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(e.group, dr.keys[i], i, p))
+		cands = append(cands, x.accessFor(int(e.group), dr.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
 		if freeN == 0 || allTrue(f) {
-			e.direct = true
 			w := 0.0
 			for i := range f.preds {
 				w += f.preds[i].weight()
 			}
 			ok, score := f.decide(len(f.preds), w)
-			if ok {
-				e.score = score
-				e.postings = []posting{{kind: postDirect, implied: -1}}
-			} // else it can never match: no postings at all
-			return
+			if !ok {
+				return append(rec, accNone) // it can never match
+			}
+			e.fast[0].lo = score // see entry.score
+			return append(rec, accDirect)
 		}
 	}
 	var need []candidate
@@ -218,46 +215,57 @@ func (x *Index) choosePostings(e *entry, dr *draft) {
 		}
 	}
 	if len(need) == 0 {
-		e.postings = []posting{{kind: postAlways, implied: -1}}
-		return
+		return append(rec, accAlways)
 	}
+	n := 0
 	for _, c := range need {
-		e.postings = append(e.postings, c.posts...)
+		n += len(c.posts)
 	}
-	if len(e.postings) > maxPostings {
-		e.postings = e.postings[:0]
-		for _, c := range need {
-			e.postings = append(e.postings, posting{kind: postPresent, key: dr.keys[c.pred], implied: -1})
+	rec = binary.AppendUvarint(append(rec, accPreds), uint64(len(need)))
+	for _, c := range need {
+		code := uint64(c.pred) << 1
+		if n > maxPostings || len(c.posts) > 0 && c.posts[0].kind == postPresent {
+			code |= 1 // by presence
 		}
+		rec = binary.AppendUvarint(rec, code)
 	}
-	e.multi = len(need) > 1
+	dr.multi = len(need) > 1
 	if f.mode == ModeAll {
 		var vs [sigWords]uint64
 		for i := range f.preds {
 			p := &f.preds[i]
 			if p.Operand.Source == SourceAttr && p.Op != OpNotExists && p.Op != OpTrue {
-				e.sig |= 1 << (dr.keys[i] & 63)
+				dr.sig |= 1 << (dr.keys[i] & 63)
 				if p.Op == OpEQ {
 					vs[sigWord(dr.keys[i])] |= valueBit(dr.keys[i], p.Value)
 				}
 			}
 		}
 		for w := range vs {
-			if bits.OnesCount64(vs[w]) > bits.OnesCount64(e.vsig) {
-				e.vsig, e.vword = vs[w], uint8(w)
+			if bits.OnesCount64(vs[w]) > bits.OnesCount64(dr.vsig) {
+				dr.vsig, dr.vword = vs[w], uint8(w)
 			}
 		}
-		for j := range e.postings {
-			p := &e.postings[j]
-			not := p.implied // a range bucket nearly implies its range
-			if p.via != 0 {
-				not = int32(p.via) - 1
-			}
-			if j > 0 && p.implied == e.postings[j-1].implied && p.via == e.postings[j-1].via {
-				p.head = e.postings[j-1].head
-			} else {
-				p.head = x.headPred(e, dr, not)
-			}
+	}
+	return rec
+}
+
+// chooseHeads sets the head predicate of each of postings ps of
+// match-all filter e (drafted as dr; see headPred). mu must be held.
+func (x *Index) chooseHeads(e *entry, dr *draft, ps []posting) {
+	if dr.f.mode != ModeAll {
+		return
+	}
+	for j := range ps {
+		p := &ps[j]
+		not := p.implied // a range bucket nearly implies its range
+		if p.via != 0 {
+			not = int32(p.via) - 1
+		}
+		if j > 0 && p.implied == ps[j-1].implied && p.via == ps[j-1].via {
+			p.head = ps[j-1].head
+		} else {
+			p.head = x.headPred(e, dr, not)
 		}
 	}
 }
@@ -282,11 +290,11 @@ func (x *Index) densePresent(g int, key uint32) int32 {
 }
 
 // anyMask returns the value signature bits of the members of one set
-// membership predicate on an attribute of match-all filter e (drafted as
-// dr), other than the one posting j implies, and their word: an event
-// matches e only if its signature has one of them. Of several, it takes
+// membership predicate on an attribute of match-all filter dr, other
+// than the one posting ps[j] implies, and their word: an event matches
+// the filter only if its signature has one of them. Of several, it takes
 // the smallest set; with none, it returns 0.
-func anyMask(e *entry, dr *draft, j int) (uint64, uint8) {
+func anyMask(dr *draft, ps []posting, j int) (uint64, uint8) {
 	if dr.f.mode != ModeAll {
 		return 0, 0
 	}
@@ -294,7 +302,7 @@ func anyMask(e *entry, dr *draft, j int) (uint64, uint8) {
 	var word uint8
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
-		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == e.postings[j].implied {
+		if p.Op != OpIn || p.Operand.Source != SourceAttr || int32(i) == ps[j].implied {
 			continue
 		}
 		var m uint64
@@ -426,18 +434,19 @@ func (x *Index) groupFilters(g int) int32 {
 // count adds delta to the popularity counts of e's predicates, read from
 // its record. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
-	gp := x.pop[e.group]
+	gp := x.pop[int(e.group)]
 	if gp == nil {
 		gp = &groupPop{}
-		x.pop[e.group] = gp
+		x.pop[int(e.group)] = gp
 	}
 	if gp.filters += delta; gp.filters == 0 {
-		delete(x.pop, e.group) // every count is 0 with it
+		delete(x.pop, int(e.group)) // every count is 0 with it
 	}
-	h := readHead(e.rec)
+	rec := e.record()
+	h := readHead(rec)
 	var p rpred
 	for i, j := 0, h.body; i < h.npreds; i++ {
-		j = readPred(e.rec, j, &p)
+		j = readPred(rec, j, &p)
 		if p.key == noKey {
 			continue
 		}
@@ -459,7 +468,7 @@ func (x *Index) count(e *entry, delta int32) {
 		case p.op == OpIn:
 			for k, b := 0, p.set; k < p.nset; k++ {
 				var m ontology.Value
-				m, b = readValue(e.rec, b)
+				m, b = readValue(rec, b)
 				st.addEq(m, delta)
 			}
 		}
@@ -651,7 +660,12 @@ func (d *data) attach(g *group, p posting, l *plist) {
 		if kp.eq == nil {
 			kp.eq = map[ontology.ValueKey]*plist{}
 		}
-		kp.eq[p.vk] = l
+		vk := p.vk
+		if p.v.Kind() == ontology.KindString {
+			// Not a view of the record: its block may go.
+			vk = ontology.String(strings.Clone(p.v.Str())).Key()
+		}
+		kp.eq[vk] = l
 	default:
 		m, lens := &kp.prefix, &kp.prefixLens
 		if p.kind == postSuffix {
@@ -660,7 +674,7 @@ func (d *data) attach(g *group, p posting, l *plist) {
 		if *m == nil {
 			*m = map[string]*plist{}
 		}
-		(*m)[p.s] = l
+		(*m)[strings.Clone(p.s)] = l // not a view of the record
 		*lens = addLen(*lens, len(p.s))
 	}
 }

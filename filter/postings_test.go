@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion/ontology"
@@ -102,4 +103,77 @@ func TestIndexRangeBuckets(t *testing.T) {
 		}
 	}
 	check("half the rest removed")
+}
+
+// TestPostingsOf checks that the postings derived from a filter's record
+// (postingsOf) are those its access predicates give: an equality's
+// value, a set's distinct members in order, a range's bucket, an affix,
+// presence where a predicate has no access of its own, the direct and
+// always lists, and several access predicates for "at least"; and that
+// every one leads to the filter in its list. Which access a predicate
+// gets depends on the other filters' (accessFor): here 20 others
+// test a.
+func TestPostingsOf(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "T", Attributes: []ontology.Attribute{
+		{Name: "a", Kind: ontology.KindInt}, {Name: "b", Kind: ontology.KindInt}, {Name: "s", Kind: ontology.KindString},
+	}}})
+	require.NoError(t, err)
+	i, str := ontology.Int, ontology.String
+	type want struct {
+		kind postingKind
+		vk   ontology.ValueKey
+		s    string
+	}
+	eq := func(v ontology.Value) want { return want{kind: postEq, vk: v.Key()} }
+	cases := []struct {
+		name  string
+		preds []Predicate
+		mode  Mode
+		want  []want
+	}{
+		{"equality", []Predicate{Attr("a").EQ(i(3))}, ModeAll, []want{eq(i(3))}},
+		{"string equality", []Predicate{Attr("s").EQ(str("x"))}, ModeAll, []want{eq(str("x"))}},
+		{"set", []Predicate{Attr("a").In(i(4), i(1), i(4), i(2))}, ModeAll, []want{eq(i(4)), eq(i(1)), eq(i(2))}},
+		{"range", []Predicate{Attr("a").Range(i(8), i(13), false, false)}, ModeAll, []want{{kind: postRange}}},
+		{"prefix", []Predicate{Attr("s").Prefix("ab")}, ModeAll, []want{{kind: postPrefix, s: "ab"}}},
+		{"suffix", []Predicate{Attr("s").Suffix("yz")}, ModeAll, []want{{kind: postSuffix, s: "yz"}}},
+		{"exclusion", []Predicate{Attr("a").NE(i(3))}, ModeAll, []want{{kind: postPresent}}},
+		{"no predicates", nil, ModeAll, []want{{kind: postDirect}}},
+		{"not exists", []Predicate{Attr("a").NotExists()}, ModeAll, []want{{kind: postAlways}}},
+		{"at least", []Predicate{Attr("a").EQ(i(1)), Attr("b").EQ(i(2)), Attr("s").EQ(str("z"))}, ModeAtLeast, []want{eq(i(1)), eq(i(2))}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := NewIndex(o)
+			// Others on a make its presence costlier than a set of it.
+			for k := range 20 {
+				f, err := Build(Spec{Type: "T", Predicates: []Predicate{Attr("a").EQ(i(int64(100 + k))), Attr("s").Contains("q")}})
+				require.NoError(t, err)
+				require.NoError(t, x.Add(uint64(100+k), f))
+			}
+			spec := Spec{Type: "T", Mode: c.mode, Predicates: c.preds}
+			if c.mode == ModeAtLeast {
+				spec.AtLeast = 2
+			}
+			f, err := Build(spec)
+			require.NoError(t, err)
+			require.NoError(t, x.Add(7, f))
+			e := x.entries[7]
+			require.NotNil(t, e)
+			ps := postingsOf(e.record(), nil)
+			require.Len(t, ps, len(c.want))
+			d := x.inst[x.side.Load()]
+			for j, p := range ps {
+				w := c.want[j]
+				assert.Equal(t, w.kind, p.kind, "posting %d", j)
+				if w.kind == postEq {
+					assert.Equal(t, w.vk, p.vk, "posting %d", j)
+				}
+				assert.Equal(t, w.s, p.s, "posting %d", j)
+				l := d.lookup(d.groups[e.group], p)
+				require.NotNil(t, l, "posting %d has a list", j)
+				assert.Same(t, e, l.at(x.pos.get(e.slot, j)), "posting %d leads to the filter", j)
+			}
+		})
+	}
 }

@@ -15,7 +15,7 @@ import (
 // read it plainly:
 //
 //	record    = mode:byte uvarint(npreds) [ uvarint(atLeast) ]
-//	            [ threshold:f64 weightSum:f64 ] { pred } .  (atLeast for ModeAtLeast, the floats for ModeScore)
+//	            [ threshold:f64 weightSum:f64 ] { pred } access .  (atLeast for ModeAtLeast, the floats for ModeScore)
 //	pred      = op:byte flags:byte [ uvarint(key) ] [ weight:f64 ] operands .
 //	flags     = source (bits 0–1) | loOpen 4 | hiOpen 8 | weighted 16 .
 //	operands  = value (=, ≠, <, ≤, >, ≥, prefix, suffix, contains)
@@ -23,6 +23,15 @@ import (
 //	          | nothing .
 //	value     = kind:byte ( zigzag varint (int, time) | f64 (float) | byte (bool)
 //	          | uvarint(len) bytes (string) ) .
+//	access    = accNone | accDirect | accAlways
+//	          | accPreds uvarint(n) n×uvarint(pred << 1 | present) .
+//
+// access says under which postings the index entered the filter (see
+// postingsOf): none, the group's direct or always list, or n access
+// predicates by index, each through its own postings (equality, set
+// members, small range, affix) or, when present is 1, its operand's
+// presence. The index writes it once it has chosen (Index.chooseAccess);
+// records made by appendRecord alone end before it.
 //
 // f64 is the little-endian float64 bits, so every float (−0.0, NaN
 // payloads) comes back bit for bit; ints and times come back exactly.
@@ -35,7 +44,7 @@ import (
 // record holds only the key. The key of `true` is absent.
 //
 // Memory: on W-SPARSE (3–7 predicates of small ints, sets of 2–4) about
-// 30 bytes a filter.
+// 40 bytes a filter.
 
 // recBlockBytes is the size of a record block. A block stays reachable
 // while one of its records is, so the writer counts the bytes of live
@@ -89,18 +98,11 @@ func (w *recWriter) store(r []byte) []byte {
 	return w.block[at : at+n : at+n]
 }
 
-// put stores the record of f (keys: its predicates' keys) and returns it:
-// a slice of a block, capacity trimmed, never written again.
-func (w *recWriter) put(f *Filter, keys []uint32) []byte {
-	w.buf = appendRecord(w.buf[:0], f, keys)
-	return w.store(w.buf)
-}
-
 // compactRecords copies the records of the filters in postings into new
 // blocks, so that the old blocks, mostly holding removed filters'
 // records, can go. An entry is immutable, so each gets a copy with the
 // new record, stored atomically in place of the old one in its lists
-// (plist.ents) and in entries; a reader holding the old entry keeps its
+// (plist.replace) and in entries; a reader holding the old entry keeps its
 // record reachable. mu must be held. Cost: O(live filters and their
 // postings), once the removed records outweigh the live ones.
 func (x *Index) compactRecords() {
@@ -108,12 +110,14 @@ func (x *Index) compactRecords() {
 	w.block, w.live, w.written = nil, 0, 0
 	w.moves++
 	d := x.inst[1-x.side.Load()]
+	var ps []posting
 	for id, e := range x.entries {
 		ne := *e
-		ne.rec = w.store(e.rec)
+		ne.setRecord(w.store(e.record()))
 		g := d.groups[e.group]
-		for j, p := range e.postings {
-			d.lookup(g, p).ents[x.pos[e.slot][j]].Store(&ne)
+		ps = postingsOf(e.record(), ps[:0])
+		for j, p := range ps {
+			d.lookup(g, p).replace(x.pos.get(e.slot, j), &ne)
 		}
 		x.entries[id] = &ne
 	}
@@ -413,17 +417,18 @@ func recKeys(b []byte, buf []uint32) []uint32 {
 // attribute predicates only; XPath predicates come back without their
 // expression). mu must be held.
 func (x *Index) filterOf(e *entry) (*Filter, []uint32) {
-	h := readHead(e.rec)
+	rec := e.record()
+	h := readHead(rec)
 	f := &Filter{mode: h.mode, atLeast: h.atLeast, threshold: h.threshold, preds: make([]Predicate, h.npreds)}
 	keys := make([]uint32, h.npreds)
 	var p rpred
 	for i, j := 0, h.body; i < h.npreds; i++ {
-		j = readPred(e.rec, j, &p)
+		j = readPred(rec, j, &p)
 		name := ""
 		if p.key != noKey && p.src != SourceXPath {
 			name = x.inst[0].keys[p.key].name.name
 		}
-		f.preds[i], keys[i] = p.predicate(e.rec, name), p.key
+		f.preds[i], keys[i] = p.predicate(rec, name), p.key
 	}
 	return f, keys
 }

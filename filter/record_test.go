@@ -141,13 +141,14 @@ func sameValue(a, b ontology.Value) bool {
 // when later ones are written, and that a large one gets its own memory.
 func TestRecordBlocks(t *testing.T) {
 	var w recWriter
+	put := func(f *Filter, keys []uint32) []byte { return w.store(appendRecord(nil, f, keys)) }
 	f := MustCompile(`{a == "x"; b in {1, 2, 3}; c in [0.5, 2)}`)
 	keys := []uint32{1, 2, 3}
-	first := w.put(f, keys)
+	first := put(f, keys)
 	want := string(first)
 	var last []byte
 	for range recBlockBytes / len(first) * 3 {
-		last = w.put(f, keys)
+		last = put(f, keys)
 	}
 	assert.Equal(t, want, string(first))
 	assert.Equal(t, want, string(last))
@@ -157,7 +158,7 @@ func TestRecordBlocks(t *testing.T) {
 		set = append(set, `"abcdefghij"`)
 	}
 	big := MustCompile(`{a in {` + joinComma(set) + `}}`)
-	r := w.put(big, []uint32{1})
+	r := put(big, []uint32{1})
 	assert.Greater(t, len(r), recBlockBytes/4)
 	assert.Equal(t, string(appendRecord(nil, big, []uint32{1})), string(r))
 }
@@ -211,7 +212,7 @@ func TestRecordCompaction(t *testing.T) {
 	assert.Greater(t, ix.recs.moves, 2, "the records were compacted")
 	live := 0
 	for _, e := range ix.entries {
-		live += len(e.rec)
+		live += int(e.recLen)
 	}
 	assert.Equal(t, live, ix.recs.live)
 	assert.LessOrEqual(t, ix.recs.written, 2*live+recCompactMin)
