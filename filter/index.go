@@ -130,7 +130,8 @@ type entry struct {
 	npreds uint16 // the score of a complete item
 	slot   uint32
 	// fast holds the item's predicates; a direct entry, which has none,
-	// keeps its score in fast[0].lo (see score).
+	// keeps its score in its last one's lo, in the cache line of id (see
+	// score).
 	fast [4]fastPred
 
 	id uint64
@@ -154,7 +155,7 @@ func (e *entry) setRecord(b []byte) { e.rec, e.recLen = unsafe.SliceData(b), uin
 func (e *entry) kind() int { return int(e.flags>>entryKind) - 1 }
 
 // score returns the score of direct entry e.
-func (e *entry) score() float64 { return e.fast[0].lo }
+func (e *entry) score() float64 { return e.fast[len(e.fast)-1].lo }
 
 // draft is what Add knows of a filter while it enters it in postings —
 // its resolved *Filter, its predicates' keys, and what the heads of its

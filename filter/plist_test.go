@@ -299,9 +299,12 @@ func containsID(s []uint64, id uint64) bool {
 // TestEntryLayout checks what the entry's field order is for: its item's
 // start and first predicate fit in the first 32 bytes, and it is 128
 // bytes (so are its allocations, aligned to 128), so that they share a
-// cache line.
+// cache line; a direct entry's ID and score (its last fast predicate's
+// lo) share the second, the only line a group's direct list reads.
 func TestEntryLayout(t *testing.T) {
 	var e entry
 	assert.LessOrEqual(t, unsafe.Offsetof(e.fast)+unsafe.Sizeof(e.fast[0]), uintptr(32))
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(e))
+	last := unsafe.Offsetof(e.fast) + uintptr(len(e.fast)-1)*unsafe.Sizeof(e.fast[0]) + unsafe.Offsetof(e.fast[0].lo)
+	assert.Equal(t, last/64, unsafe.Offsetof(e.id)/64, "a direct entry's score and ID in one cache line")
 }

@@ -179,7 +179,7 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 			if !ok {
 				return append(rec, accNone) // it can never match
 			}
-			e.fast[0].lo = score // see entry.score
+			e.fast[len(e.fast)-1].lo = score // see entry.score
 			return append(rec, accDirect)
 		}
 	}
