@@ -96,9 +96,13 @@ func (sw *Switch) Serve(ctx context.Context, l transport.Listener) error {
 		}
 		sw.mu.Lock()
 		if sw.closed { // Close is waiting for the links: add none
+			// but do not return: that would cancel ctx, ending the
+			// connections Close is saying goodbye on before their
+			// entities confirm (an entity that reconnects at once
+			// after the Bye gets here); Close stops this loop after.
 			sw.mu.Unlock()
 			conn.Close()
-			return nil
+			continue
 		}
 		sw.conns.Add(1)
 		sw.mu.Unlock()
