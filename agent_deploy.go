@@ -106,7 +106,7 @@ func (a *Agent) take(in agentInput) {
 		// A switch that connects while a deployment waits for it gets its
 		// part now.
 		if d := a.cur; d != nil && d.parts[in.sw] != nil && !d.reached[in.sw] {
-			in.link.send(d.parts[in.sw])
+			a.sendDeploy(in.sw, in.link, d.parts[in.sw])
 			d.reached[in.sw] = true
 		}
 		// Number deployments above whatever the switch carried out: it
@@ -157,7 +157,9 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 			s.ads = map[uint64]modelAd{}
 			s.subs = map[uint64]modelSub{}
 			for _, c := range m.Constraints {
-				md.dir(dirKey{in.sw, c.Peer}).deployed = slices.Sorted(slices.Values(c.Filters))
+				mf := md.dir(dirKey{in.sw, c.Peer})
+				mf.deployed = slices.Sorted(slices.Values(c.Filters))
+				mf.unsure, mf.sent = mf.sent, false
 			}
 			all = true
 		case *linkctl.ModelChange:
@@ -168,8 +170,13 @@ func (a *Agent) apply() ([]agentRequest, []dirKey) {
 				}
 				// The switch's end of a link that came up, or went, holds
 				// no network filter: whatever was deployed there is gone.
+				// Unless a Deploy sent before this report was applied
+				// reached the link after it came up.
 				if mf := md.dirs[dirKey{in.sw, m.Peer}]; mf != nil {
 					mf.deployed = nil
+					if m.Op == linkctl.ChangeLinkUp {
+						mf.unsure, mf.sent = mf.sent, false
+					}
 				}
 				md.linksChanged()
 				all = true
@@ -263,7 +270,7 @@ func (a *Agent) deploy(reqs []agentRequest, touched []dirKey) {
 	seen := map[dirKey]bool{}
 	for _, k := range touched {
 		mf := md.dirs[k]
-		if seen[k] || mf == nil || slices.Equal(mf.want, mf.deployed) || !md.linked(k.from, k.to) {
+		if seen[k] || mf == nil || !mf.unsure && slices.Equal(mf.want, mf.deployed) || !md.linked(k.from, k.to) {
 			continue
 		}
 		// A switch the agent has not heard from gets no part: it could
@@ -351,7 +358,7 @@ func (a *Agent) deploy(reqs []agentRequest, touched []dirKey) {
 	for _, sw := range slices.Sorted(maps.Keys(msgs)) {
 		d.switches = append(d.switches, sw)
 		if l := a.links[sw]; l != nil {
-			l.send(msgs[sw])
+			a.sendDeploy(sw, l, msgs[sw])
 			d.reached[sw] = true
 		}
 	}
@@ -443,6 +450,7 @@ func (a *Agent) finish(err error) {
 			// says what it has when it connects (Model).
 			if d.reached[k.from] {
 				md.dirs[k].deployed = md.dirs[k].want
+				md.dirs[k].unsure = false
 			}
 		}
 		verdicts = d.reqs
@@ -479,7 +487,13 @@ func (a *Agent) finish(err error) {
 		}
 		for _, sw := range d.switches {
 			if l := a.links[sw]; l != nil {
-				l.send(back[sw])
+				a.sendDeploy(sw, l, back[sw])
+			}
+		}
+		for _, k := range d.changed {
+			// What it had before, which deployed still says.
+			if a.links[k.from] != nil {
+				md.dirs[k].unsure = false
 			}
 		}
 		md.recompute(md.adjacency(), d.changed)
@@ -494,6 +508,20 @@ func (a *Agent) finish(err error) {
 			md.forget(q.cons) // after the record, which names it
 		}
 	}
+}
+
+// sendDeploy sends switch sw its part of a deployment, or a roll back,
+// over l, and marks the network filters it carries as sent (see
+// modelFilter.sent). mu must be held.
+func (a *Agent) sendDeploy(sw string, l *agentLink, m *linkctl.Deploy) {
+	for _, f := range m.Filters {
+		if f.Peer != "" {
+			if mf := a.md.dirs[dirKey{sw, f.Peer}]; mf != nil {
+				mf.sent = true
+			}
+		}
+	}
+	l.send(m)
 }
 
 // verdictTo sends a verdict on request key to switch sw.

@@ -100,6 +100,14 @@ type modelFilter struct {
 	consumer bool
 	want     []string // the optimal constraint, sorted (network filters)
 	deployed []string // the constraint the network filter has, as far as the agent knows
+	// sent: a Deploy carrying this network filter went to its switch
+	// after the switch's last report of it (Model, link up) was applied.
+	// Such a Deploy and the report cross: the switch may have installed
+	// it after the report, so the report does not tell what it has.
+	sent bool
+	// unsure: deployed may not be what the switch has (see sent); the
+	// next deployment sends want even if it equals deployed.
+	unsure bool
 }
 
 // passAll is the constraint of a direction where nothing would be

@@ -551,11 +551,19 @@ func TestManagedTopologyChange(t *testing.T) {
 	check := func(t *testing.T, n *mnet, p *sion.Session, far, side *sion.Subscription) {
 		t.Helper()
 		// Switch.Constraints shows a proxy filter as it goes into the
-		// switch's index: wait until a probe passes them all.
+		// switch's index: wait until probes pass them all — one that only
+		// {type ⊑ TempReading} lets through toward far (n > 5 would let
+		// n = 100 through an old constraint), one for side.
+		farSeen, sideSeen := false, false
 		require.Eventually(t, func() bool {
+			publish(t, p, &sion.Event{Type: "TempReading", Attrs: attrs("n", 0)})
 			publish(t, p, &sion.Event{Type: "TempReading", Attrs: attrs("n", 100)})
 			n.flush(0)
-			return len(queued(far)) > 0 && len(queued(side)) > 0
+			for _, d := range queued(far) {
+				farSeen = farSeen || must(d.Event.Value("n")).Int() == 0
+			}
+			sideSeen = sideSeen || len(queued(side)) > 0
+			return farSeen && sideSeen
 		}, 10*time.Second, time.Millisecond)
 		queued(far)
 		queued(side)
