@@ -45,7 +45,8 @@ type AgentConfig struct {
 	Logger *slog.Logger
 	// OnDeployment, when set, is called with the record of each
 	// deployment once it has ended (granted, refused, or with nothing to
-	// grant), from the agent's goroutine: it must not block.
+	// grant), from the agent's goroutine: it must not block. Constraints
+	// already returns what the deployment left deployed.
 	OnDeployment func(Deployment)
 }
 
@@ -463,7 +464,10 @@ func (a *Agent) Stats() AgentStats {
 // canonical texts of its filters, sorted; ["{type ⊑ *}"] is no
 // constraint; directions that pass nothing are left out. It does not
 // wait for a computation in progress: it returns what the agent had
-// deployed when its last deployment ended.
+// deployed when its last deployment ended. A deployment ends before its
+// record goes to OnDeployment and its verdicts to the switches: called
+// from OnDeployment, or once a granted Subscribe or Advertise has
+// returned, it returns what that deployment (or a later one) deployed.
 func (a *Agent) Constraints() map[string][]string {
 	out := map[string][]string{}
 	if p := a.deployed.Load(); p != nil {

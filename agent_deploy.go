@@ -498,7 +498,9 @@ func (a *Agent) finish(err error) {
 		}
 		md.recompute(md.adjacency(), d.changed)
 	}
-	// The record first: whoever the verdict wakes finds it.
+	// What it deployed, then the record, then the verdicts: whoever the
+	// record or a verdict wakes finds both (Constraints, OnDeployment).
+	a.publish()
 	if a.cfg.OnDeployment != nil {
 		a.cfg.OnDeployment(a.record(d, err))
 	}

@@ -2,7 +2,8 @@ package sion
 
 import (
 	"context"
-
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,16 +29,20 @@ import (
 // draw (N3→N1, …); nothing a consumer wants flows that way here, and
 // those filters pass nothing.
 type fig1 struct {
-	t      *testing.T
-	tr     *mem.Network
-	place  *EventPlace
-	sw     map[string]*Switch
-	addrs  []string
-	agent  *Agent
-	deps   chan Deployment
-	prod   map[string]*Session
-	c1, c2 *Session
-	c3     *Session
+	t     *testing.T
+	tr    *mem.Network
+	place *EventPlace
+	sw    map[string]*Switch
+	addrs []string
+	agent *Agent
+	deps  chan Deployment
+	// atRecord: what Agent.Constraints returned when each deployment's
+	// record was given to OnDeployment, by deployment ID.
+	atRecordMu sync.Mutex
+	atRecord   map[uint64]map[string][]string
+	prod       map[string]*Session
+	c1, c2     *Session
+	c3         *Session
 }
 
 var fig1Links = [][2]string{{"P1", "N1"}, {"P2", "N1"}, {"P3", "N2"}, {"P4", "N2"}, {"N3", "N1"}, {"N4", "N1"}, {"N2", "N3"}}
@@ -64,7 +69,7 @@ func newFig1(t *testing.T, timeout time.Duration) *fig1 {
 	require.NoError(t, err)
 	place, err := NewEventPlace(PlaceConfig{Name: "fig1", Ontology: fig1Ontology(t), Routing: RouteManaged, ContractTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	f := &fig1{t: t, tr: tr, place: place, sw: map[string]*Switch{}, deps: make(chan Deployment, 64), prod: map[string]*Session{}}
+	f := &fig1{t: t, tr: tr, place: place, sw: map[string]*Switch{}, deps: make(chan Deployment, 64), atRecord: map[uint64]map[string][]string{}, prod: map[string]*Session{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, name := range []string{"N1", "N2", "N3", "N4", "P1", "P2", "P3", "P4"} {
@@ -86,9 +91,18 @@ func newFig1(t *testing.T, timeout time.Duration) *fig1 {
 		_, err := f.sw[l[0]].Link(ctx, tr, l[1], LinkConfig{})
 		require.NoError(t, err, "link %s to %s", l[0], l[1])
 	}
+	var agent atomic.Pointer[Agent]
 	f.agent, err = StartAgent(ctx, AgentConfig{Name: "agent", Place: place, Transport: tr, Switches: f.addrs, Timeout: timeout,
-		OnDeployment: func(d Deployment) { f.deps <- d }})
+		OnDeployment: func(d Deployment) {
+			if a := agent.Load(); a != nil {
+				f.atRecordMu.Lock()
+				f.atRecord[d.ID] = a.Constraints()
+				f.atRecordMu.Unlock()
+			}
+			f.deps <- d
+		}})
 	require.NoError(t, err)
+	agent.Store(f.agent)
 	t.Cleanup(func() { require.NoError(t, f.agent.Close()) })
 	for p, typ := range fig1Types {
 		s, err := f.sw[p].Open(ctx, SessionConfig{Name: p})
@@ -137,6 +151,14 @@ func (f *fig1) next() Deployment {
 			f.t.Fatal("no deployment answered the request")
 		}
 	}
+}
+
+// agentAtRecord returns what Agent.Constraints returned when the record
+// of deployment id was given to OnDeployment.
+func (f *fig1) agentAtRecord(id uint64) map[string][]string {
+	f.atRecordMu.Lock()
+	defer f.atRecordMu.Unlock()
+	return f.atRecord[id]
 }
 
 // constraints returns what every switch forwards over each of its links,
@@ -230,6 +252,11 @@ func TestFig1Grant(t *testing.T) {
 		"N2→N3": {"{type ⊑ Notice}"},  // F7: not P4's Changed
 	}
 	assert.Equal(t, want, after)
+	// The agent says so from the end of the deployment on: when its
+	// record is given, and so when its verdict wakes the subscriber. (It
+	// published them only after it had sent both and started its next
+	// deployment, so this read, woken by both, raced with it.)
+	assert.Equal(t, want, f.agentAtRecord(d.ID), "Agent.Constraints when the record was given")
 	assert.Equal(t, want, f.agent.Constraints())
 	delete(after, "P2→N1")
 	delete(after, "N1→N3")
