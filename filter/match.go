@@ -20,8 +20,8 @@ type scratch struct {
 	seen    []uint32         // by slot: == epoch when the filter was verified
 	present []uint32         // attribute keys present in this event
 	ipos    []int64          // by key: headPos of the attribute's value, posAbsent when not in this event
-	cand    []int32          // verifyList: the places its heads let through
-	touched uint8            // verifyList: what touching the entries read, kept so that the reads stay
+	cand    []*entry         // the entries a group's list heads let through (verifyList), checked at the end of the group's visit (items)
+	touched uint8            // items: what touching the entries read, kept so that the reads stay
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
@@ -214,6 +214,7 @@ func (s *scratch) visit(d *data, g *group) {
 			s.probe(d, kp, v)
 		}
 	}
+	s.items(d)
 }
 
 // probe verifies the filters reached through the postings of one key whose
@@ -279,22 +280,21 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 	}
 }
 
-// verifyList verifies the filters of list l. It reads the heads in order
-// and keeps the places of the filters they let through; then, when those
-// are few, it touches their items, whose loads do not depend on one
-// another, so that the cache misses overlap; then it checks the items.
+// verifyList reads the heads of list l in order and keeps, in s.cand,
+// the entries of the filters they let through, for items.
 func (s *scratch) verifyList(d *data, l *plist) {
 	n := int(l.n.Load())
 	heads := l.heads[:n]
+	cand := s.cand
 	if int(l.open.Load()) >= n {
 		for i := range heads {
 			if atomic.LoadUint32(&heads[i].kf)&headDead == 0 {
-				s.item(d, heads[i].entry()) // no head can reject: payload predicates only, say
+				cand = append(cand, heads[i].entry()) // no head can reject: payload predicates only, say
 			}
 		}
+		s.cand = cand
 		return
 	}
-	cand := s.cand[:0]
 	for i := range heads {
 		h := &heads[i]
 		kf := atomic.LoadUint32(&h.kf)
@@ -308,21 +308,29 @@ func (s *scratch) verifyList(d *data, l *plist) {
 		} else if h.mask != 0 && h.mask&s.vsig[kf>>headAWord&3] == 0 {
 			continue // none of a set's values
 		}
-		cand = append(cand, int32(i))
+		cand = append(cand, h.entry())
 	}
 	s.cand = cand
-	if len(cand) > 1 {
-		// The entries are scattered in memory, and their loads do not
-		// depend on one another.
+}
+
+// items checks the items of the entries the group's lists let through
+// (s.cand), and empties s.cand. The entries are scattered in memory and
+// their loads do not depend on one another, so it first touches both
+// cache lines of each (the item's start, and its last predicates with the
+// ID), all lists' together, so that the misses overlap.
+func (s *scratch) items(d *data) {
+	if len(s.cand) > 1 {
 		var t uint8
-		for _, i := range cand {
-			t += heads[i].entry().nfast
+		for _, e := range s.cand {
+			t += e.nfast + uint8(e.id)
 		}
 		s.touched = t
 	}
-	for _, i := range cand {
-		s.item(d, heads[i].entry())
+	for _, e := range s.cand {
+		s.item(d, e)
 	}
+	clear(s.cand) // no entry kept alive by the pool
+	s.cand = s.cand[:0]
 }
 
 // item checks the item of e, reached through a posting list, and the
