@@ -14,7 +14,8 @@ import (
 // keep inline against Predicate.holds, on every pair of a predicate and a
 // value from boundary-heavy lists: set bitmaps at both ends of their 64
 // values, ints beyond 2^53, floats that are and are not integral, values of
-// other kinds, NaN and a missing value.
+// other kinds, NaN and a missing value; and holdsInt, which Match uses
+// for integer values within ±posLimit, against the same.
 func TestFastPredAgreesWithHolds(t *testing.T) {
 	a := Attr("a")
 	i, f := ontology.Int, ontology.Float
@@ -28,6 +29,8 @@ func TestFastPredAgreesWithHolds(t *testing.T) {
 		a.NotIn(i(1), i(2)), a.NotIn(i(0), i(63)), a.NotIn(f(7), i(-3)),
 		a.Exists(), a.NotExists(),
 		JSON("x").In(i(1), i(9)), JSON("x").NotIn(i(2)),
+		a.LE(i(3)), a.GE(i(-7)), a.LT(i(5)), a.GT(i(3)), a.Range(i(0), i(63), true, false), a.Range(f(-3), f(9), false, false),
+		a.EQ(i(posLimit)), a.LT(f(posLimit - 0.5)), a.Range(i(-posLimit), f(-posLimit+0.5), true, false), a.In(i(posLimit-63), i(posLimit)),
 	}
 	vals := []val{{}}
 	for _, v := range []ontology.Value{
@@ -36,10 +39,11 @@ func TestFastPredAgreesWithHolds(t *testing.T) {
 		f(0), f(math.Copysign(0, -1)), f(3), f(3.5), f(63), f(64), f(-1), f(2.5), f(0.5), f(0.75), f(1.5), f(float64(big)), f(1e300), f(-1e300),
 		f(math.Inf(1)), f(math.NaN()), f(5e-324),
 		ontology.String("3"), ontology.Bool(true), ontology.TimeNanos(3),
+		i(posLimit), i(posLimit - 1), i(posLimit + 1), i(-posLimit), i(-posLimit + 1), f(posLimit), f(-posLimit), f(posLimit - 0.5),
 	} {
 		vals = append(vals, val{v: v, present: true})
 	}
-	compact := 0
+	compact, ints := 0, 0
 	for _, p := range preds {
 		fp, ok := makeFast(&p, 0)
 		if !ok {
@@ -48,9 +52,17 @@ func TestFastPredAgreesWithHolds(t *testing.T) {
 		compact++
 		for _, x := range vals {
 			require.Equal(t, p.holds(x), fp.holds(x), "%s on %v (present %v)", p.Op, x.v, x.present)
+			if x.present {
+				// What Match tests by position: integers within ±posLimit.
+				if n := headPos(x.v); n > posOther {
+					require.Equal(t, p.holds(x), fp.holdsInt(n), "holdsInt: %s on %v", p.Op, x.v)
+					ints++
+				}
+			}
 		}
 	}
 	require.Equal(t, len(preds), compact, "every predicate above has a compact form")
+	require.Greater(t, ints, 20*len(preds), "most values above are integers within ±posLimit")
 
 	// Sets that do not fit a bitmap, or hold non-integral or non-numeric
 	// members, have none.

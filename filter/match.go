@@ -356,11 +356,17 @@ func (s *scratch) item(d *data, e *entry) {
 	s.verify(d, e)
 }
 
-// fastHolds reports whether the predicates of e's item hold.
+// fastHolds reports whether the predicates of e's item hold. An
+// attribute whose value is an integer within ±posLimit is tested by its
+// position (holdsInt), without reading the value.
 func (s *scratch) fastHolds(d *data, e *entry) bool {
 	for j := range e.nfast {
 		fp := &e.fast[j]
-		if !fp.holds(s.value(d, fp.key)) {
+		if n := s.ipos[fp.key]; n > posOther {
+			if !fp.holdsInt(n) {
+				return false
+			}
+		} else if !fp.holds(s.value(d, fp.key)) {
 			return false
 		}
 	}
@@ -491,6 +497,40 @@ func integral(v ontology.Value) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// holdsInt is holds for a present value equal to the integer n, within
+// ±posLimit (so float64(n) is n exactly, and the comparisons with the
+// literal, a float64 that is the literal exactly, are exact).
+func (fp *fastPred) holdsInt(n int64) bool {
+	switch fp.op {
+	case OpExists:
+		return true
+	case OpNotExists:
+		return false
+	case OpIn, OpNotIn:
+		d := uint64(n) - uint64(int64(fp.lo))
+		return (d < 64 && fp.hi>>d&1 != 0) == (fp.op == OpIn)
+	}
+	f := float64(n)
+	switch fp.op {
+	case OpEQ:
+		return f == fp.lo
+	case OpNE:
+		return f != fp.lo
+	case OpLT:
+		return f < fp.lo
+	case OpLE:
+		return f <= fp.lo
+	case OpGT:
+		return f > fp.lo
+	case OpGE:
+		return f >= fp.lo
+	case OpRange:
+		hi := math.Float64frombits(fp.hi)
+		return (f > fp.lo || f == fp.lo && !fp.loOpen) && (f < hi || f == hi && !fp.hiOpen)
+	}
+	return false
 }
 
 // holds is Predicate.holds for the fast form; the two agree on every value.
