@@ -714,7 +714,8 @@ func (x *Index) leave(e *entry) {
 			d.groups[e.group].eligible[k]--
 		}
 	}
-	ps := postingsOf(e.record(), nil)
+	var psBuf [8]posting // on the stack unless e has many postings
+	ps := postingsOf(e.record(), psBuf[:0])
 	var moved []placed
 	var gone []posting // lists left empty
 	ranges := false

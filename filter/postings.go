@@ -1,10 +1,12 @@
 package filter
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 
@@ -202,14 +204,14 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 		}
 	case ModeAtLeast:
 		if r := f.atLeast - freeN; r > 0 {
-			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost < cands[j].cost })
+			slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.cost, b.cost) })
 			need = cands[:len(cands)-r+1]
 		}
 	case ModeScore:
 		if freeW < f.threshold {
 			// Leave out the costliest predicates while their weight, with
 			// the free weight, stays below the threshold.
-			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost > cands[j].cost })
+			slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.cost, a.cost) })
 			w := freeW
 			k := 0
 			for k < len(cands) && w+f.preds[cands[k].pred].weight() < f.threshold {
