@@ -110,7 +110,9 @@ func (l *plist) del(i int32) bool {
 
 // moved returns a new list of capacity c (at least l's live postings)
 // holding the live postings of l, in order. pos is the writer's places
-// of every filter's postings, which it updates.
+// of every filter's postings, which it updates where they change: only
+// postings after a dead place move to another place, and setting a
+// place costs a cache miss (the filters' slots are scattered).
 func (l *plist) moved(c int, pos *places) *plist {
 	if l.bare() {
 		nl := newBare(c)
@@ -118,7 +120,9 @@ func (l *plist) moved(c int, pos *places) *plist {
 		for i := range int(l.n.Load()) {
 			if e := l.ents[i].Load(); e != &tombstone {
 				nl.ents[k].Store(e)
-				pos.set(e.slot, 0, k) // a direct or always entry has one posting
+				if k != int32(i) {
+					pos.set(e.slot, 0, k) // a direct or always entry has one posting
+				}
 				k++
 			}
 		}
@@ -133,12 +137,14 @@ func (l *plist) moved(c int, pos *places) *plist {
 		if h.kf&headDead != 0 {
 			continue
 		}
-		e := (*entry)(h.ent) // the writer's own
 		nl.heads[k] = *h
 		if h.open() {
 			nl.open.Add(1)
 		}
-		pos.set(e.slot, int(h.post), k)
+		if k != int32(i) {
+			e := (*entry)(h.ent) // the writer's own
+			pos.set(e.slot, int(h.post), k)
+		}
 		k++
 	}
 	nl.live = k
