@@ -136,6 +136,11 @@ type keyPostings struct {
 	ranges     []*plist
 	rangeLo    int32
 	rangeSpans []lenCount
+	// eqSmall holds the lists of eq whose values are the integers
+	// 0…popSmall−1 (ints, and floats of integral value, as their
+	// ValueKey), by value, so that the writer finds them without hashing
+	// (see lookup); readers use eq.
+	eqSmall []*plist
 }
 
 type lenCount struct{ n, count int }
@@ -412,6 +417,13 @@ func (st *popStats) addEq(v ontology.Value, delta int32) {
 	}
 }
 
+// smallInt returns v as an integer 0…popSmall−1, when it is one (see
+// popInt).
+func smallInt(v ontology.Value) (int, bool) {
+	n, ok := popInt(v)
+	return int(n), ok && n >= 0 && n < popSmall
+}
+
 // popInt returns v as the int64 its ValueKey stands for, when it is an
 // int or a float of integral value (ontology.Value.Key).
 func popInt(v ontology.Value) (int64, bool) {
@@ -624,6 +636,12 @@ func (d *data) lookup(g *group, p posting) *plist {
 		}
 		return nil
 	case postEq:
+		if n, ok := smallInt(p.v); ok {
+			if n < len(kp.eqSmall) {
+				return kp.eqSmall[n]
+			}
+			return nil
+		}
 		return kp.eq[p.vk]
 	case postPrefix:
 		return kp.prefix[p.s]
@@ -668,6 +686,12 @@ func (d *data) attach(g *group, p posting, l *plist) {
 			vk = ontology.String(strings.Clone(p.v.Str())).Key()
 		}
 		kp.eq[vk] = l
+		if n, ok := smallInt(p.v); ok {
+			for n >= len(kp.eqSmall) {
+				kp.eqSmall = append(kp.eqSmall, nil)
+			}
+			kp.eqSmall[n] = l
+		}
 	default:
 		m, lens := &kp.prefix, &kp.prefixLens
 		if p.kind == postSuffix {
@@ -700,6 +724,9 @@ func (d *data) swap(g *group, p posting, l *plist) {
 		kp.ranges[p.bucket-kp.rangeLo] = l
 	case postEq:
 		kp.eq[p.vk] = l
+		if n, ok := smallInt(p.v); ok {
+			kp.eqSmall[n] = l
+		}
 	case postPrefix:
 		kp.prefix[p.s] = l
 	case postSuffix:
@@ -720,6 +747,12 @@ func (d *data) detach(g *group, p posting) {
 		kp.present = nil
 	case postEq:
 		delete(kp.eq, p.vk)
+		if n, ok := smallInt(p.v); ok {
+			kp.eqSmall[n] = nil
+			for k := len(kp.eqSmall); k > 0 && kp.eqSmall[k-1] == nil; k-- {
+				kp.eqSmall = kp.eqSmall[:k-1]
+			}
+		}
 	case postRange:
 		kp.ranges[p.bucket-kp.rangeLo] = nil
 		kp.trimRanges()
