@@ -155,10 +155,10 @@ func (l *plist) moved(c int, pos *places) *plist {
 // places is where the postings of each filter in posting lists are in
 // their lists, by slot and posting (in postingsOf's order). Only the
 // writer uses it (Index.mu held). Memory: 8 bytes per slot, and for a
-// filter with several postings a slice of 4 bytes per posting after the
-// first. Slices, not a map, lead to them: a list that moves sets the
-// places of all its postings, and a map look-up each cost more than the
-// move's copy.
+// filter with several postings a slice (24 bytes, and 4 per posting
+// after the first; kept for reuse when the filter goes). Slices, not a
+// map, lead to them: a list that moves sets the places of the postings
+// it shifts, and a map look-up each cost more than the move's copy.
 type places struct {
 	first []int32   // by slot: posting 0
 	more  []uint32  // by slot: for a filter with more postings, 1 + the index of their places in rest; else 0
