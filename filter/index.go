@@ -296,12 +296,15 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	dr := &draft{f: f, keys: keys}
 	w.buf = x.chooseAccess(e, dr, w.buf)
 	e.setRecord(w.store(w.buf))
-	ps := postingsOf(e.record(), nil)
+	// The postings and their heads, on the stack unless f has many.
+	var psBuf [8]posting
+	var headBuf [len(psBuf)]lhead
+	ps := postingsOf(e.record(), psBuf[:0])
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
-	heads := make([]lhead, len(ps))
+	heads := headBuf[:0]
 	for j := range ps {
-		heads[j] = makeHead(dr, ps, j)
+		heads = append(heads, makeHead(dr, ps, j))
 	}
 	x.entries[id] = e
 	x.enter(e, dr, ps, heads)
@@ -711,7 +714,8 @@ func (x *Index) leave(e *entry) {
 			d.groups[e.group].eligible[k]--
 		}
 	}
-	ps := postingsOf(e.record(), nil)
+	var psBuf [8]posting // on the stack unless e has many postings
+	ps := postingsOf(e.record(), psBuf[:0])
 	var moved []placed
 	var gone []posting // lists left empty
 	ranges := false

@@ -110,7 +110,9 @@ func (l *plist) del(i int32) bool {
 
 // moved returns a new list of capacity c (at least l's live postings)
 // holding the live postings of l, in order. pos is the writer's places
-// of every filter's postings, which it updates.
+// of every filter's postings, which it updates where they change: only
+// postings after a dead place move to another place, and setting a
+// place costs a cache miss (the filters' slots are scattered).
 func (l *plist) moved(c int, pos *places) *plist {
 	if l.bare() {
 		nl := newBare(c)
@@ -118,7 +120,9 @@ func (l *plist) moved(c int, pos *places) *plist {
 		for i := range int(l.n.Load()) {
 			if e := l.ents[i].Load(); e != &tombstone {
 				nl.ents[k].Store(e)
-				pos.set(e.slot, 0, k) // a direct or always entry has one posting
+				if k != int32(i) {
+					pos.set(e.slot, 0, k) // a direct or always entry has one posting
+				}
 				k++
 			}
 		}
@@ -133,12 +137,14 @@ func (l *plist) moved(c int, pos *places) *plist {
 		if h.kf&headDead != 0 {
 			continue
 		}
-		e := (*entry)(h.ent) // the writer's own
 		nl.heads[k] = *h
 		if h.open() {
 			nl.open.Add(1)
 		}
-		pos.set(e.slot, int(h.post), k)
+		if k != int32(i) {
+			e := (*entry)(h.ent) // the writer's own
+			pos.set(e.slot, int(h.post), k)
+		}
 		k++
 	}
 	nl.live = k
@@ -148,35 +154,59 @@ func (l *plist) moved(c int, pos *places) *plist {
 
 // places is where the postings of each filter in posting lists are in
 // their lists, by slot and posting (in postingsOf's order). Only the
-// writer uses it (Index.mu held). Memory: 4 bytes per slot, and for a
-// filter with several postings a map entry and 4 bytes per posting.
+// writer uses it (Index.mu held). Memory: 8 bytes per slot, and for a
+// filter with several postings a slice (24 bytes, and 4 per posting
+// after the first; kept for reuse when the filter goes). Slices, not a
+// map, lead to them: a list that moves sets the places of the postings
+// it shifts, and a map look-up each cost more than the move's copy.
 type places struct {
-	first []int32            // by slot: posting 0
-	more  map[uint32][]int32 // by slot: postings 1… of filters with more than one
+	first []int32   // by slot: posting 0
+	more  []uint32  // by slot: for a filter with more postings, 1 + the index of their places in rest; else 0
+	rest  [][]int32 // postings 1… of filters with more than one
+	free  []uint32  // unused indexes of rest
 }
 
 // make makes room for the n postings of the filter in slot.
 func (p *places) make(slot uint32, n int) {
 	for len(p.first) <= int(slot) {
 		p.first = append(p.first, 0)
+		p.more = append(p.more, 0)
 	}
 	if n > 1 {
-		if p.more == nil {
-			p.more = map[uint32][]int32{}
+		var r uint32
+		if k := len(p.free); k > 0 {
+			r = p.free[k-1]
+			p.free = p.free[:k-1]
+		} else {
+			r = uint32(len(p.rest))
+			p.rest = append(p.rest, nil)
 		}
-		p.more[slot] = make([]int32, n-1)
+		if cap(p.rest[r]) >= n-1 {
+			p.rest[r] = p.rest[r][:n-1]
+		} else {
+			p.rest[r] = make([]int32, n-1)
+		}
+		p.more[slot] = r + 1
 	}
 }
 
 // drop forgets the places of the filter in slot.
-func (p *places) drop(slot uint32) { delete(p.more, slot) }
+func (p *places) drop(slot uint32) {
+	if r := p.more[slot]; r != 0 {
+		if cap(p.rest[r-1]) > 4 {
+			p.rest[r-1] = nil // keep only small slices for reuse
+		}
+		p.free = append(p.free, r-1)
+		p.more[slot] = 0
+	}
+}
 
 // get returns the place of posting j of the filter in slot.
 func (p *places) get(slot uint32, j int) int32 {
 	if j == 0 {
 		return p.first[slot]
 	}
-	return p.more[slot][j-1]
+	return p.rest[p.more[slot]-1][j-1]
 }
 
 // set makes at the place of posting j of the filter in slot.
@@ -184,7 +214,7 @@ func (p *places) set(slot uint32, j int, at int32) {
 	if j == 0 {
 		p.first[slot] = at
 	} else {
-		p.more[slot][j-1] = at
+		p.rest[p.more[slot]-1][j-1] = at
 	}
 }
 

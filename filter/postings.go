@@ -1,10 +1,12 @@
 package filter
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 
@@ -134,6 +136,11 @@ type keyPostings struct {
 	ranges     []*plist
 	rangeLo    int32
 	rangeSpans []lenCount
+	// eqSmall holds the lists of eq whose values are the integers
+	// 0…popSmall−1 (ints, and floats of integral value, as their
+	// ValueKey), by value, so that the writer finds them without hashing
+	// (see lookup); readers use eq.
+	eqSmall []*plist
 }
 
 type lenCount struct{ n, count int }
@@ -146,10 +153,14 @@ const (
 	rangeShift   = 2 // a range bucket holds ranges whose bitmaps start at 4 consecutive integers
 )
 
+// candidate is a way accessFor found to reach a filter through
+// predicate pred: its estimated cost, and how many postings it takes
+// (by the predicate itself, or by its operand's presence).
 type candidate struct {
-	pred  int
-	cost  float64
-	posts []posting
+	pred    int
+	cost    float64
+	posts   int
+	present bool
 }
 
 // chooseAccess decides under which postings e (drafted as dr) is
@@ -157,7 +168,8 @@ type candidate struct {
 // (see record.go) to rec, e's record. mu must be held.
 func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 	f := dr.f
-	var cands []candidate
+	var buf [16]candidate // on the stack unless f has many predicates
+	cands := buf[:0]
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
 	for i := range f.preds {
 		p := &f.preds[i]
@@ -197,14 +209,14 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 		}
 	case ModeAtLeast:
 		if r := f.atLeast - freeN; r > 0 {
-			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost < cands[j].cost })
+			slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.cost, b.cost) })
 			need = cands[:len(cands)-r+1]
 		}
 	case ModeScore:
 		if freeW < f.threshold {
 			// Leave out the costliest predicates while their weight, with
 			// the free weight, stays below the threshold.
-			sort.SliceStable(cands, func(i, j int) bool { return cands[i].cost > cands[j].cost })
+			slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.cost, a.cost) })
 			w := freeW
 			k := 0
 			for k < len(cands) && w+f.preds[cands[k].pred].weight() < f.threshold {
@@ -219,12 +231,12 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 	}
 	n := 0
 	for _, c := range need {
-		n += len(c.posts)
+		n += c.posts
 	}
 	rec = binary.AppendUvarint(append(rec, accPreds), uint64(len(need)))
 	for _, c := range need {
 		code := uint64(c.pred) << 1
-		if n > maxPostings || len(c.posts) > 0 && c.posts[0].kind == postPresent {
+		if n > maxPostings || c.present {
 			code |= 1 // by presence
 		}
 		rec = binary.AppendUvarint(rec, code)
@@ -405,6 +417,13 @@ func (st *popStats) addEq(v ontology.Value, delta int32) {
 	}
 }
 
+// smallInt returns v as an integer 0…popSmall−1, when it is one (see
+// popInt).
+func smallInt(v ontology.Value) (int, bool) {
+	n, ok := popInt(v)
+	return int(n), ok && n >= 0 && n < popSmall
+}
+
 // popInt returns v as the int64 its ValueKey stands for, when it is an
 // int or a float of integral value (ontology.Value.Key).
 func popInt(v ontology.Value) (int64, bool) {
@@ -480,7 +499,8 @@ func (x *Index) count(e *entry, delta int32) {
 // posting's list will hand to verification per event: presence of the
 // operand costs the number of predicates on it; a value costs that number
 // times the value's share among the equalities on the operand; an affix a
-// quarter of presence.
+// quarter of presence. The candidate names no postings: appendAccess
+// derives the same ones from the record once the choice is made.
 func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	st := x.stats(g, key)
 	var stPresent, stEqAll int32
@@ -492,20 +512,19 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 	eq := func(v ontology.Value) float64 {
 		return 1 + present*float64(st.eq(v))/eqAll
 	}
-	pres := candidate{pred: i, cost: 1 + present, posts: []posting{{kind: postPresent, key: key, implied: -1}}}
+	pres := candidate{pred: i, cost: 1 + present, posts: 1, present: true}
 	if p.Operand.Source == SourceXPath {
 		// The XPath key's value is whether the predicate holds.
-		return candidate{pred: i, cost: 1 + present/2, posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: ontology.Bool(true).Key()}}}
+		return candidate{pred: i, cost: 1 + present/2, posts: 1}
 	}
 	switch p.Op {
 	case OpEQ:
-		vk := p.Value.Key()
-		return candidate{pred: i, cost: eq(p.Value), posts: []posting{{kind: postEq, key: key, implied: int32(i), vk: vk}}}
+		return candidate{pred: i, cost: eq(p.Value), posts: 1}
 	case OpIn:
-		c := candidate{pred: i, posts: make([]posting, 0, len(p.Set))}
+		c := candidate{pred: i}
 		var seen map[ontology.ValueKey]bool // for large sets; small ones look back
 	members:
-		for _, m := range p.Set {
+		for k, m := range p.Set {
 			vk := m.Key()
 			if len(p.Set) > 16 {
 				if seen == nil {
@@ -516,14 +535,14 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 				}
 				seen[vk] = true
 			} else {
-				for _, q := range c.posts {
-					if q.vk == vk {
+				for _, q := range p.Set[:k] {
+					if q.Key() == vk {
 						continue members
 					}
 				}
 			}
 			c.cost += eq(m)
-			c.posts = append(c.posts, posting{kind: postEq, key: key, implied: int32(i), vk: vk})
+			c.posts++
 		}
 		if pres.cost < c.cost {
 			return pres
@@ -548,17 +567,12 @@ func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
 		if pres.cost <= cost {
 			return pres
 		}
-		return candidate{pred: i, cost: cost, posts: []posting{{kind: postRange, key: key, implied: -1, via: uint8(min(i+1, math.MaxUint8)), span: uint8(span), bucket: int32(base >> rangeShift)}}}
+		return candidate{pred: i, cost: cost, posts: 1}
 	case OpPrefix, OpSuffix:
-		s := p.Value.Str()
-		if len(s) > maxAffixScan {
+		if len(p.Value.Str()) > maxAffixScan {
 			return pres
 		}
-		kind := postPrefix
-		if p.Op == OpSuffix {
-			kind = postSuffix
-		}
-		return candidate{pred: i, cost: 1 + present/4, posts: []posting{{kind: kind, key: key, implied: int32(i), s: s}}}
+		return candidate{pred: i, cost: 1 + present/4, posts: 1}
 	}
 	return pres
 }
@@ -622,6 +636,12 @@ func (d *data) lookup(g *group, p posting) *plist {
 		}
 		return nil
 	case postEq:
+		if n, ok := smallInt(p.v); ok {
+			if n < len(kp.eqSmall) {
+				return kp.eqSmall[n]
+			}
+			return nil
+		}
 		return kp.eq[p.vk]
 	case postPrefix:
 		return kp.prefix[p.s]
@@ -666,6 +686,12 @@ func (d *data) attach(g *group, p posting, l *plist) {
 			vk = ontology.String(strings.Clone(p.v.Str())).Key()
 		}
 		kp.eq[vk] = l
+		if n, ok := smallInt(p.v); ok {
+			for n >= len(kp.eqSmall) {
+				kp.eqSmall = append(kp.eqSmall, nil)
+			}
+			kp.eqSmall[n] = l
+		}
 	default:
 		m, lens := &kp.prefix, &kp.prefixLens
 		if p.kind == postSuffix {
@@ -698,6 +724,9 @@ func (d *data) swap(g *group, p posting, l *plist) {
 		kp.ranges[p.bucket-kp.rangeLo] = l
 	case postEq:
 		kp.eq[p.vk] = l
+		if n, ok := smallInt(p.v); ok {
+			kp.eqSmall[n] = l
+		}
 	case postPrefix:
 		kp.prefix[p.s] = l
 	case postSuffix:
@@ -718,6 +747,12 @@ func (d *data) detach(g *group, p posting) {
 		kp.present = nil
 	case postEq:
 		delete(kp.eq, p.vk)
+		if n, ok := smallInt(p.v); ok {
+			kp.eqSmall[n] = nil
+			for k := len(kp.eqSmall); k > 0 && kp.eqSmall[k-1] == nil; k-- {
+				kp.eqSmall = kp.eqSmall[:k-1]
+			}
+		}
 	case postRange:
 		kp.ranges[p.bucket-kp.rangeLo] = nil
 		kp.trimRanges()

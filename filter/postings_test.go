@@ -173,6 +173,9 @@ func TestPostingsOf(t *testing.T) {
 				l := d.lookup(d.groups[e.group], p)
 				require.NotNil(t, l, "posting %d has a list", j)
 				assert.Same(t, e, l.at(x.pos.get(e.slot, j)), "posting %d leads to the filter", j)
+				if p.kind == postEq {
+					assert.Same(t, d.groups[e.group].byKey[p.key].eq[p.vk], l, "posting %d: readers reach the list the writer finds", j)
+				}
 			}
 		})
 	}
