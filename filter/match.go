@@ -224,7 +224,17 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 		s.verifyList(d, kp.present)
 	}
 	if kp.eq != nil && v.v.IsValid() && !v.v.IsNaN() {
-		if l := kp.eq[v.v.Key()]; l != nil {
+		var l *plist
+		if n := s.ipos[kp.key]; n >= 0 && n < popSmall {
+			// An attribute's small integer (see headPos): its list, if
+			// any, is in eqSmall, found without hashing.
+			if n < int64(len(kp.eqSmall)) {
+				l = kp.eqSmall[n]
+			}
+		} else {
+			l = kp.eq[v.v.Key()]
+		}
+		if l != nil {
 			s.verifyList(d, l)
 		}
 	}

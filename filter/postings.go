@@ -138,8 +138,9 @@ type keyPostings struct {
 	rangeSpans []lenCount
 	// eqSmall holds the lists of eq whose values are the integers
 	// 0…popSmall−1 (ints, and floats of integral value, as their
-	// ValueKey), by value, so that the writer finds them without hashing
-	// (see lookup); readers use eq.
+	// ValueKey), by value, so that the writer (lookup) and a reader with
+	// an attribute's small integer (probe) find them without hashing;
+	// eq holds them too.
 	eqSmall []*plist
 }
 
