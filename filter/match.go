@@ -214,7 +214,9 @@ func (s *scratch) visit(d *data, g *group) {
 			s.probe(d, kp, v)
 		}
 	}
-	s.items(d)
+	if len(s.cand) > 0 {
+		s.items(d)
+	}
 }
 
 // probe verifies the filters reached through the postings of one key whose
