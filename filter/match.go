@@ -227,7 +227,7 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 	}
 	if kp.eq != nil && v.v.IsValid() && !v.v.IsNaN() {
 		var l *plist
-		if n := s.ipos[kp.key]; n >= 0 && n < popSmall {
+		if n := s.ipos[kp.key]; n >= 0 && n < eqSmallLen {
 			// An attribute's small integer (see headPos): its list, if
 			// any, is in eqSmall, found without hashing.
 			if n < int64(len(kp.eqSmall)) {

@@ -88,13 +88,6 @@ func (st *popStats) addEq(v ontology.Value, delta int32) {
 	}
 }
 
-// smallInt returns v as an integer 0…popSmall−1, when it is one (see
-// popInt).
-func smallInt(v ontology.Value) (int, bool) {
-	n, ok := popInt(v)
-	return int(n), ok && n >= 0 && n < popSmall
-}
-
 // popInt returns v as the int64 its ValueKey stands for, when it is an
 // int or a float of integral value (ontology.Value.Key).
 func popInt(v ontology.Value) (int64, bool) {

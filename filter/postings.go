@@ -137,14 +137,25 @@ type keyPostings struct {
 	rangeLo    int32
 	rangeSpans []lenCount
 	// eqSmall holds the lists of eq whose values are the integers
-	// 0…popSmall−1 (ints, and floats of integral value, as their
+	// 0…eqSmallLen−1 (ints, and floats of integral value, as their
 	// ValueKey), by value, so that the writer (lookup) and a reader with
 	// an attribute's small integer (probe) find them without hashing;
-	// eq holds them too.
+	// eq holds them too. Memory: at most eqSmallLen pointers per key of a
+	// group, whatever the filters.
 	eqSmall []*plist
 }
 
 type lenCount struct{ n, count int }
+
+// eqSmallLen bounds the values keyPostings.eqSmall holds.
+const eqSmallLen = 64
+
+// smallInt returns v as an integer 0…eqSmallLen−1, when it is one (see
+// popInt): the values whose equality lists are in eqSmall.
+func smallInt(v ontology.Value) (int, bool) {
+	n, ok := popInt(v)
+	return int(n), ok && n >= 0 && n < eqSmallLen
+}
 
 // Limits of the access engine: a filter's postings (a set predicate
 // posts once per value) and the longest affix entered by hash.
