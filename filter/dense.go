@@ -48,7 +48,8 @@ import (
 // never reused within a generation; a new chunk, block or attribute makes
 // a new generation that shares the old one's chunks. When dead slots make
 // up half of the engine, or its live filters have grown relayout times
-// since the layout, it lays out a new generation with fresh boundaries and
+// since the layout and the boundaries no longer fit their bounds (see
+// balanced), it lays out a new generation with fresh boundaries and
 // only the live filters (the Index then learns their new slots). Readers
 // still on an older generation finish on it; the garbage collector
 // reclaims it.
@@ -194,13 +195,18 @@ type dattr struct {
 }
 
 // dside is one side of an attribute: the checkpoint boundaries, strictly
-// increasing, and a bitset per boundary with how many bits it had at the
-// layout (what match orders the bitsets by; filters added since, up to
-// relayout times as many, are not counted).
+// increasing, and a bitset per boundary with how many bits it had when
+// they were last counted, at the layout or when balanced looked (what
+// match orders the bitsets by; filters added since are not counted).
 type dside struct {
 	bounds []float64
 	marks  []bitset
 	held   []atomic.Int32
+	// The writer's: the spread of the side's bounds over its regions at
+	// the layout, and whether the layout's sample was too small for
+	// maxMarks boundaries (see balanced).
+	spread float64
+	room   bool
 }
 
 // The engine's layout: maxMarks checkpoint boundaries per side, and the
@@ -214,7 +220,10 @@ var (
 	countMarks = 64
 	pendMax    = 64
 	purgeMin   = 64 // the fewest dead slots that make an engine lay out anew
-	relayout   = 4  // an engine lays out anew when its live filters grow this many times
+	// relayout: when an engine's live filters have grown this many times
+	// since its layout, it looks whether its boundaries still fit their
+	// bounds (see balanced), and lays out anew if not.
+	relayout = 4
 	// unlaidMin is the fewest predicates on attributes without boundaries
 	// that make an engine lay out anew (and at least an eighth of its
 	// filters).
@@ -421,7 +430,7 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 		g = dn.layout(g, dn.live+1, moved)
 		n = g.n.Load()
 	} else if int(n) == g.slots {
-		if dn.live+1 >= relayout*dn.built || dn.dead >= max(purgeMin, dn.live) {
+		if dn.dead >= max(purgeMin, dn.live) || dn.live+1 >= relayout*dn.built && !dn.balanced(g) {
 			g = dn.layout(g, dn.live+1, moved)
 		} else {
 			g = dn.grow(g, 0)
@@ -570,7 +579,7 @@ func (dn *dense) resize(g, ng *dgen, slots int) {
 		}
 		for _, s := range [2][2]*dside{{&na.lo, &a.lo}, {&na.hi, &a.hi}} {
 			to, from := s[0], s[1]
-			to.bounds = from.bounds
+			to.bounds, to.spread, to.room = from.bounds, from.spread, from.room
 			to.marks = make([]bitset, len(from.marks))
 			to.held = make([]atomic.Int32, len(from.marks))
 			for c := range from.marks {
@@ -621,12 +630,7 @@ func (dn *dense) merge(g *dgen) {
 		dn.flush(g, n-1, true)
 	}
 	for _, a := range g.attrs {
-		a.pres.Store(a.has.ones())
-		for _, sd := range [2]*dside{&a.lo, &a.hi} {
-			for c, m := range sd.marks {
-				sd.held[c].Store(m.ones())
-			}
-		}
+		a.lo.spread, a.hi.spread = dn.recount(g, a)
 	}
 	dn.merged = n
 	g.merged.Store(n)
@@ -723,18 +727,6 @@ func orWord(p *uint64, m uint64, fresh bool) {
 		return
 	}
 	atomic.OrUint64(p, m)
-}
-
-// ones returns the number of bits set in b, whose words no writer
-// changes meanwhile.
-func (b bitset) ones() int32 {
-	n := 0
-	for _, ch := range b {
-		for _, w := range ch {
-			n += popcount(w)
-		}
-	}
-	return int32(n)
 }
 
 // touch loads the words of slot w's word that flush may OR into, before

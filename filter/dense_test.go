@@ -493,6 +493,62 @@ func TestDenseNewAttributes(t *testing.T) {
 	}
 }
 
+// TestDenseLayoutWhenUnbalanced grows an engine past relayout times its
+// last layout twice: with bounds drawn as before, it keeps its boundaries
+// (balanced) and only counts its bitsets anew; with bounds drawn
+// elsewhere, it lays out anew and places boundaries among them. Matches
+// equal the oracle's throughout.
+func TestDenseLayoutWhenUnbalanced(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "x", Kind: ontology.KindInt},
+	}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	r := rand.New(rand.NewPCG(10, 11))
+	id := uint64(0)
+	add := func(from int) {
+		lo := int64(from + r.IntN(1000))
+		f := MustBuild(Spec{Type: "R", Predicates: []Predicate{Attr("x").Range(ontology.Int(lo), ontology.Int(lo+50), false, false)}})
+		require.NoError(t, ix.Add(id, f))
+		require.NoError(t, bf.Add(id, f))
+		id++
+	}
+	check := func() {
+		t.Helper()
+		for range 200 {
+			ev := &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "x", Value: ontology.Int(int64(r.IntN(7000)))}}}
+			want, got := collect(bf, ev), collect(ix, ev)
+			require.True(t, assertSameMatches(t, want, got), "x = %v", ev.Attrs[0].Value)
+		}
+	}
+	for range 2000 {
+		add(0)
+	}
+	rt, _ := o.Lookup("R")
+	dn := ix.inst[0].groups[rt.ID+1].dense[denseAll]
+	require.NotNil(t, dn)
+	layouts, built := dn.layouts, dn.built
+	require.False(t, dn.cur.Load().attrs[0].lo.room, "the last layout had bounds enough for every boundary")
+
+	for dn.live < relayout*built+100 {
+		add(0)
+	}
+	check()
+	assert.Equal(t, layouts, dn.layouts, "bounds drawn as before: the boundaries stay")
+	assert.Equal(t, dn.live-100, dn.built, "the engine looked at relayout times its layout's size")
+	a := dn.cur.Load().attrs[0]
+	assert.Greater(t, int(a.lo.held[0].Load()), built/2, "the bitsets were counted anew")
+	assert.Less(t, a.lo.bounds[len(a.lo.bounds)-1], 1000.0)
+
+	for built = dn.built; dn.live < relayout*built+100; {
+		add(5000)
+	}
+	check()
+	assert.Equal(t, layouts+1, dn.layouts, "bounds drawn elsewhere: a layout")
+	a = dn.cur.Load().attrs[0]
+	assert.Greater(t, a.lo.bounds[len(a.lo.bounds)-1], 5000.0, "boundaries among the new bounds")
+}
+
 // TestDenseChunkLevels checks the chunk layout for several chunk sizes:
 // chunkOf and chunkStart agree slot by slot, and growChunks, from empty
 // to past three chunks, copies only the short first chunk: every other
