@@ -21,7 +21,8 @@ type scratch struct {
 	present []uint32         // attribute keys present in this event
 	ipos    []int64          // by key: headPos of the attribute's value, posAbsent when not in this event
 	cand    []*entry         // the entries a group's list heads let through (verifyList), checked at the end of the group's visit (items)
-	touched uint8            // items: what touching the entries read, kept so that the reads stay
+	touched uint32           // what touching lists and entries read (scanLists, items), kept so that the reads stay
+	lists   []*plist         // the lists a group's probes reach, read together at the end of its visit (scanLists)
 	sig     uint64           // bit k%64 for every present attribute key k
 	vsig    [sigWords]uint64 // valueBit of every present attribute, in its word
 	out     []hit
@@ -214,16 +215,45 @@ func (s *scratch) visit(d *data, g *group) {
 			s.probe(d, kp, v)
 		}
 	}
+	if len(s.lists) > 0 {
+		s.scanLists(d)
+	}
 	if len(s.cand) > 0 {
 		s.items(d)
 	}
 }
 
-// probe verifies the filters reached through the postings of one key whose
-// operand is present with value v.
+// scanLists reads the heads of the lists the group's probes gathered
+// (verifyList), and empties s.lists. Each list is reached through a chain
+// of loads (its struct, then its heads) and lists do not depend on one
+// another, so it first touches every list's struct, then every list's
+// first heads, so that the misses of all lists overlap instead of
+// waiting one list after another: on W-SPARSE at 10⁶ filters (58 lists
+// an event) that took about 30 % off Match. Touching more than the first
+// line of each list gained nothing.
+func (s *scratch) scanLists(d *data) {
+	var t uint32
+	for _, l := range s.lists {
+		t += uint32(l.n.Load())
+	}
+	for _, l := range s.lists {
+		if len(l.heads) > 0 {
+			t += atomic.LoadUint32(&l.heads[0].kf)
+		}
+	}
+	s.touched = t
+	for _, l := range s.lists {
+		s.verifyList(d, l)
+	}
+	clear(s.lists)
+	s.lists = s.lists[:0]
+}
+
+// probe gathers, into s.lists, the posting lists of one key whose
+// operand is present with value v that can hold filters v satisfies.
 func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 	if kp.present != nil {
-		s.verifyList(d, kp.present)
+		s.lists = append(s.lists, kp.present)
 	}
 	if kp.eq != nil && v.v.IsValid() && !v.v.IsNaN() {
 		var l *plist
@@ -237,7 +267,7 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 			l = kp.eq[v.v.Key()]
 		}
 		if l != nil {
-			s.verifyList(d, l)
+			s.lists = append(s.lists, l)
 		}
 	}
 	if len(kp.rangeSpans) > 0 && v.v.Kind().Numeric() {
@@ -249,7 +279,7 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 				break
 			}
 			if l := kp.prefix[str[:lc.n]]; l != nil {
-				s.verifyList(d, l)
+				s.lists = append(s.lists, l)
 			}
 		}
 	}
@@ -259,15 +289,15 @@ func (s *scratch) probe(d *data, kp *keyPostings, v val) {
 				break
 			}
 			if l := kp.suffix[str[len(str)-lc.n:]]; l != nil {
-				s.verifyList(d, l)
+				s.lists = append(s.lists, l)
 			}
 		}
 	}
 }
 
-// scanRanges verifies the small-domain ranges on kp's operand (numeric
-// value v) whose bitmaps can hold v: those that start at most the widest
-// span before v, by buckets of 1<<rangeShift starts.
+// scanRanges gathers the lists of the small-domain ranges on kp's operand
+// (numeric value v) whose bitmaps can hold v: those that start at most
+// the widest span before v, by buckets of 1<<rangeShift starts.
 func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 	span := int64(kp.rangeSpans[len(kp.rangeSpans)-1].n)
 	var lo, hi int64 // the bitmap bases that can hold v
@@ -287,7 +317,7 @@ func (s *scratch) scanRanges(d *data, kp *keyPostings, v ontology.Value) {
 	last := min(hi>>rangeShift-int64(kp.rangeLo), int64(len(kp.ranges))-1)
 	for b := first; b <= last; b++ {
 		if l := kp.ranges[b]; l != nil {
-			s.verifyList(d, l)
+			s.lists = append(s.lists, l)
 		}
 	}
 }
@@ -332,9 +362,9 @@ func (s *scratch) verifyList(d *data, l *plist) {
 // ID), all lists' together, so that the misses overlap.
 func (s *scratch) items(d *data) {
 	if len(s.cand) > 1 {
-		var t uint8
+		var t uint32
 		for _, e := range s.cand {
-			t += e.nfast + uint8(e.id)
+			t += uint32(e.nfast) + uint32(e.id)
 		}
 		s.touched = t
 	}
