@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -97,41 +96,48 @@ func (dn *dense) match(s *scratch, d *data) {
 	}
 	u := s.failed(g, n)
 	words := len(u)
-	srcs := s.srcs[:0]
+	// The bitsets to OR, and their order: most bits first. An order key
+	// is the complement of the bitset's count, then its place in srcs,
+	// so that a plain sort of integers makes the order.
+	srcs, order := s.srcs[:0], s.order[:0]
 	for _, a := range g.attrs {
 		x := s.value(d, a.key)
 		if !numeric(x) {
-			srcs = append(srcs, src{a.has, int(a.pres.Load())})
+			order = append(order, orderKey(a.pres.Load(), len(srcs)))
+			srcs = append(srcs, a.has)
 			continue
 		}
 		if c := a.lo.above(x); c < len(a.lo.marks) {
-			srcs = append(srcs, src{a.lo.marks[c], int(a.lo.held[c].Load())})
+			order = append(order, orderKey(a.lo.held[c].Load(), len(srcs)))
+			srcs = append(srcs, a.lo.marks[c])
 		}
 		if c := a.hi.below(x); c >= 0 {
-			srcs = append(srcs, src{a.hi.marks[c], int(a.hi.held[c].Load())})
+			order = append(order, orderKey(a.hi.held[c].Load(), len(srcs)))
+			srcs = append(srcs, a.hi.marks[c])
 		}
 	}
-	slices.SortFunc(srcs, func(a, b src) int { return cmp.Compare(b.held, a.held) })
+	slices.Sort(order)
 	left := -1 // u's unmarked slots, when the OR before counted them
-	for i, sr := range srcs {
+	for i, o := range order {
+		src := srcs[uint32(o)]
 		lines := i >= orFullFirst
 		if lines && i%4 == 0 {
 			if left < 0 {
 				left = alive(u)
 			}
-			if left*(verifyWords+words/8) < (len(srcs)-i)*words {
+			if left*(verifyWords+words/8) < (len(order)-i)*words {
 				break
 			}
 		}
 		left = -1
-		if next := i + 1; next >= orFullFirst && next%4 == 0 && next < len(srcs) {
-			left = orCount(u, sr.bits) // for the check before the next OR
+		if next := i + 1; next >= orFullFirst && next%4 == 0 && next < len(order) {
+			left = orCount(u, src) // for the check before the next OR
 			continue
 		}
-		orBits(u, sr.bits, lines)
+		orBits(u, src, lines)
 	}
 	clear(srcs)
-	s.srcs = srcs[:0]
+	s.srcs, s.order = srcs[:0], order[:0]
 	for w, uw := range u {
 		for m := ^uw; m != 0; m &= m - 1 {
 			s.verifyDense(d, dn, g, uint32(w<<6+bits.TrailingZeros64(m)))
@@ -189,10 +195,10 @@ func (s *scratch) denseHolds(x val, p *recPred) bool {
 	return true
 }
 
-// src is a bitset to OR into u, with about how many bits it has set.
-type src struct {
-	bits bitset
-	held int
+// orderKey is the sort key of the bitset at place i of match's srcs
+// that has about held bits set: fuller bitsets sort first.
+func orderKey(held int32, i int) uint64 {
+	return uint64(^uint32(held))<<32 | uint64(i)
 }
 
 // Verifying one filter costs about as much as ORing verifyWords + words/8

@@ -28,7 +28,8 @@ type scratch struct {
 	out     []hit
 	hide    map[uint32]bool       // the group's hidden slots (group.hide)
 	u       []uint64              // dense engines' failed-filter bitset
-	srcs    []src                 // bitsets to OR into u
+	srcs    []bitset              // bitsets to OR into u
+	order   []uint64              // the order to OR srcs in (see orderKey)
 	planes  [countPlanes][]uint64 // counting engines' bit-sliced counters
 	unsure  []uint64              // counting engines: slots whose count may be short
 
