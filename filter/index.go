@@ -174,6 +174,14 @@ type draft struct {
 	vsig  uint64
 	vword uint8
 	multi bool // entered under several access predicates
+	// gp is the popularity counts of the filter's group, looked up once
+	// per Add: chooseAccess and headPred read them for every predicate.
+	gp *groupPop
+	// head is, plus one, the predicate headPred chose last, and headForm
+	// its bitmap form, which makeHead takes rather than computing it
+	// again.
+	head     uint8
+	headForm headForm
 }
 
 // data is one of the two copies readers switch between: the groups, the
@@ -242,7 +250,7 @@ func (x *Index) Len() int {
 func (x *Index) Add(id uint64, f *Filter) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	f, err := resolve(x.ont, f, x.lookAttr)
+	f, typeID, err := resolve(x.ont, f, x.lookAttr)
 	if err != nil {
 		return err
 	}
@@ -252,11 +260,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if _, dup := x.denseAt[id]; dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
-	group := 0
-	if f.typ != AnyType {
-		t, _ := x.ont.Lookup(f.typ)
-		group = t.ID + 1
-	}
+	group := typeID + 1
 	// The keys of f's predicates, on the stack unless f has many.
 	var buf [denseMaxPreds]uint32
 	var keys []uint32
@@ -291,9 +295,8 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	}
 	w := &x.recs
 	w.buf = appendRecord(w.buf[:0], f, keys)
-	e.setRecord(w.buf) // to count; stored below with its access
-	x.count(e, 1)
-	dr := &draft{f: f, keys: keys}
+	dr := &draft{f: f, keys: keys, gp: x.groupPop(group)}
+	countFilter(dr.gp, f, keys)
 	w.buf = x.chooseAccess(e, dr, w.buf)
 	e.setRecord(w.store(w.buf))
 	// The postings and their heads, on the stack unless f has many.
@@ -304,6 +307,15 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
 	for j := range ps {
+		if j > 0 && ps[j].head == ps[j-1].head && ps[j].implied == ps[j-1].implied {
+			// The head of a posting depends on its head predicate and
+			// on the predicate it implies: the postings of a set
+			// membership share it.
+			h := heads[j-1]
+			h.post = uint16(j)
+			heads = append(heads, h)
+			continue
+		}
 		heads = append(heads, makeHead(dr, ps, j))
 	}
 	x.entries[id] = e
