@@ -294,7 +294,10 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		x.nslots.Store(x.next)
 	}
 	w := &x.recs
-	w.buf = appendRecord(w.buf[:0], f, keys)
+	var atBuf [16]int // where f's predicates start in its record
+	var at []int
+	w.buf, at = appendRecord(w.buf[:0], f, keys, atBuf[:0])
+	acc := len(w.buf) // where its access starts
 	dr := &draft{f: f, keys: keys, gp: x.groupPop(group)}
 	countFilter(dr.gp, f, keys)
 	w.buf = x.chooseAccess(e, dr, w.buf)
@@ -302,7 +305,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	// The postings and their heads, on the stack unless f has many.
 	var psBuf [8]posting
 	var headBuf [len(psBuf)]lhead
-	ps := postingsOf(e.record(), psBuf[:0])
+	ps := accessPostings(e.record(), at, acc, psBuf[:0])
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
