@@ -651,6 +651,19 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 		}
 	}
 	g := d.groups[e.group]
+	if len(ps) > 1 {
+		// The lists of e's postings, and the places in them its
+		// postings go to, are scattered in memory. Touched first, in a
+		// loop whose loads do not wait for one another, they miss the
+		// cache together rather than one after another.
+		for _, p := range ps {
+			if l := d.lookup(g, p); l != nil && !l.bare() {
+				if n := l.n.Load(); int(n) < len(l.heads) {
+					atomic.LoadUint32(&l.heads[n].kf)
+				}
+			}
+		}
+	}
 	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false
