@@ -35,6 +35,14 @@ func postingsOf(rec []byte, ps []posting) []posting {
 		at = append(at, j)
 		j = readPred(rec, j, &p)
 	}
+	return accessPostings(rec, at, j, ps)
+}
+
+// accessPostings is postingsOf for the record rec whose predicates start
+// at at and whose access starts at j: Add, which wrote the record, knows
+// them and need not read the predicates twice.
+func accessPostings(rec []byte, at []int, j int, ps []posting) []posting {
+	var p rpred
 	switch rec[j] {
 	case accNone:
 		return ps

@@ -207,8 +207,9 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
 		return 0
 	}
-	total := float64(max(1, x.groupFilters(int(e.group))))
+	total := float64(max(1, dr.gp.filters))
 	best, bestEst := 0, 2.0
+	var bestForm headForm
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
 		k := dr.keys[i]
@@ -219,7 +220,7 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 		if !ok {
 			continue
 		}
-		st := x.stats(int(e.group), k)
+		st := dr.gp.stat(k)
 		if st == nil {
 			st = &popStats{}
 		}
@@ -246,9 +247,18 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 		est := min(1, float64(st.present)/total) * in
 		if est < bestEst {
 			best, bestEst = i+1, est
+			bestForm = headForm{mask, base, outside}
 		}
 	}
+	dr.head, dr.headForm = uint8(best), bestForm
 	return uint8(best)
+}
+
+// headForm is the bitmap form of a predicate (see smallSet).
+type headForm struct {
+	mask    uint64
+	base    int64
+	outside bool
 }
 
 // makeHead returns the head of posting ps[j] of the filter drafted as
@@ -257,10 +267,14 @@ func makeHead(dr *draft, ps []posting, j int) lhead {
 	h := lhead{sig: dr.sig, vsig: dr.vsig, post: uint16(j), kf: uint32(dr.vword) << headVWord}
 	if hp := ps[j].head; hp != 0 && dr.f.mode == ModeAll {
 		i := hp - 1
-		if mask, base, outside, ok := smallSet(&dr.f.preds[i]); ok {
-			h.mask, h.base = mask, int16(base)
+		hf, ok := dr.headForm, true
+		if hp != dr.head {
+			hf.mask, hf.base, hf.outside, ok = smallSet(&dr.f.preds[i])
+		}
+		if ok {
+			h.mask, h.base = hf.mask, int16(hf.base)
 			h.kf |= dr.keys[i] | headBits
-			if outside {
+			if hf.outside {
 				h.kf |= headOutside
 			}
 			return h

@@ -174,6 +174,14 @@ type draft struct {
 	vsig  uint64
 	vword uint8
 	multi bool // entered under several access predicates
+	// gp is the popularity counts of the filter's group, looked up once
+	// per Add: chooseAccess and headPred read them for every predicate.
+	gp *groupPop
+	// head is, plus one, the predicate headPred chose last, and headForm
+	// its bitmap form, which makeHead takes rather than computing it
+	// again.
+	head     uint8
+	headForm headForm
 }
 
 // data is one of the two copies readers switch between: the groups, the
@@ -242,7 +250,7 @@ func (x *Index) Len() int {
 func (x *Index) Add(id uint64, f *Filter) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	f, err := resolve(x.ont, f, x.lookAttr)
+	f, typeID, err := resolve(x.ont, f, x.lookAttr)
 	if err != nil {
 		return err
 	}
@@ -252,11 +260,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if _, dup := x.denseAt[id]; dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
-	group := 0
-	if f.typ != AnyType {
-		t, _ := x.ont.Lookup(f.typ)
-		group = t.ID + 1
-	}
+	group := typeID + 1
 	// The keys of f's predicates, on the stack unless f has many.
 	var buf [denseMaxPreds]uint32
 	var keys []uint32
@@ -290,20 +294,31 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		x.nslots.Store(x.next)
 	}
 	w := &x.recs
-	w.buf = appendRecord(w.buf[:0], f, keys)
-	e.setRecord(w.buf) // to count; stored below with its access
-	x.count(e, 1)
-	dr := &draft{f: f, keys: keys}
+	var atBuf [16]int // where f's predicates start in its record
+	var at []int
+	w.buf, at = appendRecord(w.buf[:0], f, keys, atBuf[:0])
+	acc := len(w.buf) // where its access starts
+	dr := &draft{f: f, keys: keys, gp: x.groupPop(group)}
+	countFilter(dr.gp, f, keys)
 	w.buf = x.chooseAccess(e, dr, w.buf)
 	e.setRecord(w.store(w.buf))
 	// The postings and their heads, on the stack unless f has many.
 	var psBuf [8]posting
 	var headBuf [len(psBuf)]lhead
-	ps := postingsOf(e.record(), psBuf[:0])
+	ps := accessPostings(e.record(), at, acc, psBuf[:0])
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
 	for j := range ps {
+		if j > 0 && ps[j].head == ps[j-1].head && ps[j].implied == ps[j-1].implied {
+			// The head of a posting depends on its head predicate and
+			// on the predicate it implies: the postings of a set
+			// membership share it.
+			h := heads[j-1]
+			h.post = uint16(j)
+			heads = append(heads, h)
+			continue
+		}
 		heads = append(heads, makeHead(dr, ps, j))
 	}
 	x.entries[id] = e
@@ -519,80 +534,6 @@ func (x *Index) write(op func(d *data)) {
 	op(x.inst[side])
 }
 
-func keyNameOf(f *Filter, i int) keyName {
-	p := &f.preds[i]
-	switch p.Operand.Source {
-	case SourceXPath:
-		name := f.xexprs[i].String() // SourceXPath: set by Build
-		for _, b := range f.ns {
-			name += "\x00" + b.prefix + "=" + b.uri
-		}
-		return keyName{SourceXPath, name}
-	case sourceNone:
-		return keyName{sourceNone, ""}
-	}
-	return keyName{p.Operand.Source, p.Operand.Name}
-}
-
-const noKey = ^uint32(0)
-
-// acquireKey returns the key ID of predicate i of f, counting a reference.
-// mu must be held.
-func (x *Index) acquireKey(f *Filter, i int) uint32 {
-	if p := &f.preds[i]; p.Operand.Source == SourceAttr {
-		if r, ok := x.attrRefs[p.Operand.Name]; ok {
-			r.refs++
-			return r.id
-		}
-	}
-	kn := keyNameOf(f, i)
-	if kn.src == sourceNone {
-		return noKey
-	}
-	if r, ok := x.keys[kn]; ok {
-		r.refs++
-		return r.id
-	}
-	var id uint32
-	if n := len(x.freeKey); n > 0 {
-		id = x.freeKey[n-1]
-		x.freeKey = x.freeKey[:n-1]
-	} else {
-		id = x.nextKey
-		x.nextKey++
-	}
-	if kn.src == SourceAttr {
-		x.attrRefs[kn.name] = &keyRef{id: id, refs: 1}
-	} else {
-		x.keys[kn] = &keyRef{id: id, refs: 1}
-	}
-	return id
-}
-
-// releaseKey drops a reference to a key and reports whether it was the
-// last; the caller then forgets the key in both copies. mu must be held.
-func (x *Index) releaseKey(kn keyName) (uint32, bool) {
-	if kn.src == sourceNone {
-		return 0, false
-	}
-	var r *keyRef
-	if kn.src == SourceAttr {
-		r = x.attrRefs[kn.name]
-	} else {
-		r = x.keys[kn]
-	}
-	if r.refs--; r.refs > 0 {
-		return 0, false
-	}
-	if kn.src == SourceAttr {
-		delete(x.attrRefs, kn.name)
-	} else {
-		delete(x.keys, kn)
-	}
-	x.freeKey = append(x.freeKey, r.id)
-	return r.id, true
-}
-
 // ---- one copy ----
 
 // ensureGroup makes both copies have group i, with the lists they share.
@@ -636,6 +577,19 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 		}
 	}
 	g := d.groups[e.group]
+	if len(ps) > 1 {
+		// The lists of e's postings, and the places in them its
+		// postings go to, are scattered in memory. Touched first, in a
+		// loop whose loads do not wait for one another, they miss the
+		// cache together rather than one after another.
+		for _, p := range ps {
+			if l := d.lookup(g, p); l != nil && !l.bare() {
+				if n := l.n.Load(); int(n) < len(l.heads) {
+					atomic.LoadUint32(&l.heads[n].kf)
+				}
+			}
+		}
+	}
 	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false

@@ -154,25 +154,40 @@ func (l *plist) moved(c int, pos *places) *plist {
 
 // places is where the postings of each filter in posting lists are in
 // their lists, by slot and posting (in postingsOf's order). Only the
-// writer uses it (Index.mu held). Memory: 8 bytes per slot, and for a
-// filter with several postings a slice (24 bytes, and 4 per posting
-// after the first; kept for reuse when the filter goes). Slices, not a
-// map, lead to them: a list that moves sets the places of the postings
-// it shifts, and a map look-up each cost more than the move's copy.
+// writer uses it (Index.mu held). Memory: 16 bytes per slot, holding the
+// places of a filter's first placesInline postings, and for a filter
+// with more a slice (24 bytes, and 4 per posting after those; kept for
+// reuse when the filter goes). Slices, not a map, lead to them: a list
+// that moves sets the places of the postings it shifts, and a map
+// look-up each cost more than the move's copy. A filter's first places
+// sit together, in one cache line: the slots of an index's filters are
+// scattered, and W-SPARSE's set memberships take 2–4 postings, which
+// with one place per array, and the others in a slice, cost an Add and a
+// Remove three or four cache misses.
 type places struct {
-	first []int32   // by slot: posting 0
-	more  []uint32  // by slot: for a filter with more postings, 1 + the index of their places in rest; else 0
-	rest  [][]int32 // postings 1… of filters with more than one
-	free  []uint32  // unused indexes of rest
+	slots []slotPlaces // by slot
+	rest  [][]int32    // postings placesInline… of filters with more
+	free  []uint32     // unused indexes of rest
+}
+
+// placesInline is how many postings of a filter have their place in
+// its slotPlaces.
+const placesInline = 3
+
+// slotPlaces is the places of one filter: of its first postings, and,
+// for a filter with more than placesInline, 1 + the index of the others'
+// in places.rest; else 0. 16 bytes: it never straddles cache lines.
+type slotPlaces struct {
+	at   [placesInline]int32
+	more uint32
 }
 
 // make makes room for the n postings of the filter in slot.
 func (p *places) make(slot uint32, n int) {
-	for len(p.first) <= int(slot) {
-		p.first = append(p.first, 0)
-		p.more = append(p.more, 0)
+	for len(p.slots) <= int(slot) {
+		p.slots = append(p.slots, slotPlaces{})
 	}
-	if n > 1 {
+	if n > placesInline {
 		var r uint32
 		if k := len(p.free); k > 0 {
 			r = p.free[k-1]
@@ -181,40 +196,42 @@ func (p *places) make(slot uint32, n int) {
 			r = uint32(len(p.rest))
 			p.rest = append(p.rest, nil)
 		}
-		if cap(p.rest[r]) >= n-1 {
-			p.rest[r] = p.rest[r][:n-1]
+		if m := n - placesInline; cap(p.rest[r]) >= m {
+			p.rest[r] = p.rest[r][:m]
 		} else {
-			p.rest[r] = make([]int32, n-1)
+			p.rest[r] = make([]int32, m)
 		}
-		p.more[slot] = r + 1
+		p.slots[slot].more = r + 1
 	}
 }
 
 // drop forgets the places of the filter in slot.
 func (p *places) drop(slot uint32) {
-	if r := p.more[slot]; r != 0 {
+	if r := p.slots[slot].more; r != 0 {
 		if cap(p.rest[r-1]) > 4 {
 			p.rest[r-1] = nil // keep only small slices for reuse
 		}
 		p.free = append(p.free, r-1)
-		p.more[slot] = 0
+		p.slots[slot].more = 0
 	}
 }
 
 // get returns the place of posting j of the filter in slot.
 func (p *places) get(slot uint32, j int) int32 {
-	if j == 0 {
-		return p.first[slot]
+	sp := &p.slots[slot]
+	if j < placesInline {
+		return sp.at[j]
 	}
-	return p.rest[p.more[slot]-1][j-1]
+	return p.rest[sp.more-1][j-placesInline]
 }
 
 // set makes at the place of posting j of the filter in slot.
 func (p *places) set(slot uint32, j int, at int32) {
-	if j == 0 {
-		p.first[slot] = at
+	sp := &p.slots[slot]
+	if j < placesInline {
+		sp.at[j] = at
 	} else {
-		p.rest[p.more[slot]-1][j-1] = at
+		p.rest[sp.more-1][j-placesInline] = at
 	}
 }
 

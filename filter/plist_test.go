@@ -32,7 +32,7 @@ func TestPlistRebuild(t *testing.T) {
 			addShare = 1
 		}
 		if len(live) == 0 || r.IntN(5) < addShare {
-			e := &entry{id: uint64(step), slot: uint32(len(pos.first))}
+			e := &entry{id: uint64(step), slot: uint32(len(pos.slots))}
 			pos.make(e.slot, 1)
 			if l.full() {
 				l = l.moved(grown(l.live), &pos)
@@ -307,4 +307,32 @@ func TestEntryLayout(t *testing.T) {
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(e))
 	last := unsafe.Offsetof(e.fast) + uintptr(len(e.fast)-1)*unsafe.Sizeof(e.fast[0]) + unsafe.Offsetof(e.fast[0].lo)
 	assert.Equal(t, last/64, unsafe.Offsetof(e.id)/64, "a direct entry's score and ID in one cache line")
+}
+
+// TestPlaces sets and reads back the places of filters with 1 to 9
+// postings, some inline in their slot and some in a slice of rest,
+// through drops and the reuse of dropped slots and slices.
+func TestPlaces(t *testing.T) {
+	var p places
+	r := rand.New(rand.NewPCG(7, 8))
+	want := map[uint32][]int32{}
+	for step := range 2000 {
+		slot := uint32(r.IntN(40))
+		if w, ok := want[slot]; ok {
+			for j, at := range w {
+				require.Equal(t, at, p.get(slot, j), "step %d slot %d posting %d", step, slot, j)
+			}
+			p.drop(slot)
+			delete(want, slot)
+			continue
+		}
+		n := 1 + r.IntN(9)
+		p.make(slot, n)
+		w := make([]int32, n)
+		for j := range w {
+			w[j] = r.Int32()
+			p.set(slot, j, w[j])
+		}
+		want[slot] = w
+	}
 }

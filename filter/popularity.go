@@ -97,31 +97,67 @@ func popInt(v ontology.Value) (int64, bool) {
 	return 0, false
 }
 
-// stats returns the counts of key in group g, or nil. mu must be held.
-func (x *Index) stats(g int, key uint32) *popStats {
-	gp := x.pop[g]
-	if gp == nil || int(key) >= len(gp.keys) {
+// stat returns the counts of key, or nil.
+func (gp *groupPop) stat(key uint32) *popStats {
+	if int(key) >= len(gp.keys) {
 		return nil
 	}
 	return gp.keys[key]
 }
 
-// groupFilters returns how many filters group g has. mu must be held.
-func (x *Index) groupFilters(g int) int32 {
-	if gp := x.pop[g]; gp != nil {
-		return gp.filters
+// groupPop returns the popularity counts of group g, made if it has
+// none. mu must be held.
+func (x *Index) groupPop(g int) *groupPop {
+	gp := x.pop[g]
+	if gp == nil {
+		gp = &groupPop{}
+		x.pop[g] = gp
 	}
-	return 0
+	return gp
+}
+
+// keyStats returns the counts of key in gp, made if it has none.
+func (gp *groupPop) keyStats(key uint32) *popStats {
+	for int(key) >= len(gp.keys) {
+		gp.keys = append(gp.keys, nil)
+	}
+	st := gp.keys[key]
+	if st == nil {
+		st = &popStats{}
+		gp.keys[key] = st
+	}
+	return st
+}
+
+// countFilter adds one to the popularity counts of group gp for filter f
+// (the keys of its predicates keys), about to be added to the group. It
+// counts what count counts from the filter's record, which it reads
+// faster than the record. mu must be held.
+func countFilter(gp *groupPop, f *Filter, keys []uint32) {
+	gp.filters++
+	for i := range f.preds {
+		p := &f.preds[i]
+		if keys[i] == noKey {
+			continue
+		}
+		st := gp.keyStats(keys[i])
+		st.present++
+		switch {
+		case p.Operand.Source == SourceXPath:
+		case p.Op == OpEQ:
+			st.addEq(p.Value, 1)
+		case p.Op == OpIn:
+			for _, m := range p.Set {
+				st.addEq(m, 1)
+			}
+		}
+	}
 }
 
 // count adds delta to the popularity counts of e's predicates, read from
 // its record. mu must be held.
 func (x *Index) count(e *entry, delta int32) {
-	gp := x.pop[int(e.group)]
-	if gp == nil {
-		gp = &groupPop{}
-		x.pop[int(e.group)] = gp
-	}
+	gp := x.groupPop(int(e.group))
 	if gp.filters += delta; gp.filters == 0 {
 		delete(x.pop, int(e.group)) // every count is 0 with it
 	}
@@ -133,14 +169,7 @@ func (x *Index) count(e *entry, delta int32) {
 		if p.key == noKey {
 			continue
 		}
-		for int(p.key) >= len(gp.keys) {
-			gp.keys = append(gp.keys, nil)
-		}
-		st := gp.keys[p.key]
-		if st == nil {
-			st = &popStats{}
-			gp.keys[p.key] = st
-		}
+		st := gp.keyStats(p.key)
 		if st.present += delta; st.present == 0 {
 			gp.keys[p.key] = nil // every count is 0 with it
 		}

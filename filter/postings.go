@@ -190,7 +190,7 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(int(e.group), dr.keys[i], i, p))
+		cands = append(cands, x.accessFor(dr.gp, int(e.group), dr.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
@@ -350,14 +350,14 @@ func allTrue(f *Filter) bool {
 }
 
 // accessFor returns the cheapest way to reach filters of group g through
-// predicate i (p), with key key. The cost estimates how many filters the
+// predicate i (p), with key key; gp is the group's popularity counts. The cost estimates how many filters the
 // posting's list will hand to verification per event: presence of the
 // operand costs the number of predicates on it; a value costs that number
 // times the value's share among the equalities on the operand; an affix a
 // quarter of presence. The candidate names no postings: appendAccess
 // derives the same ones from the record once the choice is made.
-func (x *Index) accessFor(g int, key uint32, i int, p *Predicate) candidate {
-	st := x.stats(g, key)
+func (x *Index) accessFor(gp *groupPop, g int, key uint32, i int, p *Predicate) candidate {
+	st := gp.stat(key)
 	var stPresent, stEqAll int32
 	if st != nil {
 		stPresent, stEqAll = st.present, st.eqAll

@@ -123,8 +123,9 @@ func (x *Index) compactRecords() {
 	}
 }
 
-// appendRecord appends the record of f to b.
-func appendRecord(b []byte, f *Filter, keys []uint32) []byte {
+// appendRecord appends the record of f to b, and to at, where in b each
+// of its predicates starts.
+func appendRecord(b []byte, f *Filter, keys []uint32, at []int) ([]byte, []int) {
 	b = append(b, byte(f.mode))
 	b = binary.AppendUvarint(b, uint64(len(f.preds)))
 	switch f.mode {
@@ -140,6 +141,7 @@ func appendRecord(b []byte, f *Filter, keys []uint32) []byte {
 	}
 	for i := range f.preds {
 		p := &f.preds[i]
+		at = append(at, len(b))
 		flags := byte(p.Operand.Source) & recSrcMask
 		if p.LoOpen {
 			flags |= recLoOpen
@@ -179,7 +181,7 @@ func appendRecord(b []byte, f *Filter, keys []uint32) []byte {
 			copy(b[at:], lb[:k])
 		}
 	}
-	return b
+	return b, at
 }
 
 func appendValue(b []byte, v ontology.Value) []byte {

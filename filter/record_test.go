@@ -87,7 +87,7 @@ func TestRecordHolds(t *testing.T) {
 		} {
 			t.Run(src.Name+"/"+mode.name, func(t *testing.T) {
 				f := Filter{mode: mode.mode, atLeast: mode.atLeast, threshold: mode.thresh, preds: preds}
-				b := appendRecord(nil, &f, keys)
+				b, at := appendRecord(nil, &f, keys, nil)
 				h := readHead(b)
 				require.Equal(t, len(preds), h.npreds)
 				assert.Equal(t, f.mode, h.mode)
@@ -97,6 +97,7 @@ func TestRecordHolds(t *testing.T) {
 				j := h.body
 				for i := range preds {
 					q := &preds[i]
+					assert.Equal(t, j, at[i], "where pred %d starts", i)
 					j = readPred(b, j, &p)
 					assert.Equal(t, keys[i], p.key, "pred %d", i)
 					assert.Equal(t, q.weight(), p.weight, "pred %d", i)
@@ -141,7 +142,10 @@ func sameValue(a, b ontology.Value) bool {
 // when later ones are written, and that a large one gets its own memory.
 func TestRecordBlocks(t *testing.T) {
 	var w recWriter
-	put := func(f *Filter, keys []uint32) []byte { return w.store(appendRecord(nil, f, keys)) }
+	put := func(f *Filter, keys []uint32) []byte {
+		b, _ := appendRecord(nil, f, keys, nil)
+		return w.store(b)
+	}
 	f := MustCompile(`{a == "x"; b in {1, 2, 3}; c in [0.5, 2)}`)
 	keys := []uint32{1, 2, 3}
 	first := put(f, keys)
@@ -160,7 +164,8 @@ func TestRecordBlocks(t *testing.T) {
 	big := MustCompile(`{a in {` + joinComma(set) + `}}`)
 	r := put(big, []uint32{1})
 	assert.Greater(t, len(r), recBlockBytes/4)
-	assert.Equal(t, string(appendRecord(nil, big, []uint32{1})), string(r))
+	rec, _ := appendRecord(nil, big, []uint32{1}, nil)
+	assert.Equal(t, string(rec), string(r))
 }
 
 func joinComma(s []string) string {

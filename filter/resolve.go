@@ -18,7 +18,8 @@ import (
 // compared with a float attribute, prefix on an int). Payload operands are
 // not checked: payloads carry no vocabulary.
 func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
-	return resolve(o, f, func(typeID int, name string) attrLookup { return lookAttr(o, typeID, name) })
+	f, _, err := resolve(o, f, func(typeID int, name string) attrLookup { return lookAttr(o, typeID, name) })
+	return f, err
 }
 
 // attrLookup is what Resolve learns from the ontology about an attribute
@@ -41,17 +42,18 @@ func lookAttr(o *ontology.Ontology, typeID int, name string) attrLookup {
 }
 
 // resolve is Resolve with the attribute look-ups through look, which
-// gives what lookAttr gives (an Index caches them).
-func resolve(o *ontology.Ontology, f *Filter, look func(typeID int, name string) attrLookup) (*Filter, error) {
+// gives what lookAttr gives (an Index caches them). It also returns the
+// ID of f's event type, -1 for AnyType.
+func resolve(o *ontology.Ontology, f *Filter, look func(typeID int, name string) attrLookup) (*Filter, int, error) {
 	if f == nil {
-		return nil, &BuildError{Index: -1, Msg: "nil filter"}
+		return nil, 0, &BuildError{Index: -1, Msg: "nil filter"}
 	}
 	var spec *Spec // a copy of f's, made on the first change
 	typeID := -1
 	if f.typ != AnyType {
 		t, ok := o.Lookup(f.typ)
 		if !ok {
-			return nil, &BuildError{Index: -1, Msg: fmt.Sprintf("unknown event type %q", f.typ)}
+			return nil, 0, &BuildError{Index: -1, Msg: fmt.Sprintf("unknown event type %q", f.typ)}
 		}
 		typeID = t.ID
 		if t.Name != f.typ {
@@ -77,22 +79,23 @@ func resolve(o *ontology.Ontology, f *Filter, look func(typeID int, name string)
 			// Types may declare one name with different kinds: only the
 			// name is checked for AnyType filters.
 			if !l.ok {
-				return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of any event type", name)}
+				return nil, 0, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of any event type", name)}
 			}
 			continue
 		}
 		a := l.a
 		if !l.ok {
-			return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of event type %q, its ancestors or its subtypes", name, o.Type(typeID).Name)}
+			return nil, 0, &BuildError{Index: i, Pred: formatPredicate(p), Msg: fmt.Sprintf("attribute %q is not in the vocabulary of event type %q, its ancestors or its subtypes", name, o.Type(typeID).Name)}
 		}
 		if err := checkKinds(p, a); err != nil {
-			return nil, &BuildError{Index: i, Pred: formatPredicate(p), Msg: err.Error()}
+			return nil, 0, &BuildError{Index: i, Pred: formatPredicate(p), Msg: err.Error()}
 		}
 	}
 	if spec == nil {
-		return f, nil
+		return f, typeID, nil
 	}
-	return Build(*spec)
+	f, err := Build(*spec)
+	return f, typeID, err
 }
 
 // specOf returns spec, or a copy of f's Spec when spec is nil.
