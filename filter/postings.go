@@ -350,8 +350,9 @@ func allTrue(f *Filter) bool {
 }
 
 // accessFor returns the cheapest way to reach filters of group g through
-// predicate i (p), with key key; gp is the group's popularity counts. The cost estimates how many filters the
-// posting's list will hand to verification per event: presence of the
+// predicate i (p), with key key; gp is the group's popularity counts.
+// The cost estimates how many filters the posting's list will hand to
+// verification per event: presence of the
 // operand costs the number of predicates on it; a value costs that number
 // times the value's share among the equalities on the operand; an affix a
 // quarter of presence. The candidate names no postings: appendAccess
