@@ -66,6 +66,7 @@ type dense struct {
 	// The writer's state, under Index.mu.
 	keyAttr map[uint32]uint8 // attribute key → attribute index in cur
 	npre    []int            // by attribute index: live predicates on it
+	nb      [][2]int         // by attribute index: live lower and upper bounds on it
 	live    int              // live filters
 	dead    int              // removed filters still occupying slots
 	merged  uint32           // slots whose bounds are in the bitsets
@@ -516,6 +517,7 @@ func (dn *dense) addAttr(g *dgen, k uint32) *dgen {
 	}
 	dn.keyAttr[k] = uint8(len(g.attrs))
 	dn.npre = append(dn.npre, 0)
+	dn.nb = append(dn.nb, [2]int{})
 	ng := successor(g)
 	ng.attrs = append(g.attrs[:len(g.attrs):len(g.attrs)], a)
 	dn.cur.Store(ng)
@@ -599,6 +601,12 @@ func (dn *dense) remove(s uint32, keys []uint32, moved func(id uint64, slot uint
 	for r := dn.record(g, s); r.next(); {
 		keys = append(keys, g.attrs[r.attr].key)
 		dn.npre[r.attr]--
+		if r.hasLo {
+			dn.nb[r.attr][0]--
+		}
+		if r.hasHi {
+			dn.nb[r.attr][1]--
+		}
 	}
 	atomic.AndUint64(g.live.word(s), ^(1 << (s & 63)))
 	dn.live--
@@ -615,6 +623,7 @@ func (dn *dense) merge(g *dgen) {
 	n := g.n.Load()
 	dn.merged, dn.touched = 0, 0
 	clear(dn.acc)
+	dn.nb = make([][2]int, len(g.attrs)) // counted again below
 	for s := range n {
 		if s&63 == 0 && s > 0 {
 			dn.flush(g, s-1, true)
@@ -646,7 +655,7 @@ func (dn *dense) accRow() int {
 
 // accumulate enters a predicate on attribute index a of slot s into acc:
 // the lower and upper regions its bounds fall in, the attribute, and its
-// weight's bits.
+// weight's bits; and counts its bounds in nb.
 func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, hasHi bool, hi float64, weight int) {
 	row := dn.accRow()
 	if need := len(g.attrs) * row; len(dn.acc) < need {
@@ -660,9 +669,11 @@ func (dn *dense) accumulate(g *dgen, a uint8, s uint32, hasLo bool, lo float64, 
 	dn.acc[base+2*regions] |= bit
 	if hasLo {
 		dn.acc[base+countLE(at.lo.bounds, lo)] |= bit
+		dn.nb[a][0]++
 	}
 	if hasHi {
 		dn.acc[base+regions+countLT(at.hi.bounds, hi)] |= bit
+		dn.nb[a][1]++
 	}
 	if dn.counting {
 		for b := range weightBits {

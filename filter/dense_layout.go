@@ -347,7 +347,9 @@ const spreadGrowth = 1.25
 // of each attribute, the spread of the bounds over the regions between
 // boundaries (see spread) has grown by less than spreadGrowth since the
 // layout, and a side the layout gave fewer than the most boundaries
-// for lack of bounds has not gained enough for more. When it does, the
+// for lack of bounds has not gained enough for more (a quarter of its
+// live bounds, nb, is not above its boundaries; a side no filter bounds,
+// as the upper side of filters that are all x > v, never has). When it does, the
 // engine keeps its layout for another relayout times its growth: with
 // bounds drawn alike as the engine grows (W-INT at 10⁶ filters), the
 // quantiles of a layout at a quarter of its size are those of a layout
@@ -358,11 +360,11 @@ func (dn *dense) balanced(g *dgen) bool {
 	if dn.layouts == 0 {
 		return false
 	}
-	for _, a := range g.attrs {
+	for i, a := range g.attrs {
 		lo, hi := dn.recount(g, a)
-		t := int(a.pres.Load())
+		nb := dn.nb[i]
 		if lo > spreadGrowth*a.lo.spread+0.05 || hi > spreadGrowth*a.hi.spread+0.05 ||
-			a.lo.room && t/4 > len(a.lo.bounds) || a.hi.room && t/4 > len(a.hi.bounds) {
+			a.lo.room && nb[0]/4 > len(a.lo.bounds) || a.hi.room && nb[1]/4 > len(a.hi.bounds) {
 			return false
 		}
 	}

@@ -549,6 +549,44 @@ func TestDenseLayoutWhenUnbalanced(t *testing.T) {
 	assert.Greater(t, a.lo.bounds[len(a.lo.bounds)-1], 5000.0, "boundaries among the new bounds")
 }
 
+// TestDenseLayoutOneSided: an engine whose filters bound one side only
+// (x > v, a common subscription) keeps its layout as it grows with
+// bounds drawn alike, like one with ranges: its empty side gains no
+// bounds, so it asks for no boundaries (found by an attack test: the
+// check once counted the attribute's filters for each side).
+func TestDenseLayoutOneSided(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "x", Kind: ontology.KindInt},
+	}}})
+	require.NoError(t, err)
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	r := rand.New(rand.NewPCG(12, 13))
+	id := uint64(0)
+	add := func() {
+		f := MustBuild(Spec{Type: "R", Predicates: []Predicate{Attr("x").GT(ontology.Int(int64(r.IntN(1000))))}})
+		require.NoError(t, ix.Add(id, f))
+		require.NoError(t, bf.Add(id, f))
+		id++
+	}
+	for range 2000 {
+		add()
+	}
+	rt, _ := o.Lookup("R")
+	dn := ix.inst[0].groups[rt.ID+1].dense[denseAll]
+	require.NotNil(t, dn)
+	layouts, built := dn.layouts, dn.built
+	for dn.live < relayout*built+100 {
+		add()
+	}
+	assert.Equal(t, layouts, dn.layouts, "one-sided bounds drawn as before: the boundaries stay")
+	assert.Equal(t, dn.live-100, dn.built, "the engine looked at relayout times its layout's size")
+	for range 200 {
+		ev := &BasicEvent{Type: "R", Attrs: []ontology.Attr{{Name: "x", Value: ontology.Int(int64(r.IntN(1100)))}}}
+		want, got := collect(bf, ev), collect(ix, ev)
+		require.True(t, assertSameMatches(t, want, got), "x = %v", ev.Attrs[0].Value)
+	}
+}
+
 // TestDenseChunkLevels checks the chunk layout for several chunk sizes:
 // chunkOf and chunkStart agree slot by slot, and growChunks, from empty
 // to past three chunks, copies only the short first chunk: every other
