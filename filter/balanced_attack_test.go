@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,69 +260,7 @@ func TestAttackBalancedConcurrent(t *testing.T) {
 			for i := range events {
 				events[i] = balEvent(r, gen, 20000)
 			}
-			evalIn := func(f *Filter, ev Event) (bool, float64) {
-				b := NewBruteForce(o)
-				if b.Add(0, f) != nil {
-					return false, 0
-				}
-				ok, s := false, 0.0
-				b.Match(ev, func(_ uint64, score float64) { ok, s = true, score })
-				return ok, s
-			}
-			type res struct {
-				ok    bool
-				score float64
-			}
-			want := make([][]res, len(events))
-			for e, ev := range events {
-				want[e] = make([]res, stable)
-				for id, f := range stableF {
-					ok, s := evalIn(f, ev)
-					want[e][id] = res{ok, s}
-				}
-			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			var checks atomic.Int64
-			for g := range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rr := rand.New(rand.NewPCG(uint64(g), 9))
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						e := rr.IntN(len(events))
-						got := collect(ix, events[e])
-						checks.Add(1)
-						for id := range stable {
-							if w := want[e][id]; w.ok {
-								if s, ok := got[uint64(id)]; !ok || s != w.score {
-									t.Errorf("event %d %v: stable filter %d %s matches (score %v) but got %v/%v", e, events[e].Attrs, id, stableF[id], w.score, ok, s)
-									return
-								}
-							} else if _, ok := got[uint64(id)]; ok {
-								t.Errorf("event %d: stable filter %d %s does not match but was reported", e, id, stableF[id])
-								return
-							}
-						}
-						for id, s := range got {
-							f, ok := filters.Load(id)
-							if !ok {
-								t.Errorf("event %d: filter %d reported but never added", e, id)
-								return
-							}
-							if ok, ws := evalIn(f.(*Filter), events[e]); !ok || ws != s {
-								t.Errorf("event %d: filter %d %s reported with %v; it gives %v/%v", e, id, f, s, ok, ws)
-								return
-							}
-						}
-					}
-				}()
-			}
+			stop := stableReaders(t, o, ix, &filters, stableF, events, 4, 9)
 			var live []uint64
 			next := uint64(1 << 32)
 			deadline := time.Now().Add(8 * time.Second)
@@ -349,9 +286,7 @@ func TestAttackBalancedConcurrent(t *testing.T) {
 					live = append(live[:0], live[len(live)*9/10:]...)
 				}
 			}
-			close(stop)
-			wg.Wait()
-			require.Positive(t, checks.Load())
+			require.Positive(t, stop())
 			require.Equal(t, stable+len(live), ix.Len())
 		})
 	}

@@ -731,67 +731,7 @@ func TestAttackDenseConcurrent(t *testing.T) {
 	for i := range events {
 		events[i] = attackEvent(r, []string{"Root", "Sub", "SubSub", "Other"}, attrs, false)
 	}
-	evalIn := func(f *Filter, ev Event) (bool, float64) {
-		b := NewBruteForce(o)
-		if b.Add(0, f) != nil {
-			return false, 0
-		}
-		ok, s := false, 0.0
-		b.Match(ev, func(_ uint64, score float64) { ok, s = true, score })
-		return ok, s
-	}
-	// What each stable filter gives on each event.
-	type res struct {
-		ok    bool
-		score float64
-	}
-	want := make([][]res, len(events))
-	for e, ev := range events {
-		want[e] = make([]res, stable)
-		for id, f := range stableF {
-			ok, s := evalIn(f, ev)
-			want[e][id] = res{ok, s}
-		}
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var checks atomic.Int64
-	for g := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rr := rand.New(rand.NewPCG(uint64(g), 1))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				e := rr.IntN(len(events))
-				got := collect(ix, events[e])
-				checks.Add(1)
-				for id := range stable {
-					if w := want[e][id]; w.ok {
-						if s, ok := got[uint64(id)]; !ok || s != w.score {
-							t.Errorf("event %d: stable filter %d %s matches (score %v) but got %v/%v", e, id, stableF[id], w.score, ok, s)
-							return
-						}
-					}
-				}
-				for id, s := range got {
-					f, ok := filters.Load(id)
-					if !ok {
-						t.Errorf("event %d: filter %d reported but never added", e, id)
-						return
-					}
-					if ok, ws := evalIn(f.(*Filter), events[e]); !ok || ws != s {
-						t.Errorf("event %d: filter %d %s reported with %v; it gives %v/%v", e, id, f, s, ok, ws)
-						return
-					}
-				}
-			}
-		}()
-	}
+	stop := stableReaders(t, o, ix, &filters, stableF, events, 3, 1)
 	var live []uint64
 	next := uint64(1 << 32)
 	deadline := time.Now().Add(20 * time.Second)
@@ -813,10 +753,85 @@ func TestAttackDenseConcurrent(t *testing.T) {
 			live = live[:0]
 		}
 	}
-	close(stop)
-	wg.Wait()
-	require.Positive(t, checks.Load())
+	require.Positive(t, stop())
 	require.Equal(t, stable+len(live), ix.Len())
+}
+
+// stableReaders starts readers goroutines that Match the events in turn
+// until stop is called, and checks every result: each stable filter
+// (IDs 0…len(stableF)-1, in ix throughout) is reported exactly when it
+// matches the event, with its score, and any other filter reported was
+// added (filters holds id → *Filter, stored before Add) and matches the
+// event with the score reported. stop waits for the readers and returns
+// how many Matches they checked.
+func stableReaders(t *testing.T, o *ontology.Ontology, ix *Index, filters *sync.Map, stableF []*Filter, events []*BasicEvent, readers int, seed uint64) (stop func() int64) {
+	t.Helper()
+	evalIn := func(f *Filter, ev Event) (bool, float64) {
+		b := NewBruteForce(o)
+		if b.Add(0, f) != nil {
+			return false, 0
+		}
+		ok, s := false, 0.0
+		b.Match(ev, func(_ uint64, score float64) { ok, s = true, score })
+		return ok, s
+	}
+	// What each stable filter gives on each event.
+	type res struct {
+		ok    bool
+		score float64
+	}
+	want := make([][]res, len(events))
+	for e, ev := range events {
+		want[e] = make([]res, len(stableF))
+		for id, f := range stableF {
+			ok, s := evalIn(f, ev)
+			want[e][id] = res{ok, s}
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var checks atomic.Int64
+	for g := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rr := rand.New(rand.NewPCG(uint64(g), seed))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				e := rr.IntN(len(events))
+				got := collect(ix, events[e])
+				checks.Add(1)
+				for id := range stableF {
+					if w := want[e][id]; w.ok {
+						if s, ok := got[uint64(id)]; !ok || s != w.score {
+							t.Errorf("event %d %v: stable filter %d %s matches (score %v) but got %v/%v", e, events[e].Attrs, id, stableF[id], w.score, ok, s)
+							return
+						}
+					}
+				}
+				for id, s := range got {
+					f, ok := filters.Load(id)
+					if !ok {
+						t.Errorf("event %d: filter %d reported but never added", e, id)
+						return
+					}
+					if ok, ws := evalIn(f.(*Filter), events[e]); !ok || ws != s {
+						t.Errorf("event %d: filter %d %s reported with %v; it gives %v/%v", e, id, f, s, ok, ws)
+						return
+					}
+				}
+			}
+		}()
+	}
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return checks.Load()
+	}
 }
 
 // attackPoolDrops reports whether sync.Pool drops items it is given, as it
