@@ -351,10 +351,10 @@ const spreadGrowth = 1.25
 // live bounds, nb, is not above its boundaries; a side no filter bounds,
 // as the upper side of filters that are all x > v, never has). When it
 // does, the engine keeps its layout for another relayout times its
-// growth: with
-// bounds drawn alike as the engine grows (W-INT at 10⁶ filters), the
-// quantiles of a layout at a quarter of its size are those of a layout
-// now, and a layout costs about a microsecond per live filter. On the
+// growth: with bounds drawn alike as the engine grows (W-INT at 10⁶
+// filters), the quantiles of a layout at a quarter of its size are those
+// of a layout now, and a layout costs about a microsecond per live
+// filter. On the
 // way it counts the bitsets anew for match's order (held, pres). An
 // engine never laid out is not balanced. Writer only. Cost: a pass over
 // the engine's bitsets, about 1 % of a layout.
