@@ -138,10 +138,55 @@ func (dn *dense) match(s *scratch, d *data) {
 	}
 	clear(srcs)
 	s.srcs, s.order = srcs[:0], order[:0]
+	s.verifyLeft(d, dn, g, u)
+}
+
+// verifyBatch is how many of the slots left unmarked verifyLeft loads
+// the records of before it verifies them.
+const verifyBatch = 32
+
+// verifyLeft verifies the slots that u leaves unmarked, verifyBatch at a
+// time: it first loads each slot's record place and ID, then the first
+// byte of its record, and then verifies them, so that the cache misses of
+// a batch overlap instead of following one another: in an engine of
+// millions of slots each slot's place, record and ID is a miss of its own
+// (W-INT at 10⁶ filters, about 38 filters verified per event: 0.92× the
+// CPU per event of verifying them one by one; at 9·10⁶, about 196: 0.87×;
+// in-process alternation, 2026-12-02). Only bytes of the record itself
+// are touched: the bytes after it may be the next record, which the
+// writer may be writing. Cost: the verification, plus a pass over u.
+func (s *scratch) verifyLeft(d *data, dn *dense, g *dgen, u []uint64) {
+	var batch [verifyBatch]uint32
+	k := 0
 	for w, uw := range u {
 		for m := ^uw; m != 0; m &= m - 1 {
-			s.verifyDense(d, dn, g, uint32(w<<6+bits.TrailingZeros64(m)))
+			batch[k] = uint32(w<<6 + bits.TrailingZeros64(m))
+			if k++; k == verifyBatch {
+				s.verifySlots(d, dn, g, batch[:])
+				k = 0
+			}
 		}
+	}
+	s.verifySlots(d, dn, g, batch[:k])
+}
+
+// verifySlots verifies slots (at most verifyBatch) after touching what
+// their verification reads (see verifyLeft).
+func (s *scratch) verifySlots(d *data, dn *dense, g *dgen, slots []uint32) {
+	var offs [verifyBatch]uint32
+	var sum uint64
+	for i, sl := range slots {
+		offs[i] = *chunkAt(g.off, sl)
+		sum += *chunkAt(g.ids, sl)
+	}
+	for _, off := range offs[:len(slots)] {
+		blk := g.recs[off>>blockShift]
+		blkAt := off & (blockBytes - 1)
+		sum += uint64(blk[blkAt])
+	}
+	s.touched += uint32(sum)
+	for _, sl := range slots {
+		s.verifyDense(d, dn, g, sl)
 	}
 }
 
