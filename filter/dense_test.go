@@ -766,3 +766,20 @@ func TestOrCount(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyCost checks match's price of a verification: as before up to
+// 2048 words of u (engines up to 131,072 slots, whose rule to stop ORing
+// must not change), growing by a 32nd of a word per word past them.
+func TestVerifyCost(t *testing.T) {
+	for _, c := range []struct{ words, want int }{
+		{0, verifyWords},
+		{1563, verifyWords + 1563/8}, // W-INT at 10⁵ filters
+		{2048, verifyWords + 256},
+		{15625, verifyWords + 256 + (15625-2048)/32},   // 10⁶
+		{140625, verifyWords + 256 + (140625-2048)/32}, // 9·10⁶
+	} {
+		t.Run(fmt.Sprint(c.words), func(t *testing.T) {
+			assert.Equal(t, c.want, verifyCost(c.words))
+		})
+	}
+}
