@@ -85,8 +85,6 @@ type Index struct {
 	readers [2]readIndicator
 
 	pool sync.Pool // *scratch
-
-	touched uint32 // the writer's: what touchFilter returned, kept so that its loads are
 }
 
 type readIndicator struct {
@@ -255,7 +253,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	defer x.mu.Unlock()
 	// f's lines and the entries map's, when cold, miss together, before
 	// resolve reads f (see touchFilter).
-	x.touched = touchFilter(f)
+	touchFilter(f)
 	_, dup := x.entries[id]
 	f, typeID, err := resolve(x.ont, f, x.lookAttr)
 	if err != nil {
@@ -338,10 +336,13 @@ func (x *Index) Add(id uint64, f *Filter) error {
 
 // touchFilter loads a word of every cache line of f's predicates and of
 // the first member of each set, in a loop whose loads do not wait for
-// one another, and returns their sum (to keep the loads): a filter Add
-// receives may be cold in cache, and its lines then miss together rather
-// than one after another as Add reads them. Cost: a few loads per
-// predicate.
+// one another, and returns their sum: a filter Add receives may be cold
+// in cache, and its lines then miss together rather than one after
+// another as Add reads them. It is not inlined, so that the compiler
+// keeps the loads though Add drops the sum (writing it to the Index would
+// write a line readers share). Cost: a few loads per predicate.
+//
+//go:noinline
 func touchFilter(f *Filter) uint32 {
 	if f == nil {
 		return 0
