@@ -309,6 +309,26 @@ func TestEntryLayout(t *testing.T) {
 	assert.Equal(t, last/64, unsafe.Offsetof(e.id)/64, "a direct entry's score and ID in one cache line")
 }
 
+// TestTouchFilterLines checks that the fields touchFilter loads leave no
+// 64-byte line of a Predicate untouched: between two of them, wherever
+// in its field a value's kind lies, there are fewer than 64 bytes.
+func TestTouchFilterLines(t *testing.T) {
+	var p Predicate
+	vs := unsafe.Sizeof(p.Value)
+	// The first and last byte each touched field can be at.
+	spans := [][2]uintptr{
+		{unsafe.Offsetof(p.Operand), unsafe.Offsetof(p.Operand)},
+		{unsafe.Offsetof(p.Value), unsafe.Offsetof(p.Value) + vs - 1},
+		{unsafe.Offsetof(p.Hi), unsafe.Offsetof(p.Hi) + vs - 1},
+		{unsafe.Offsetof(p.Set) + 8, unsafe.Offsetof(p.Set) + 15}, // its length
+		{unsafe.Offsetof(p.Weight), unsafe.Offsetof(p.Weight) + 7},
+		{unsafe.Sizeof(p), unsafe.Sizeof(p)}, // the next predicate's operand
+	}
+	for i := 1; i < len(spans); i++ {
+		assert.Less(t, spans[i][1]-spans[i-1][0], uintptr(64), "touched fields %d and %d", i-1, i)
+	}
+}
+
 // TestPlaces sets and reads back the places of filters with 1 to 9
 // postings, some inline in their slot and some in a slice of rest,
 // through drops and the reuse of dropped slots and slices.
