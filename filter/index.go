@@ -250,11 +250,15 @@ func (x *Index) Len() int {
 func (x *Index) Add(id uint64, f *Filter) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	// f's lines and the entries map's, when cold, miss together, before
+	// resolve reads f (see touchFilter).
+	touchFilter(f)
+	_, dup := x.entries[id]
 	f, typeID, err := resolve(x.ont, f, x.lookAttr)
 	if err != nil {
 		return err
 	}
-	if _, dup := x.entries[id]; dup {
+	if dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
 	if _, dup := x.denseAt[id]; dup {
@@ -306,6 +310,9 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	var psBuf [8]posting
 	var headBuf [len(psBuf)]lhead
 	ps := accessPostings(e.record(), at, acc, psBuf[:0])
+	// The lists' misses overlap the work up to enter (see touchLists).
+	var lkBuf [len(psBuf)]*plist
+	looked := x.touchLists(e, ps, lkBuf[:0])
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
@@ -322,7 +329,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		heads = append(heads, makeHead(dr, ps, j))
 	}
 	x.entries[id] = e
-	x.enter(e, dr, ps, heads)
+	x.enter(e, dr, ps, heads, looked)
 	return nil
 }
 
@@ -556,11 +563,12 @@ type placed struct {
 }
 
 // enter puts e (drafted as dr) into the lists of its postings ps, with
-// the heads Add made for them. Appending to a list waits for no reader;
+// the heads Add made for them; looked is the lists touchLists found for
+// ps, or nil. Appending to a list waits for no reader;
 // only new keys (first, before any list holds e), new or moved lists and
 // range postings (whose spans readers consult) change the copies,
 // through write. mu must be held.
-func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
+func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked []*plist) {
 	x.ensureGroup(int(e.group))
 	d := x.inst[1-x.side.Load()]
 	for _, k := range dr.keys {
@@ -572,27 +580,18 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 					d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
 				}
 			})
-			d = x.inst[1-x.side.Load()]
 			break
 		}
 	}
-	g := d.groups[e.group]
-	if len(ps) > 1 {
-		// The lists of e's postings, and the places in them its
-		// postings go to, are scattered in memory. Touched first, in a
-		// loop whose loads do not wait for one another, they miss the
-		// cache together rather than one after another.
-		for _, p := range ps {
-			if l := d.lookup(g, p); l != nil && !l.bare() {
-				if n := l.n.Load(); int(n) < len(l.heads) {
-					atomic.LoadUint32(&l.heads[n].kf)
-				}
-			}
-		}
+	if looked == nil { // e's group was new
+		var lkBuf [8]*plist
+		looked = x.touchLists(e, ps, lkBuf[:0])
 	}
 	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
 	ranges := false
+	var lsBuf [8]*plist // the list of each posting, to publish
+	ls := lsBuf[:0]
 	for j, p := range ps {
 		ranges = ranges || p.kind == postRange
 		l, at := findPlaced(fresh, p)
@@ -600,7 +599,7 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 			l, at = findPlaced(moved, p)
 		}
 		if l == nil {
-			l = d.lookup(g, p)
+			l = looked[j]
 		}
 		if l == nil {
 			l = newPlist(grown(0))
@@ -608,14 +607,25 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 			at = &fresh[len(fresh)-1]
 		}
 		if l.full() {
+			old := l
 			l = l.moved(grown(l.live), &x.pos)
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
 				at.l = l
 			}
+			for i := range ls {
+				if ls[i] == old {
+					ls[i] = l // the place e's earlier posting filled moved too
+				}
+			}
 		}
-		x.pos.set(e.slot, j, l.add(e, heads[j]))
+		x.pos.set(e.slot, j, l.put(e, heads[j]))
+		ls = append(ls, l)
+	}
+	// Published once all are filled: see plist.put.
+	for _, l := range ls {
+		l.publish()
 	}
 	if ranges || len(fresh) > 0 || len(moved) > 0 {
 		x.write(func(d *data) {
@@ -639,6 +649,35 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead) {
 			d.groups[e.group].eligible[k]++
 		}
 	}
+}
+
+// touchLists appends to ls the list of each of e's postings ps (nil
+// where it has none yet) and returns it, loading the place each list
+// will give e: the lists and their next places are scattered in memory,
+// and loaded in a loop whose loads do not wait for one another they
+// miss the cache together, and while Add goes on with other work, rather
+// than one after another as enter fills them. It returns nil when e's
+// group is new. The lists it returns stay those of both copies until a
+// write changes a group's lists (the write of new keys in enter does
+// not). mu must be held. Cost: a look-up per posting.
+func (x *Index) touchLists(e *entry, ps []posting, ls []*plist) []*plist {
+	d := x.inst[1-x.side.Load()]
+	g := d.groups[e.group]
+	if g == nil {
+		return nil
+	}
+	for _, p := range ps {
+		l := d.lookup(g, p)
+		ls = append(ls, l)
+		if l != nil && !l.bare() {
+			if n := l.written(); int(n) < len(l.heads) {
+				h := &l.heads[n] // 40 bytes: it may straddle two lines
+				atomic.LoadUint64(&h.sig)
+				atomic.LoadUint32(&h.kf)
+			}
+		}
+	}
+	return ls
 }
 
 // findPlaced returns the list of ls, and its place in ls, that posting p

@@ -16,10 +16,11 @@ import (
 // filters heads let through. Memory: 40 bytes per posting, in arrays up
 // to twice as long as the postings they hold.
 //
-// The arrays are append-only: the writer fills place n and then
-// publishes n+1; a removed posting is marked dead in its head (headDead,
-// set atomically; readers load kf atomically), and its place is not
-// reused. The entry at a place is loaded atomically: the writer replaces
+// The arrays are append-only: the writer fills places n… (one Add fills
+// its postings' places in every list before it publishes any; see put)
+// and then publishes their new length; a removed posting is marked dead
+// in its head (headDead, set atomically; readers load kf atomically),
+// and its place is not reused. The entry at a place is loaded atomically: the writer replaces
 // it with a copy whose record moved (see Index.compactRecords). When the
 // arrays are full, or dead places outnumber live ones,
 // the writer copies the live postings into a new plist and puts it in
@@ -56,8 +57,14 @@ var tombstone entry
 // bare reports whether l is a bare list (see newBare).
 func (l *plist) bare() bool { return l.heads == nil }
 
-// full reports whether l has no room for another posting.
-func (l *plist) full() bool { return int(l.n.Load()) == max(len(l.heads), len(l.ents)) }
+// full reports whether l has no room for another posting: written
+// places (published or not; see put) fill its arrays.
+func (l *plist) full() bool { return int(l.written()) == max(len(l.heads), len(l.ents)) }
+
+// written returns how many places of l the writer has filled, published
+// or not (see put): the live postings and the dead ones, since a place
+// is never reused and a move keeps only the live.
+func (l *plist) written() int32 { return l.live + l.dead }
 
 // at returns the entry of the posting at place i.
 func (l *plist) at(i int32) *entry {
@@ -78,9 +85,23 @@ func (l *plist) replace(i int32, e *entry) {
 }
 
 // add appends a posting of e, with its head h, to l, which must not be
-// full, and returns its place.
+// full, publishes it, and returns its place.
 func (l *plist) add(e *entry, h lhead) int32 {
-	i := l.n.Load()
+	i := l.put(e, h)
+	l.publish()
+	return i
+}
+
+// put appends a posting of e, with its head h, to l, which must not be
+// full, and returns its place, without publishing it: readers of a list
+// with heads see it once publish stores the new length (a bare list's
+// readers see it at once: they stop at the first nil entry). The
+// writer's loads and stores of the place are plain; publishing is an
+// atomic store, a full fence on amd64 that waits for the place's cache
+// line, so Index.enter fills every list of a filter before publishing
+// any, and their misses overlap.
+func (l *plist) put(e *entry, h lhead) int32 {
+	i := l.written()
 	if l.bare() {
 		l.ents[i].Store(e)
 	} else {
@@ -91,9 +112,11 @@ func (l *plist) add(e *entry, h lhead) int32 {
 		}
 	}
 	l.live++
-	l.n.Store(i + 1)
 	return i
 }
+
+// publish makes the places put filled visible to readers.
+func (l *plist) publish() { l.n.Store(l.written()) }
 
 // del marks the posting at place i dead. It reports whether l should
 // move (its dead places outnumber the live ones, and some are live).
@@ -117,7 +140,7 @@ func (l *plist) moved(c int, pos *places) *plist {
 	if l.bare() {
 		nl := newBare(c)
 		k := int32(0)
-		for i := range int(l.n.Load()) {
+		for i := range int(l.written()) {
 			if e := l.ents[i].Load(); e != &tombstone {
 				nl.ents[k].Store(e)
 				if k != int32(i) {
@@ -132,7 +155,7 @@ func (l *plist) moved(c int, pos *places) *plist {
 	}
 	nl := newPlist(c)
 	k := int32(0)
-	for i := range int(l.n.Load()) {
+	for i := range int(l.written()) {
 		h := &l.heads[i]
 		if h.kf&headDead != 0 {
 			continue

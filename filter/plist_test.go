@@ -309,6 +309,26 @@ func TestEntryLayout(t *testing.T) {
 	assert.Equal(t, last/64, unsafe.Offsetof(e.id)/64, "a direct entry's score and ID in one cache line")
 }
 
+// TestTouchFilterLines checks that the fields touchFilter loads leave no
+// 64-byte line of a Predicate untouched: between two of them, wherever
+// in its field a value's kind lies, there are fewer than 64 bytes.
+func TestTouchFilterLines(t *testing.T) {
+	var p Predicate
+	vs := unsafe.Sizeof(p.Value)
+	// The first and last byte each touched field can be at.
+	spans := [][2]uintptr{
+		{unsafe.Offsetof(p.Operand), unsafe.Offsetof(p.Operand)},
+		{unsafe.Offsetof(p.Value), unsafe.Offsetof(p.Value) + vs - 1},
+		{unsafe.Offsetof(p.Hi), unsafe.Offsetof(p.Hi) + vs - 1},
+		{unsafe.Offsetof(p.Set) + 8, unsafe.Offsetof(p.Set) + 15}, // its length
+		{unsafe.Offsetof(p.Weight), unsafe.Offsetof(p.Weight) + 7},
+		{unsafe.Sizeof(p), unsafe.Sizeof(p)}, // the next predicate's operand
+	}
+	for i := 1; i < len(spans); i++ {
+		assert.Less(t, spans[i][1]-spans[i-1][0], uintptr(64), "touched fields %d and %d", i-1, i)
+	}
+}
+
 // TestPlaces sets and reads back the places of filters with 1 to 9
 // postings, some inline in their slot and some in a slice of rest,
 // through drops and the reuse of dropped slots and slices.
@@ -335,4 +355,75 @@ func TestPlaces(t *testing.T) {
 		}
 		want[slot] = w
 	}
+}
+
+// TestPlistPutPublish checks that places put fills stay unpublished
+// until publish, that they count toward full, and that a list moved
+// before they are published keeps them: Index.enter fills every list of
+// a filter before publishing any.
+func TestPlistPutPublish(t *testing.T) {
+	l := newPlist(4)
+	var pos places
+	es := make([]*entry, 4)
+	for i := range es {
+		es[i] = &entry{id: uint64(i), slot: uint32(i)}
+		pos.make(es[i].slot, 1)
+	}
+	for _, e := range es[:2] {
+		pos.set(e.slot, 0, l.put(e, lhead{sig: 1}))
+	}
+	assert.Equal(t, int32(0), l.n.Load(), "put publishes nothing")
+	l.publish()
+	assert.Equal(t, int32(2), l.n.Load())
+	for _, e := range es[2:] {
+		pos.set(e.slot, 0, l.put(e, lhead{sig: 1}))
+	}
+	require.True(t, l.full(), "unpublished places count toward full")
+	assert.Equal(t, int32(2), l.n.Load())
+	nl := l.moved(grown(l.live), &pos)
+	assert.Equal(t, int32(2), l.n.Load(), "the old list is not published again")
+	require.Equal(t, int32(4), nl.n.Load(), "the moved list holds the unpublished places")
+	for i, e := range es {
+		assert.Same(t, e, nl.at(int32(i)))
+		assert.Same(t, e, nl.at(pos.get(e.slot, 0)))
+	}
+}
+
+// TestAddSameListAcrossMove adds a filter with two postings in one list
+// (two equal access predicates) when that list has room for one: its
+// first posting fills the list's last place, unpublished, and its second
+// moves the list. Both postings must be in the list readers reach, where
+// the writer's places say, and the filter must match once, and go.
+func TestAddSameListAcrossMove(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "T", Attributes: []ontology.Attribute{{Name: "a", Kind: ontology.KindInt}}}})
+	require.NoError(t, err)
+	x := NewIndex(o)
+	one := ontology.Int(1)
+	for id := range 3 { // a list of capacity grown(0) = 4, 3 used
+		require.NoError(t, x.Add(uint64(id), MustBuild(Spec{Type: "T", Predicates: []Predicate{Attr("a").EQ(one)}})))
+	}
+	twice := MustBuild(Spec{Type: "T", Mode: ModeAtLeast, AtLeast: 1, Predicates: []Predicate{Attr("a").EQ(one), Attr("a").EQ(one)}})
+	require.NoError(t, x.Add(9, twice))
+	e := x.entries[9]
+	ps := postingsOf(e.record(), nil)
+	require.Len(t, ps, 2)
+	require.True(t, samePlace(ps[0], ps[1]), "both postings go to one list")
+	for _, d := range x.inst {
+		l := d.lookup(d.groups[e.group], ps[0])
+		require.Equal(t, int32(5), l.n.Load(), "the moved list, published with both")
+		for j := range ps {
+			at := x.pos.get(e.slot, j)
+			require.Less(t, at, l.n.Load())
+			assert.Same(t, e, l.at(at), "posting %d", j)
+			assert.Equal(t, uint16(j), l.heads[at].post, "posting %d", j)
+		}
+	}
+	ev := &BasicEvent{Type: "T", Attrs: []ontology.Attr{{Name: "a", Value: one}}}
+	var got []uint64
+	x.Match(ev, func(id uint64, _ float64) { got = append(got, id) })
+	assert.ElementsMatch(t, []uint64{0, 1, 2, 9}, got)
+	require.True(t, x.Remove(9))
+	got = got[:0]
+	x.Match(ev, func(id uint64, _ float64) { got = append(got, id) })
+	assert.ElementsMatch(t, []uint64{0, 1, 2}, got)
 }

@@ -183,6 +183,7 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 	var buf [16]candidate // on the stack unless f has many predicates
 	cands := buf[:0]
 	freeN, freeW := 0, 0.0 // predicates that can hold without their operand
+	dense := x.hasDense(int(e.group))
 	for i := range f.preds {
 		p := &f.preds[i]
 		if p.Op == OpTrue || p.Op == OpNotExists && p.Operand.Source != SourceXPath {
@@ -190,7 +191,7 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 			freeW += p.weight()
 			continue
 		}
-		cands = append(cands, x.accessFor(dr.gp, int(e.group), dr.keys[i], i, p))
+		cands = append(cands, x.accessFor(dr.gp, int(e.group), dense, dr.keys[i], i, p))
 	}
 	if len(cands) == 0 && freeN == len(f.preds) {
 		// Only true and not-exists predicates.
@@ -294,6 +295,12 @@ func (x *Index) chooseHeads(e *entry, dr *draft, ps []posting) {
 	}
 }
 
+// hasDense reports whether group g has a dense engine. mu must be held.
+func (x *Index) hasDense(g int) bool {
+	gr := x.inst[0].groups[g]
+	return gr != nil && (gr.dense[0] != nil || gr.dense[1] != nil)
+}
+
 // densePresent returns how many predicates of the filters in group g's
 // dense engines test key: they count toward the key's popularity as the
 // filters in postings do. mu must be held.
@@ -350,20 +357,24 @@ func allTrue(f *Filter) bool {
 }
 
 // accessFor returns the cheapest way to reach filters of group g through
-// predicate i (p), with key key; gp is the group's popularity counts.
+// predicate i (p), with key key; gp is the group's popularity counts,
+// and dense whether the group may have a dense engine (see hasDense).
 // The cost estimates how many filters the posting's list will hand to
 // verification per event: presence of the
 // operand costs the number of predicates on it; a value costs that number
 // times the value's share among the equalities on the operand; an affix a
 // quarter of presence. The candidate names no postings: appendAccess
 // derives the same ones from the record once the choice is made.
-func (x *Index) accessFor(gp *groupPop, g int, key uint32, i int, p *Predicate) candidate {
+func (x *Index) accessFor(gp *groupPop, g int, dense bool, key uint32, i int, p *Predicate) candidate {
 	st := gp.stat(key)
 	var stPresent, stEqAll int32
 	if st != nil {
 		stPresent, stEqAll = st.present, st.eqAll
 	}
-	present := float64(stPresent + x.densePresent(g, key))
+	if dense {
+		stPresent += x.densePresent(g, key)
+	}
+	present := float64(stPresent)
 	eqAll := float64(max(1, stEqAll))
 	eq := func(v ontology.Value) float64 {
 		return 1 + present*float64(st.eq(v))/eqAll
