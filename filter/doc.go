@@ -122,7 +122,9 @@
 //     the filters an event fails with checkpoint bitsets per attribute
 //     (REIN, HEM), ORed fullest first, and verifies exactly the few
 //     filters they leave unmarked. Removal is lazy (dead slots are dropped
-//     when they outnumber live ones).
+//     when they outnumber live ones, by a new layout that holds the writer
+//     for time proportional to the live filters, about a second at 500,000;
+//     readers never wait).
 //
 // An XPath evaluation is bounded by XPathStepBudget navigation steps; past
 // it, the predicate is false (counted by XPathOverBudget), so that one
@@ -135,6 +137,14 @@
 // are kept in two copies, left-right), and allocates nothing in steady
 // state except for XML payloads and JSON strings with escapes. The
 // benchmarks in bench/ give the figures.
+//
+// Memory is about 220 bytes per numeric-interval filter and 330 per
+// filter on posting lists (bench/README.md). An index of millions of
+// dense-engine filters touches tens of megabytes per event, scattered:
+// where Linux's transparent huge pages are enabled for the process (the
+// system setting "always"; the Go runtime does not ask for them under
+// "madvise"), fewer TLB misses cut its time per event by about a quarter
+// at 9 million filters, and its build time too.
 //
 // # Errors
 //
