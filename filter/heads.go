@@ -167,10 +167,13 @@ func smallSet(p *Predicate) (mask uint64, base int64, outside, ok bool) {
 		return 0, 0, false, false
 	}
 	for _, n := range members[:nm] {
-		if n-base >= 64 {
+		// base is the least member: the difference is exact as an
+		// unsigned integer, where n-base could overflow int64.
+		d := uint64(n) - uint64(base)
+		if d >= 64 {
 			return 0, 0, false, false
 		}
-		mask |= 1 << (n - base)
+		mask |= 1 << d
 	}
 	if p.Op == OpNE || p.Op == OpNotIn {
 		return ^mask, base, true, true

@@ -249,3 +249,39 @@ func TestIndexHeads(t *testing.T) {
 	}
 	check("added again")
 }
+
+// TestWideIntegerSets adds sets whose members span more than int64 can
+// subtract (a member minus the least one overflows): the bitmap forms of
+// heads (smallSet) and items (makeFast) must refuse them, not shift by a
+// negative amount, and the index must match as the oracle does. A peer's
+// subscription reaches Add, so a panic here would take a switch down.
+func TestWideIntegerSets(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "T", Attributes: []ontology.Attribute{
+		{Name: "n", Kind: ontology.KindInt}, {Name: "s", Kind: ontology.KindString}}}})
+	require.NoError(t, err)
+	srcs := []string{
+		`{type ⊑ T; n in {-1, 9223372036854775807}}`,
+		`{type ⊑ T; n not in {-1, 9223372036854775807}}`,
+		`{n in {-1, 9223372036854775807}}`,
+		`{type ⊑ T; n in {-32768, 9223372036854775807}}`,
+		`{type ⊑ T; n in {-9223372036854775808, 9223372036854775807}}`,
+		`{type ⊑ T; n in {-9007199254740992, 9223372036854775807}}`,
+		`{type ⊑ T; n not in {-9007199254740992, 9223372036854775807}; s == "a"}`,
+		`{type ⊑ T; n in {-9223372036854775808, 0}; s == "a"}`,
+	}
+	ix, bf := NewIndex(o), NewBruteForce(o)
+	for i, src := range srcs {
+		f := MustCompile(src)
+		require.NotPanics(t, func() { require.NoError(t, ix.Add(uint64(i+1), f), src) }, src)
+		require.NoError(t, bf.Add(uint64(i+1), f), src)
+	}
+	for _, n := range []int64{math.MinInt64, -9007199254740992, -32768, -1, 0, 1, 62, 63, 64, math.MaxInt64} {
+		for _, s := range []string{"a", "b"} {
+			ev := &BasicEvent{Type: "T", Attrs: []ontology.Attr{{Name: "n", Value: ontology.Int(n)}, {Name: "s", Value: ontology.String(s)}}}
+			got, want := map[uint64]float64{}, map[uint64]float64{}
+			ix.Match(ev, func(id uint64, score float64) { got[id] = score })
+			bf.Match(ev, func(id uint64, score float64) { want[id] = score })
+			assert.Equal(t, want, got, "n=%d s=%q", n, s)
+		}
+	}
+}

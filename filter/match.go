@@ -517,10 +517,11 @@ func makeFast(p *Predicate, key uint32) (fastPred, bool) {
 		}
 		for _, m := range p.Set {
 			n, _ := integral(m)
-			if n-base >= 64 {
+			d := uint64(n) - uint64(base) // exact: base is the least member, n-base could overflow
+			if d >= 64 {
 				return fastPred{}, false
 			}
-			fp.hi |= 1 << (n - base)
+			fp.hi |= 1 << d
 		}
 		fp.lo = float64(base)
 		return fp, true
