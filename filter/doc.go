@@ -135,8 +135,8 @@
 // (posting lists and dense engines are one copy updated in place, with
 // atomic live bits and published lengths; the maps that lead to the lists
 // are kept in two copies, left-right), and allocates nothing in steady
-// state except for XML payloads and JSON strings with escapes. The
-// benchmarks in bench/ give the figures.
+// state except for XML payloads, JSON strings with escapes and JSON
+// numbers beyond float64. The benchmarks in bench/ give the figures.
 //
 // Memory is about 220 bytes per numeric-interval filter and 330 per
 // filter on posting lists (bench/README.md). An index of millions of

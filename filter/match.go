@@ -60,7 +60,8 @@ type hit struct {
 // use and never waits for writers. It allocates nothing in steady state,
 // except to parse an XML payload (once per event, when some filter reached
 // needs it) and evaluate XPath over it, and what gjson allocates for JSON
-// strings with escapes.
+// strings with escapes and for JSON numbers beyond float64's range or
+// precision (1e400, 30-digit integers).
 func (x *Index) Match(ev Event, fn func(id uint64, score float64)) {
 	if ev == nil || fn == nil {
 		panic("filter: Index.Match with a nil event or callback")
