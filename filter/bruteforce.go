@@ -79,14 +79,17 @@ func (b *BruteForce) Match(ev Event, fn func(id uint64, score float64)) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	evType := -1
-	if t, ok := b.ont.Lookup(ev.EventType()); ok {
+	name := ev.EventType()
+	t, known := b.ont.Lookup(name)
+	if known {
 		evType = t.ID
 	}
+	anyType := anyTypeMatches(t, known, name)
 	for _, e := range b.fs {
 		if e.typeID >= 0 && (evType < 0 || !b.ont.IsA(evType, e.typeID)) {
 			continue
 		}
-		if e.typeID < 0 && evType >= 0 && evType < ontology.NumReserved {
+		if e.typeID < 0 && !anyType {
 			continue // AnyType does not match sion's own (reserved) types
 		}
 		if ok, score := e.f.Eval(ev); ok {

@@ -12,9 +12,19 @@ import (
 )
 
 // AnyType is the event type of a filter that matches every event type but
-// the reserved ones (ontology.ReservedPrefix: sion's own control traffic),
-// which only a filter naming them or an ancestor matches.
+// the reserved ones (names beginning with ontology.ReservedPrefix: sion's
+// own control traffic, whether the ontology knows the type or not), which
+// only a filter naming them or an ancestor matches.
 const AnyType = "*"
+
+// anyTypeMatches reports whether AnyType filters match events of the type
+// named name, which the ontology knows as t when known.
+func anyTypeMatches(t *ontology.EventType, known bool, name string) bool {
+	if known {
+		return t.ID >= ontology.NumReserved
+	}
+	return !ontology.IsReserved(name)
+}
 
 // Mode says how many of a filter's predicates must hold for it to match
 // (S1: complete, partial and weighted matching).

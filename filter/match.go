@@ -49,9 +49,10 @@ type hit struct {
 // the filter's ID and score (see Mode). The type test follows the
 // ontology: a filter on type T matches events of T and of every descendant
 // of T; an AnyType filter matches every event, including events whose type
-// the ontology does not know (those match nothing else), except events of
-// the reserved types (ontology.ReservedPrefix, sion's own control
-// traffic), which only filters naming them or an ancestor match. Event attribute
+// the ontology does not know (those match nothing else), except events
+// whose type name begins with ontology.ReservedPrefix (sion's own control
+// traffic, known to the ontology or not: a later version's), which only
+// filters naming them or an ancestor match. Event attribute
 // names are taken as canonical (resolve synonyms before, at the edge).
 //
 // fn is called after the index has been read, so it may call Add and
@@ -124,9 +125,10 @@ func (s *scratch) match(x *Index, d *data, ev Event) {
 		}
 	}
 
-	t, known := x.ont.Lookup(ev.EventType())
-	if !known || t.ID >= ontology.NumReserved {
-		s.visit(d, d.groups[0]) // AnyType: every event but sion's own (reserved types)
+	name := ev.EventType()
+	t, known := x.ont.Lookup(name)
+	if anyTypeMatches(t, known, name) {
+		s.visit(d, d.groups[0])
 	}
 	if known {
 		for _, a := range x.ont.Ancestors(t.ID) {

@@ -10,9 +10,10 @@ import (
 )
 
 // TestAnyTypeSkipsReserved: an AnyType filter matches user events and
-// events of unknown types, but not sion's own control events (reserved
-// types), which only filters naming them or an ancestor match — in the
-// Index and in BruteForce alike.
+// events of unknown types, but not sion's own control events (types whose
+// name begins with the reserved prefix, known to the ontology or not),
+// which only filters naming them or an ancestor match — in the Index and
+// in BruteForce alike.
 func TestAnyTypeSkipsReserved(t *testing.T) {
 	o, err := ontology.New([]ontology.TypeDef{{Name: "Notice"}})
 	require.NoError(t, err)
@@ -25,6 +26,9 @@ func TestAnyTypeSkipsReserved(t *testing.T) {
 	for typ, want := range map[string][]uint64{
 		"Notice":                     {1, 4},
 		"Unknown":                    {1},
+		"sion.Unknown":               {}, // a reserved name this ontology lacks: AnyType leaves it out too
+		"sion.":                      {},
+		"sion":                       {1}, // not the prefix
 		ontology.DiscoveryType:       {2, 3},
 		ontology.DiscoveryAnswerType: {2},
 	} {
