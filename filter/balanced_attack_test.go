@@ -179,7 +179,7 @@ func TestAttackBalancedBounds(t *testing.T) {
 	o := balOnt(t)
 	for _, gen := range balGens {
 		for _, counting := range []bool{false, true} {
-			for vi, v := range []attackVariant{attackVariants[0], {name: "relayout2", marks: 3, pend: 64, purge: 64, reLay: 2, verify: 256, orFirst: 8}} {
+			for vi, v := range []attackVariant{attackVariants[0], {name: "relayout2", marks: 3, pend: 64, purge: 64, reLay: 2, verify: 256, orFirst: 8, orAll: 2048}} {
 				t.Run(fmt.Sprintf("%s/counting=%v/%s", gen.name, counting, v.name), func(t *testing.T) {
 					v.set(t)
 					r := rand.New(rand.NewPCG(uint64(vi), uint64(len(gen.name))))

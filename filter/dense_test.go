@@ -35,15 +35,17 @@ func TestDenseMatchesOracle(t *testing.T) {
 	for _, c := range []struct{ n, marks, pend int }{{300, 16, 64}, {3000, 16, 64}, {3000, 4, 1}, {5000, 3, 5}, {4000, 7, 2}} {
 		n := c.n
 		t.Run(fmt.Sprintf("n=%d/marks=%d/pend=%d", n, c.marks, c.pend), func(t *testing.T) {
-			defer func(a, d, e, f, g int) {
-				maxMarks, purgeMin, pendMax, verifyWords, orFullFirst = a, d, e, f, g
-			}(maxMarks, purgeMin, pendMax, verifyWords, orFullFirst)
+			defer func(a, d, e, f, g, h int) {
+				maxMarks, purgeMin, pendMax, verifyWords, orFullFirst, orAllWords = a, d, e, f, g, h
+			}(maxMarks, purgeMin, pendMax, verifyWords, orFullFirst, orAllWords)
 			maxMarks, purgeMin, pendMax = c.marks, 8, c.pend
 			switch c.marks {
-			case 4: // match stops ORing at once and verifies every filter left
-				verifyWords, orFullFirst = -1000, 0
-			case 7: // match skips full lines after the first bitset
-				orFullFirst = 1
+			case 4: // match orders the ORs, stops at once and verifies every filter left
+				verifyWords, orFullFirst, orAllWords = -1000, 0, 0
+			case 7: // match orders the ORs and skips full lines after the first bitset
+				orFullFirst, orAllWords = 1, 0
+			case 3: // match orders the ORs with the default rules
+				orAllWords = 0
 			}
 			r := rand.New(rand.NewPCG(uint64(n), 7))
 			num := func() ontology.Value {

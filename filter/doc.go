@@ -120,8 +120,9 @@
 //     integral weights 1–15), once a group has 32 of them. It keeps each
 //     as a record of a few bytes per predicate, not as a *Filter, finds
 //     the filters an event fails with checkpoint bitsets per attribute
-//     (REIN, HEM), ORed fullest first, and verifies exactly the few
-//     filters they leave unmarked. Removal is lazy (dead slots are dropped
+//     (REIN, HEM), ORed fullest first in engines of more than 131,072
+//     slots (all of them, unordered, in smaller ones), and verifies
+//     exactly the few filters they leave unmarked. Removal is lazy (dead slots are dropped
 //     when they outnumber live ones, by a new layout that holds the writer
 //     for time proportional to the live filters, about a second at 500,000;
 //     readers never wait).
