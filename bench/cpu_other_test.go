@@ -10,3 +10,6 @@ const cpuMeasured = false
 
 // processCPU returns 0: this platform's process CPU time is not read.
 func processCPU() time.Duration { return 0 }
+
+// pageFaults returns 0: this platform's page faults are not read.
+func pageFaults() int64 { return 0 }

@@ -61,6 +61,8 @@ type built struct {
 	// measured), and the *Filter values plus the oracle.
 	indexBytes, oracleBytes float64
 	buildTime               time.Duration // all n Index.Add calls
+	buildCPU                time.Duration // the process's CPU time during them (GC included)
+	buildFaults             int64         // the process's minor page faults during them
 }
 
 var (
@@ -97,6 +99,7 @@ func build(tb testing.TB, w *Workload, n int) *built {
 	fs, err := w.Filters(n)
 	require.NoError(tb, err)
 	b.index = filter.NewIndex(w.Ontology)
+	cpu, faults := processCPU(), pageFaults()
 	start := time.Now()
 	for i, f := range fs {
 		require.NoError(tb, b.index.Add(uint64(i), f))
@@ -110,6 +113,7 @@ func build(tb testing.TB, w *Workload, n int) *built {
 		}
 	}
 	b.buildTime = time.Since(start)
+	b.buildCPU, b.buildFaults = processCPU()-cpu, pageFaults()-faults
 	fs = nil
 	m1 := heapAlloc()
 	b.filters, err = w.Filters(n)

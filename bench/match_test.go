@@ -77,6 +77,10 @@ func benchMatch(bm *testing.B, b *built) {
 	bm.ReportMetric(float64(count)/float64(i), "matches/event")
 	bm.ReportMetric(b.indexBytes, "B/filter")
 	bm.ReportMetric(float64(b.buildTime.Nanoseconds())/float64(b.n), "ns-build/filter")
+	if cpuMeasured {
+		bm.ReportMetric(float64(b.buildCPU.Nanoseconds())/float64(b.n), "cpu-ns-build/filter")
+		bm.ReportMetric(float64(b.buildFaults)/float64(b.n), "faults-build/filter")
+	}
 }
 
 func skipLarge(b *testing.B, n int) {
