@@ -64,9 +64,13 @@ type Index struct {
 	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
 	// vocab caches Resolve's ontology look-ups that succeeded, by type ID
 	// + 1 (0: AnyType) and attribute name as filters spell it: one map
-	// access per predicate instead of two and a binary search.
-	vocab []map[string]attrLookup
-	keys  map[keyName]*keyRef // the keys of payload and XPath operands
+	// access per predicate instead of two and a binary search. An entry
+	// also leads to its canonical name's key (see acquireKey).
+	vocab []map[string]*attrLookup
+	// lookups holds, by predicate of the filter Add is adding, the vocab
+	// entry resolve found for it, or nil.
+	lookups []*attrLookup
+	keys    map[keyName]*keyRef // the keys of payload and XPath operands
 	// attrRefs holds the keys of attributes, by name: a string map costs
 	// about half what a keyName map does in an Add.
 	attrRefs map[string]*keyRef
@@ -254,10 +258,20 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	// resolve reads f (see touchFilter).
 	touchFilter(f)
 	_, dup := x.entries[id]
-	f, typeID, err := resolve(x.ont, f, x.lookAttr)
+	x.lookups = x.lookups[:0]
+	if f != nil {
+		x.lookups = append(x.lookups, make([]*attrLookup, len(f.preds))...)
+	}
+	rf, typeID, err := resolve(x.ont, f, x.lookAttr)
 	if err != nil {
 		return err
 	}
+	if rf != f {
+		// Build renamed synonyms: the look-ups stand for f's predicates,
+		// and acquireKey finds rf's keys by name.
+		x.lookups = x.lookups[:0]
+	}
+	f = rf
 	if dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
@@ -331,26 +345,6 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	x.entries[id] = e
 	x.enter(e, dr, ps, heads, looked)
 	return nil
-}
-
-// lookAttr is lookAttr through the cache x.vocab. mu must be held.
-func (x *Index) lookAttr(typeID int, name string) attrLookup {
-	if x.vocab == nil {
-		x.vocab = make([]map[string]attrLookup, x.ont.NumTypes()+1)
-	}
-	m := x.vocab[typeID+1]
-	if l, ok := m[name]; ok {
-		return l
-	}
-	l := lookAttr(x.ont, typeID, name)
-	if l.ok {
-		if m == nil {
-			m = map[string]attrLookup{}
-			x.vocab[typeID+1] = m
-		}
-		m[name] = l
-	}
-	return l
 }
 
 // denseLoc packs where a filter lives in a dense engine.
