@@ -326,7 +326,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	ps := accessPostings(e.record(), at, acc, psBuf[:0])
 	// The lists' misses overlap the work up to enter (see touchLists).
 	var lkBuf [len(psBuf)]*plist
-	looked := x.touchLists(e, ps, lkBuf[:0])
+	looked := x.touchLists(e, dr.gp, ps, lkBuf[:0])
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
@@ -579,7 +579,7 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 	}
 	if looked == nil { // e's group was new
 		var lkBuf [8]*plist
-		looked = x.touchLists(e, ps, lkBuf[:0])
+		looked = x.touchLists(e, dr.gp, ps, lkBuf[:0])
 	}
 	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
@@ -621,6 +621,13 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 	for _, l := range ls {
 		l.publish()
 	}
+	// The writer's way to the new and moved lists (see touchLists).
+	for _, f := range fresh {
+		dr.gp.noteList(f.p, f.l)
+	}
+	for _, m := range moved {
+		dr.gp.noteList(m.p, m.l)
+	}
 	if ranges || len(fresh) > 0 || len(moved) > 0 {
 		x.write(func(d *data) {
 			g := d.groups[e.group]
@@ -643,35 +650,6 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 			d.groups[e.group].eligible[k]++
 		}
 	}
-}
-
-// touchLists appends to ls the list of each of e's postings ps (nil
-// where it has none yet) and returns it, loading the place each list
-// will give e: the lists and their next places are scattered in memory,
-// and loaded in a loop whose loads do not wait for one another they
-// miss the cache together, and while Add goes on with other work, rather
-// than one after another as enter fills them. It returns nil when e's
-// group is new. The lists it returns stay those of both copies until a
-// write changes a group's lists (the write of new keys in enter does
-// not). mu must be held. Cost: a look-up per posting.
-func (x *Index) touchLists(e *entry, ps []posting, ls []*plist) []*plist {
-	d := x.inst[1-x.side.Load()]
-	g := d.groups[e.group]
-	if g == nil {
-		return nil
-	}
-	for _, p := range ps {
-		l := d.lookup(g, p)
-		ls = append(ls, l)
-		if l != nil && !l.bare() {
-			if n := l.written(); int(n) < len(l.heads) {
-				h := &l.heads[n] // 40 bytes: it may straddle two lines
-				atomic.LoadUint64(&h.sig)
-				atomic.LoadUint32(&h.kf)
-			}
-		}
-	}
-	return ls
 }
 
 // findPlaced returns the list of ls, and its place in ls, that posting p
@@ -731,6 +709,13 @@ func (x *Index) leave(e *entry) {
 	x.pos.drop(e.slot)
 	if len(gone) == 0 && len(moved) == 0 && !ranges {
 		return
+	}
+	gp := x.pop[int(e.group)] // nil once the group has no filters in postings
+	for _, m := range moved {
+		gp.noteList(m.p, m.l)
+	}
+	for _, p := range gone {
+		gp.noteList(p, nil)
 	}
 	x.write(func(d *data) {
 		g := d.groups[e.group]
