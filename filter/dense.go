@@ -66,6 +66,7 @@ type dense struct {
 	// The writer's state, under Index.mu.
 	keyAttr map[uint32]uint8 // attribute key → attribute index in cur
 	npre    []int            // by attribute index: live predicates on it
+	keyPre  []int32          // by attribute key: npre (see Index.densePresent)
 	nb      [][2]int         // by attribute index: live lower and upper bounds on it
 	live    int              // live filters
 	dead    int              // removed filters still occupying slots
@@ -483,8 +484,13 @@ func (dn *dense) add(id uint64, f *Filter, keys []uint32, moved func(id uint64, 
 		}
 	}
 	atomic.OrUint64(g.live.word(n), 1<<(n&63))
-	for _, a := range idx[:len(keys)] {
+	for i, a := range idx[:len(keys)] {
 		dn.npre[a]++
+		k := keys[i]
+		for int(k) >= len(dn.keyPre) {
+			dn.keyPre = append(dn.keyPre, 0)
+		}
+		dn.keyPre[k]++
 	}
 	dn.live++
 	g.n.Store(n + 1)
@@ -601,6 +607,7 @@ func (dn *dense) remove(s uint32, keys []uint32, moved func(id uint64, slot uint
 	for r := dn.record(g, s); r.next(); {
 		keys = append(keys, g.attrs[r.attr].key)
 		dn.npre[r.attr]--
+		dn.keyPre[g.attrs[r.attr].key]--
 		if r.hasLo {
 			dn.nb[r.attr][0]--
 		}

@@ -136,6 +136,7 @@ func TestDenseMatchesOracle(t *testing.T) {
 				}
 			}
 			check()
+			checkKeyPre(t, ix)
 			// The engine took the filters: the groups have one.
 			d := ix.inst[ix.side.Load()]
 			engines, marks, counting := 0, 0, 0
@@ -191,11 +192,42 @@ func TestDenseMatchesOracle(t *testing.T) {
 				}
 			}
 			require.Positive(t, purged, "an engine laid out anew without its dead slots")
+			checkKeyPre(t, ix)
 			for range n / 2 {
 				add()
 			}
 			check()
+			checkKeyPre(t, ix)
 		})
+	}
+}
+
+// checkKeyPre checks that every dense engine of ix counts its live
+// predicates by key (keyPre, which the cost model reads) as it does by
+// attribute (npre): through adds, removes and layouts.
+func checkKeyPre(t *testing.T, ix *Index) {
+	t.Helper()
+	for _, g := range ix.inst[ix.side.Load()].groups {
+		if g == nil {
+			continue
+		}
+		for _, dn := range g.dense {
+			if dn == nil {
+				continue
+			}
+			want := map[uint32]int32{}
+			for k, a := range dn.keyAttr {
+				want[k] = int32(dn.npre[a])
+			}
+			for k, n := range dn.keyPre {
+				assert.Equal(t, want[uint32(k)], n, "key %d", k)
+			}
+			for k, n := range want {
+				if n != 0 {
+					assert.Less(t, int(k), len(dn.keyPre), "key %d", k)
+				}
+			}
+		}
 	}
 }
 

@@ -64,9 +64,13 @@ type Index struct {
 	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
 	// vocab caches Resolve's ontology look-ups that succeeded, by type ID
 	// + 1 (0: AnyType) and attribute name as filters spell it: one map
-	// access per predicate instead of two and a binary search.
-	vocab []map[string]attrLookup
-	keys  map[keyName]*keyRef // the keys of payload and XPath operands
+	// access per predicate instead of two and a binary search. An entry
+	// also leads to its canonical name's key (see acquireKey).
+	vocab []map[string]*attrLookup
+	// lookups holds, by predicate of the filter Add is adding, the vocab
+	// entry resolve found for it, or nil.
+	lookups []*attrLookup
+	keys    map[keyName]*keyRef // the keys of payload and XPath operands
 	// attrRefs holds the keys of attributes, by name: a string map costs
 	// about half what a keyName map does in an Add.
 	attrRefs map[string]*keyRef
@@ -254,10 +258,20 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	// resolve reads f (see touchFilter).
 	touchFilter(f)
 	_, dup := x.entries[id]
-	f, typeID, err := resolve(x.ont, f, x.lookAttr)
+	x.lookups = x.lookups[:0]
+	if f != nil {
+		x.lookups = append(x.lookups, make([]*attrLookup, len(f.preds))...)
+	}
+	rf, typeID, err := resolve(x.ont, f, x.lookAttr)
 	if err != nil {
 		return err
 	}
+	if rf != f {
+		// Build renamed synonyms: the look-ups stand for f's predicates,
+		// and acquireKey finds rf's keys by name.
+		x.lookups = x.lookups[:0]
+	}
+	f = rf
 	if dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
@@ -312,7 +326,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	ps := accessPostings(e.record(), at, acc, psBuf[:0])
 	// The lists' misses overlap the work up to enter (see touchLists).
 	var lkBuf [len(psBuf)]*plist
-	looked := x.touchLists(e, ps, lkBuf[:0])
+	looked := x.touchLists(e, dr.gp, ps, lkBuf[:0])
 	x.chooseHeads(e, dr, ps)
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
@@ -331,26 +345,6 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	x.entries[id] = e
 	x.enter(e, dr, ps, heads, looked)
 	return nil
-}
-
-// lookAttr is lookAttr through the cache x.vocab. mu must be held.
-func (x *Index) lookAttr(typeID int, name string) attrLookup {
-	if x.vocab == nil {
-		x.vocab = make([]map[string]attrLookup, x.ont.NumTypes()+1)
-	}
-	m := x.vocab[typeID+1]
-	if l, ok := m[name]; ok {
-		return l
-	}
-	l := lookAttr(x.ont, typeID, name)
-	if l.ok {
-		if m == nil {
-			m = map[string]attrLookup{}
-			x.vocab[typeID+1] = m
-		}
-		m[name] = l
-	}
-	return l
 }
 
 // denseLoc packs where a filter lives in a dense engine.
@@ -585,7 +579,7 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 	}
 	if looked == nil { // e's group was new
 		var lkBuf [8]*plist
-		looked = x.touchLists(e, ps, lkBuf[:0])
+		looked = x.touchLists(e, dr.gp, ps, lkBuf[:0])
 	}
 	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
@@ -627,6 +621,13 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 	for _, l := range ls {
 		l.publish()
 	}
+	// The writer's way to the new and moved lists (see touchLists).
+	for _, f := range fresh {
+		dr.gp.noteList(f.p, f.l)
+	}
+	for _, m := range moved {
+		dr.gp.noteList(m.p, m.l)
+	}
 	if ranges || len(fresh) > 0 || len(moved) > 0 {
 		x.write(func(d *data) {
 			g := d.groups[e.group]
@@ -649,35 +650,6 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 			d.groups[e.group].eligible[k]++
 		}
 	}
-}
-
-// touchLists appends to ls the list of each of e's postings ps (nil
-// where it has none yet) and returns it, loading the place each list
-// will give e: the lists and their next places are scattered in memory,
-// and loaded in a loop whose loads do not wait for one another they
-// miss the cache together, and while Add goes on with other work, rather
-// than one after another as enter fills them. It returns nil when e's
-// group is new. The lists it returns stay those of both copies until a
-// write changes a group's lists (the write of new keys in enter does
-// not). mu must be held. Cost: a look-up per posting.
-func (x *Index) touchLists(e *entry, ps []posting, ls []*plist) []*plist {
-	d := x.inst[1-x.side.Load()]
-	g := d.groups[e.group]
-	if g == nil {
-		return nil
-	}
-	for _, p := range ps {
-		l := d.lookup(g, p)
-		ls = append(ls, l)
-		if l != nil && !l.bare() {
-			if n := l.written(); int(n) < len(l.heads) {
-				h := &l.heads[n] // 40 bytes: it may straddle two lines
-				atomic.LoadUint64(&h.sig)
-				atomic.LoadUint32(&h.kf)
-			}
-		}
-	}
-	return ls
 }
 
 // findPlaced returns the list of ls, and its place in ls, that posting p
@@ -737,6 +709,13 @@ func (x *Index) leave(e *entry) {
 	x.pos.drop(e.slot)
 	if len(gone) == 0 && len(moved) == 0 && !ranges {
 		return
+	}
+	gp := x.pop[int(e.group)] // nil once the group has no filters in postings
+	for _, m := range moved {
+		gp.noteList(m.p, m.l)
+	}
+	for _, p := range gone {
+		gp.noteList(p, nil)
 	}
 	x.write(func(d *data) {
 		g := d.groups[e.group]

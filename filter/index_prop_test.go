@@ -264,6 +264,7 @@ func TestIndexMatchesOracle(t *testing.T) {
 				live = append(live, nextID)
 				nextID++
 			}
+			checkEqLists(t, ix)
 			for e := 0; e < 4; e++ {
 				ev := w.event()
 				want, got := collect(bf, ev), collect(ix, ev)

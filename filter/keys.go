@@ -23,11 +23,25 @@ func keyNameOf(f *Filter, i int) keyName {
 const noKey = ^uint32(0)
 
 // acquireKey returns the key ID of predicate i of f, counting a reference.
-// mu must be held.
+// An attribute's key is found through the look-up resolve noted for the
+// predicate (x.lookups) while that key lives, else by name (x.attrRefs),
+// and then noted there: a string map access less per predicate of each
+// Add (2 % of a W-SPARSE Add at 10⁶). mu must be held.
 func (x *Index) acquireKey(f *Filter, i int) uint32 {
+	var l *attrLookup
+	if i < len(x.lookups) {
+		l = x.lookups[i]
+	}
+	if l != nil && l.ref != nil && l.ref.refs > 0 {
+		l.ref.refs++
+		return l.ref.id
+	}
 	if p := &f.preds[i]; p.Operand.Source == SourceAttr {
 		if r, ok := x.attrRefs[p.Operand.Name]; ok {
 			r.refs++
+			if l != nil {
+				l.ref = r
+			}
 			return r.id
 		}
 	}
@@ -48,7 +62,11 @@ func (x *Index) acquireKey(f *Filter, i int) uint32 {
 		x.nextKey++
 	}
 	if kn.src == SourceAttr {
-		x.attrRefs[kn.name] = &keyRef{id: id, refs: 1}
+		r := &keyRef{id: id, refs: 1}
+		x.attrRefs[kn.name] = r
+		if l != nil {
+			l.ref = r
+		}
 	} else {
 		x.keys[kn] = &keyRef{id: id, refs: 1}
 	}

@@ -218,6 +218,7 @@ func TestAttackListsManyPerGroup(t *testing.T) {
 				}
 				if step%50 == 0 {
 					check(4)
+					checkEqLists(t, ix)
 				}
 				if step%3000 == 2999 { // empty most out: lists emptied and made again
 					for id := range live {
@@ -228,6 +229,7 @@ func TestAttackListsManyPerGroup(t *testing.T) {
 						}
 					}
 					check(30)
+					checkEqLists(t, ix)
 				}
 			}
 			check(200)

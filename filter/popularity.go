@@ -29,6 +29,11 @@ type popStats struct {
 	small   []int32 // by value, as long as the largest counted
 	ints    map[int64]int32
 	other   map[ontology.ValueKey]int32
+	// eqLists holds, by small integer value (see smallInt), the group's
+	// equality list of the operand, which both copies share: the writer's
+	// way to them (Index.touchLists) without the copy's maps, which an Add
+	// would otherwise look up for each of its postings.
+	eqLists []*plist
 }
 
 // popSmall bounds the integers counted by slice rather than map.
@@ -185,4 +190,30 @@ func (x *Index) count(e *entry, delta int32) {
 			}
 		}
 	}
+}
+
+// noteList makes l (nil: none) the list of posting p in gp's eqLists,
+// if p is an equality posting of a small integer. mu must be held.
+func (gp *groupPop) noteList(p posting, l *plist) {
+	if gp == nil || p.kind != postEq {
+		return
+	}
+	n, ok := smallInt(p.v)
+	st := gp.stat(p.key)
+	if !ok || st == nil {
+		return
+	}
+	for n >= len(st.eqLists) {
+		st.eqLists = append(st.eqLists, nil)
+	}
+	st.eqLists[n] = l
+}
+
+// eqList returns the list of postEq posting p of a small integer n, or
+// nil (see popStats.eqLists). mu must be held.
+func (gp *groupPop) eqList(p posting, n int) *plist {
+	if st := gp.stat(p.key); st != nil && n < len(st.eqLists) {
+		return st.eqLists[n]
+	}
+	return nil
 }

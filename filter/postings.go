@@ -303,21 +303,22 @@ func (x *Index) hasDense(g int) bool {
 
 // densePresent returns how many predicates of the filters in group g's
 // dense engines test key: they count toward the key's popularity as the
-// filters in postings do. mu must be held.
+// filters in postings do. It reads the engines' counts by key (keyPre),
+// not keyAttr and npre: the cost model asks it for every predicate of
+// every Add, and a map look-up each cost about 2 % of a W-SPARSE Add at
+// 10⁶. mu must be held.
 func (x *Index) densePresent(g int, key uint32) int32 {
 	gr := x.inst[0].groups[g]
 	if gr == nil {
 		return 0
 	}
-	n := 0
+	n := int32(0)
 	for _, dn := range gr.dense {
-		if dn != nil {
-			if a, ok := dn.keyAttr[key]; ok {
-				n += dn.npre[a]
-			}
+		if dn != nil && int(key) < len(dn.keyPre) {
+			n += dn.keyPre[key]
 		}
 	}
-	return int32(n)
+	return n
 }
 
 // anyMask returns the value signature bits of the members of one set

@@ -180,3 +180,46 @@ func TestPostingsOf(t *testing.T) {
 		})
 	}
 }
+
+// checkEqLists checks that the writer's way to the equality lists of small
+// integers (popStats.eqLists) leads, for every group and key, to the lists
+// both copies hold, and to no others.
+func checkEqLists(t *testing.T, ix *Index) {
+	t.Helper()
+	for _, d := range ix.inst {
+		for gi, g := range d.groups {
+			if g == nil {
+				continue
+			}
+			gp := ix.pop[gi]
+			for k, kp := range g.byKey {
+				var cached []*plist
+				if gp != nil {
+					if st := gp.stat(k); st != nil {
+						cached = st.eqLists
+					}
+				}
+				for n := range max(len(kp.eqSmall), len(cached)) {
+					var want, got *plist
+					if n < len(kp.eqSmall) {
+						want = kp.eqSmall[n]
+					}
+					if n < len(cached) {
+						got = cached[n]
+					}
+					require.Same(t, want, got, "group %d key %d value %d", gi, k, n)
+				}
+			}
+			if gp == nil {
+				continue
+			}
+			for k, st := range gp.keys {
+				if st != nil && g.byKey[uint32(k)] == nil {
+					for n, l := range st.eqLists {
+						require.Nil(t, l, "group %d key %d value %d: a list the copies do not hold", gi, k, n)
+					}
+				}
+			}
+		}
+	}
+}

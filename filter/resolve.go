@@ -19,7 +19,7 @@ import (
 // compared with a float attribute, prefix on an int). Payload operands are
 // not checked: payloads carry no vocabulary.
 func Resolve(o *ontology.Ontology, f *Filter) (*Filter, error) {
-	f, _, err := resolve(o, f, func(typeID int, name string) attrLookup { return lookAttr(o, typeID, name) })
+	f, _, err := resolve(o, f, func(_, typeID int, name string) attrLookup { return lookAttr(o, typeID, name) })
 	return f, err
 }
 
@@ -29,6 +29,9 @@ type attrLookup struct {
 	name string             // canonical
 	a    ontology.Attribute // the entry AttributeBelow gives (typed filters)
 	ok   bool               // the type (AnyType: some type) has it
+	// ref is the key of name, once an Index has acquired it through this
+	// look-up (Index.vocab; see acquireKey); released when its refs are 0.
+	ref *keyRef
 }
 
 // lookAttr looks name up for filters on type typeID (-1: AnyType).
@@ -42,10 +45,37 @@ func lookAttr(o *ontology.Ontology, typeID int, name string) attrLookup {
 	return l
 }
 
+// lookAttr is lookAttr through the cache x.vocab, for predicate i of the
+// filter Add is adding; it notes the cache entry in x.lookups. mu must be
+// held.
+func (x *Index) lookAttr(i, typeID int, name string) attrLookup {
+	if x.vocab == nil {
+		x.vocab = make([]map[string]*attrLookup, x.ont.NumTypes()+1)
+	}
+	m := x.vocab[typeID+1]
+	l, ok := m[name]
+	if !ok {
+		lk := lookAttr(x.ont, typeID, name)
+		if !lk.ok {
+			return lk
+		}
+		if m == nil {
+			m = map[string]*attrLookup{}
+			x.vocab[typeID+1] = m
+		}
+		l = &lk
+		m[name] = l
+	}
+	if i < len(x.lookups) {
+		x.lookups[i] = l
+	}
+	return *l
+}
+
 // resolve is Resolve with the attribute look-ups through look, which
-// gives what lookAttr gives (an Index caches them). It also returns the
-// ID of f's event type, -1 for AnyType.
-func resolve(o *ontology.Ontology, f *Filter, look func(typeID int, name string) attrLookup) (*Filter, int, error) {
+// gives for predicate i what lookAttr gives (an Index caches them). It
+// also returns the ID of f's event type, -1 for AnyType.
+func resolve(o *ontology.Ontology, f *Filter, look func(i, typeID int, name string) attrLookup) (*Filter, int, error) {
 	if f == nil {
 		return nil, 0, &BuildError{Index: -1, Msg: "nil filter"}
 	}
@@ -67,7 +97,7 @@ func resolve(o *ontology.Ontology, f *Filter, look func(typeID int, name string)
 		if p.Operand.Source != SourceAttr || p.Op == OpTrue {
 			continue
 		}
-		l := look(typeID, p.Operand.Name)
+		l := look(i, typeID, p.Operand.Name)
 		name := l.name
 		if name != p.Operand.Name {
 			spec = specOf(f, spec)

@@ -236,3 +236,33 @@ func TestIndexIDs(t *testing.T) {
 		assert.Empty(t, matched(t, m, ev))
 	})
 }
+
+// TestIndexKeysThroughVocab: Add finds an attribute's key through its
+// cached ontology look-up only while the key lives. A key released by
+// Remove and reused for another attribute is not handed out again for
+// the first, and filters renamed from synonyms share the canonical key.
+func TestIndexKeysThroughVocab(t *testing.T) {
+	o := musicOnt(t)
+	ix := NewIndex(o)
+	require.NoError(t, ix.Add(1, MustCompile(`{type ⊑ popular; rank == 1}`)))
+	rank := ix.attrRefs["rank"].id
+	require.True(t, ix.Remove(1))
+	require.NotContains(t, ix.attrRefs, "rank", "the key was released")
+	require.NoError(t, ix.Add(2, MustCompile(`{type ⊑ music; genre == "x"}`)))
+	require.Equal(t, rank, ix.attrRefs["genre"].id, "genre took rank's freed key")
+	require.NoError(t, ix.Add(3, MustCompile(`{type ⊑ popular; rank == 1}`)))
+	assert.NotEqual(t, ix.attrRefs["genre"].id, ix.attrRefs["rank"].id)
+	assert.Equal(t, 1, ix.attrRefs["rank"].refs)
+	assert.Equal(t, ids(3), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "rank", Value: ontology.Int(1)})))
+	assert.Equal(t, ids(2), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "genre", Value: ontology.String("x")})))
+	require.NoError(t, ix.Add(4, MustCompile(`{type ⊑ popular; rank == 1}`)))
+	assert.Equal(t, 2, ix.attrRefs["rank"].refs, "the second filter found the key through the look-up")
+
+	// Synonyms: the filter is rebuilt with canonical names.
+	require.NoError(t, ix.Add(5, MustCompile(`{type ⊑ BGM; bpm == 100}`)))
+	require.NoError(t, ix.Add(6, MustCompile(`{type ⊑ BGM; tempo == 100}`)))
+	require.NoError(t, ix.Add(7, MustCompile(`{type ⊑ BGM; bpm == 100}`)))
+	assert.NotContains(t, ix.attrRefs, "bpm")
+	assert.Equal(t, 3, ix.attrRefs["tempo"].refs)
+	assert.Equal(t, ids(5, 6, 7), matched(t, ix, attrEvent("BGM", ontology.Attr{Name: "tempo", Value: ontology.Int(100)})))
+}
