@@ -38,7 +38,11 @@ const (
 	// partial match). The score is the number of predicates that hold.
 	ModeAtLeast
 	// ModeScore matches when the sum of the weights of the predicates that
-	// hold reaches the threshold (S1 weighted match). The score is that sum.
+	// hold reaches the threshold (S1 weighted match). The score is that sum,
+	// added in the filter's predicate order (float64 addition is not
+	// associative, so a threshold equal to the total weight to the last bit
+	// may hold in one order of the predicates and not in another; Build
+	// refuses a threshold above the total so added).
 	ModeScore
 )
 
@@ -214,6 +218,12 @@ func XPathTrue(expr string) Predicate {
 // WithWeight returns p with weight w, for ModeScore filters.
 func (p Predicate) WithWeight(w float64) Predicate { p.Weight = w; return p }
 
+// MaxPredicates is the most predicates a filter may have: Build refuses
+// more with a *BuildError. (A set predicate counts once, whatever its
+// members.) Over a shared link the frame limit bounds a filter's source
+// well below it.
+const MaxPredicates = 1<<16 - 1
+
 // Spec is everything a filter says, as the builder API takes it. Build
 // validates it; Compile parses filter source into one.
 type Spec struct {
@@ -261,9 +271,17 @@ func (f *Filter) AtLeast() int { return f.atLeast }
 // Threshold returns the threshold of a ModeScore filter, or 0.
 func (f *Filter) Threshold() float64 { return f.threshold }
 
-// Predicates returns a copy of the filter's predicates. The Set slices are
-// shared and must not be modified.
-func (f *Filter) Predicates() []Predicate { return append([]Predicate(nil), f.preds...) }
+// Predicates returns a copy of the filter's predicates, their sets
+// included: changing it leaves the filter as it was.
+func (f *Filter) Predicates() []Predicate {
+	ps := append([]Predicate(nil), f.preds...)
+	for i := range ps {
+		if ps[i].Set != nil {
+			ps[i].Set = append([]ontology.Value(nil), ps[i].Set...)
+		}
+	}
+	return ps
+}
 
 // Namespaces returns a copy of the filter's XML namespace bindings.
 func (f *Filter) Namespaces() map[string]string {
@@ -333,6 +351,9 @@ func Build(spec Spec) (*Filter, error) {
 		f.typ = AnyType
 	}
 	n := len(spec.Predicates)
+	if n > MaxPredicates {
+		return nil, &BuildError{Index: -1, Msg: fmt.Sprintf("%d predicates; a filter has at most %d", n, MaxPredicates)}
+	}
 	switch spec.Mode {
 	case ModeAll:
 		if spec.AtLeast != 0 || spec.Threshold != 0 {

@@ -57,7 +57,9 @@ type hit struct {
 //
 // fn is called after the index has been read, so it may call Add and
 // Remove; the order of calls is unspecified. ev and fn must not be nil
-// (Match panics with a message saying so). Match is safe for concurrent
+// (Match panics with a message saying so). A panic in ev's methods or in
+// fn goes on to the caller and leaves the index as it was, usable by
+// readers and writers. Match is safe for concurrent
 // use and never waits for writers. It allocates nothing in steady state,
 // except to parse an XML payload (once per event, when some filter reached
 // needs it) and evaluate XPath over it, and what gjson allocates for JSON
@@ -68,16 +70,24 @@ func (x *Index) Match(ev Event, fn func(id uint64, score float64)) {
 		panic("filter: Index.Match with a nil event or callback")
 	}
 	s := x.pool.Get().(*scratch)
-	vi := x.version.Load()
-	x.readers[vi].n.Add(1)
-	s.match(x, x.inst[x.side.Load()], ev)
-	x.readers[vi].n.Add(-1)
+	x.read(s, ev)
 	for _, h := range s.out {
 		fn(h.id, h.score)
 	}
 	s.out = s.out[:0]
 	s.ev, s.data, s.xml = nil, nil, nil
 	x.pool.Put(s)
+}
+
+// read matches ev into s.out as a reader of the current copy: the copy's
+// reader count is held for the pass and given back even when ev's methods
+// panic, so that a caller who recovers leaves writers able to go on (the
+// panic goes on to the caller; s is dropped with it).
+func (x *Index) read(s *scratch, ev Event) {
+	vi := x.version.Load()
+	x.readers[vi].n.Add(1)
+	defer x.readers[vi].n.Add(-1)
+	s.match(x, x.inst[x.side.Load()], ev)
 }
 
 func (s *scratch) match(x *Index, d *data, ev Event) {

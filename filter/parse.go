@@ -63,6 +63,19 @@ func (e *SyntaxError) Unwrap() error { return ErrSyntax }
 // matches every event. Parse runs in time linear in len(src).
 func Parse(src string) (Spec, error) {
 	p := &parser{src: src}
+	if !utf8.ValidString(src) {
+		// Go's unquoting would turn a stray byte inside "…" into U+FFFD,
+		// a different value; write bytes that are not UTF-8 as \x escapes.
+		bad := 0
+		for bad < len(src) {
+			r, n := utf8.DecodeRuneInString(src[bad:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			bad += n
+		}
+		return Spec{}, p.errAt(bad, "byte 0x%02x is not UTF-8 (write bytes that are not UTF-8 in strings as \\x escapes)", src[bad])
+	}
 	if err := p.parse(); err != nil {
 		return Spec{}, err
 	}
@@ -436,10 +449,21 @@ func (p *parser) number(what string) (float64, error) {
 		return 0, p.expected(what, t)
 	}
 	f, err := strconv.ParseFloat(t.text, 64)
-	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
-		return 0, p.errAt(t.start, "number %s out of range", clip(t.text))
+	if err != nil && math.IsInf(f, 0) {
+		return 0, p.errAt(t.start, "number %s out of the float64 range", clip(t.text))
+	}
+	if f == 0 && nonzeroDigits(t.text) {
+		// A weight of 0 means the default 1, and a threshold must be > 0.
+		return 0, p.errAt(t.start, "number %s rounds to 0", clip(t.text))
 	}
 	return f, nil
+}
+
+// nonzeroDigits reports whether number token text has a nonzero digit
+// before its exponent.
+func nonzeroDigits(text string) bool {
+	mant, _, _ := strings.Cut(strings.ToLower(text), "e")
+	return strings.ContainsAny(mant, "123456789")
 }
 
 // xmlnsClause parses `xmlns:prefix = "uri"` when the text at the next token
@@ -731,6 +755,8 @@ func (p *parser) literal() (ontology.Value, error) {
 			}
 			return ontology.Int(i), nil
 		}
+		// Rounded to the nearest float64, as Go and JSON read numbers:
+		// 1e-400 is 0, as it is in an event's JSON payload.
 		f, err := strconv.ParseFloat(t.text, 64)
 		if err != nil && math.IsInf(f, 0) {
 			return ontology.Value{}, p.errAt(t.start, "number %s out of the float64 range", clip(t.text))

@@ -258,7 +258,7 @@ func TestParseErrors(t *testing.T) {
 		{"match score without ge", `{match score 2}`, 1, 14, `expected ">=" after "match score", found "2"`},
 		{"match score not number", `{match score >= x}`, 1, 17, `expected a number after "match score >=", found "x"`},
 		{"weight not number", `{a exists weight x}`, 1, 18, `expected a number after "weight", found "x"`},
-		{"weight out of range", `{a exists weight 1e999}`, 1, 18, `number 1e999 out of range`},
+		{"weight out of range", `{a exists weight 1e999}`, 1, 18, `number 1e999 out of the float64 range`},
 		{"xmlns twice", `{xmlns:s = "a"; xmlns:s = "b"}`, 1, 23, `namespace prefix "s" bound twice`},
 		{"xmlns not a string", `{xmlns:s = 1}`, 1, 12, `expected a namespace URI string after "xmlns:s =", found "1"`},
 		{"xmlns bad prefix", `{xmlns:1s = "a"}`, 1, 8, `namespace prefix "1s" is not an XML name`},
@@ -269,7 +269,11 @@ func TestParseErrors(t *testing.T) {
 		{"xpath empty", `{xpath()}`, 1, 8, `expected an XPath expression after "xpath(", found ")"`},
 		{"xpath unclosed string", `{xpath(/a = 'x)}`, 1, 7, `expected ")" to close "xpath(", found end of input`},
 		{"true with operand", `{true exists x}`, 1, 14, `expected ";" or "}", found "x"`},
-		{"invalid utf8", "{a == 1; \xff}", 1, 10, `expected an attribute name, json(...), xpath(...) or a type, match or xmlns clause, found "\xff"`},
+		{"invalid utf8", "{a == 1; \xff}", 1, 10, `byte 0xff is not UTF-8 (write bytes that are not UTF-8 in strings as \x escapes)`},
+		{"invalid utf8 in string", "{a == \"é\xff\"}", 1, 9, `byte 0xff is not UTF-8 (write bytes that are not UTF-8 in strings as \x escapes)`},
+		{"invalid utf8 in raw string", "{a == `\xc3`}", 1, 8, `byte 0xc3 is not UTF-8 (write bytes that are not UTF-8 in strings as \x escapes)`},
+		{"weight underflow", `{match score >= 1; a exists weight 1e-999}`, 1, 36, `number 1e-999 rounds to 0`},
+		{"threshold underflow", `{match score >= 1e-400; a exists}`, 1, 17, `number 1e-400 rounds to 0`},
 		{"comment", `{a exists // no}`, 1, 11, `expected ";" or "}", found "/"`},
 		{"multiline position", "{\n  type ⊑ Reading;\n  délta == ;\n}", 3, 12, `expected a value after "==", found ";"`},
 		{"columns count runes", `{"ünï" == ;}`, 1, 11, `expected a value after "==", found ";"`},
@@ -293,6 +297,14 @@ func TestParseErrors(t *testing.T) {
 			assert.Equal(t, err, cerr, "Compile returns Parse's error")
 		})
 	}
+}
+
+// TestParseEscapedByte: a byte that is not UTF-8 is written as an
+// escape (raw, it is refused: TestParseErrors).
+func TestParseEscapedByte(t *testing.T) {
+	spec, err := Parse(`{a == "\xff"}`)
+	require.NoError(t, err)
+	require.Equal(t, "\xff", spec.Predicates[0].Value.Str())
 }
 
 func TestSyntaxErrorOffset(t *testing.T) {
