@@ -114,7 +114,9 @@
 //     compact form, so most entries are rejected, and many matched,
 //     without reading the filter; only the rest are verified, from the
 //     filter's record: its predicates in a few bytes each (varints,
-//     float64 bits, strings inline), not its *Filter.
+//     float64 bits, strings inline), not its *Filter. A set of more than
+//     8 members also keeps its members' offsets in sorted order, so that
+//     membership costs a binary search, not a scan.
 //   - The dense engine takes filters made only of numeric comparisons and
 //     ranges on attributes ("match all", and "at least" or "score" with
 //     integral weights 1–15), once a group has 32 of them. It keeps each

@@ -3,6 +3,7 @@ package filter
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -19,12 +20,24 @@ import (
 //	pred      = op:byte flags:byte [ uvarint(key) ] [ weight:f64 ] operands .
 //	flags     = source (bits 0–1) | loOpen 4 | hiOpen 8 | weighted 16 .
 //	operands  = value (=, ≠, <, ≤, >, ≥, prefix, suffix, contains)
-//	          | value value (ranges) | uvarint(n) uvarint(bytes) n×value (∈, ∉)
+//	          | value value (ranges)
+//	          | uvarint(n) uvarint(bytes) n×value [ n×offset ] (∈, ∉)
 //	          | nothing .
 //	value     = kind:byte ( zigzag varint (int, time) | f64 (float) | byte (bool)
 //	          | uvarint(len) bytes (string) ) .
 //	access    = accNone | accDirect | accAlways
 //	          | accPreds uvarint(n) n×uvarint(pred << 1 | present) .
+//
+// A set of more than recSetLinear members is followed by its search
+// order: the offsets of its members from the first one's start (uint16
+// little-endian when the members take at most 1<<16 bytes, uint32
+// otherwise), sorted by setOrder, a total order in which members that
+// ontology.Equal makes equal are adjacent. Verification binary-searches
+// it, reading O(log n) members instead of n, so a set of 10k members
+// (about what 64 KiB of filter source holds) no longer costs every event
+// of its type a scan. The members themselves keep the filter's order, so
+// that a record reads back as the same predicate and the same postings;
+// a small set, such as W-SPARSE's of 2–4, has no order and is scanned.
 //
 // access says under which postings the index entered the filter (see
 // postingsOf): none, the group's direct or always list, or n access
@@ -57,6 +70,14 @@ const recBlockBytes = 1 << 16
 // recCompactMin is the fewest dead record bytes that make the writer
 // compact; a variable so that tests can compact with few filters.
 var recCompactMin = 4 * recBlockBytes
+
+// recSetLinear is the most members a set predicate's record scans; a
+// larger set's record carries its search order (see Records), 2 bytes a
+// member (4 past 64 KiB of members). A scan costs about 7 ns a member of small ints, a search about
+// 35 ns at 8 members and 60–80 at 16 (BenchmarkSetHolds): they cross
+// between 4 and 8, so sets of up to 8, W-SPARSE's among them, keep the
+// scan and need no order. doc.go, Index.Add and Index.Match say 8.
+const recSetLinear = 8
 
 // Flags of an encoded predicate.
 const (
@@ -179,9 +200,71 @@ func appendRecord(b []byte, f *Filter, keys []uint32, at []int) ([]byte, []int) 
 			b = append(b, lb[:k]...)
 			copy(b[at+k:], b[at:len(b)-k])
 			copy(b[at:], lb[:k])
+			if len(p.Set) > recSetLinear {
+				b = appendSetOrder(b, p.Set, at+k)
+			}
 		}
 	}
 	return b, at
+}
+
+// appendSetOrder appends the search order of set, whose members b holds
+// from first on (see Records).
+func appendSetOrder(b []byte, set []ontology.Value, first int) []byte {
+	type member struct {
+		v   ontology.Value
+		off uint32
+	}
+	ms := make([]member, len(set))
+	for i, j := 0, first; i < len(set); i++ {
+		ms[i].off = uint32(j - first)
+		ms[i].v, j = readValue(b, j)
+	}
+	slices.SortStableFunc(ms, func(a, b member) int { return setOrder(a.v, b.v) })
+	wide := len(b)-first > 1<<16
+	for _, m := range ms {
+		if wide {
+			b = binary.LittleEndian.AppendUint32(b, m.off)
+		} else {
+			b = binary.LittleEndian.AppendUint16(b, uint16(m.off))
+		}
+	}
+	return b
+}
+
+// setOrder compares a and b in the order of a set's search order: numbers
+// (ints and floats together, by ontology.Compare, then NaN), strings,
+// times, bools, then invalid values. Values equal by ontology.Equal
+// compare 0, and a value that is not NaN or invalid compares 0 only with
+// values it equals.
+func setOrder(a, b ontology.Value) int {
+	ra, rb := setRank(a), setRank(b)
+	if ra != rb {
+		return ra - rb
+	}
+	c, _ := ontology.Compare(a, b) // 0 for NaNs and invalid values, which end their ranks
+	return c
+}
+
+// setRank is the rank of v's kind in setOrder; NaN ranks after the
+// other numbers.
+func setRank(v ontology.Value) int {
+	switch v.Kind() {
+	case ontology.KindInt:
+		return 0
+	case ontology.KindFloat:
+		if v.IsNaN() {
+			return 1
+		}
+		return 0
+	case ontology.KindString:
+		return 2
+	case ontology.KindTime:
+		return 3
+	case ontology.KindBool:
+		return 4
+	}
+	return 5
 }
 
 func appendValue(b []byte, v ontology.Value) []byte {
@@ -274,7 +357,9 @@ type rpred struct {
 	weight float64 // as Predicate.weight: 1 when unweighted
 	lo, hi ontology.Value
 	nset   int
-	set    int // where the first member starts in the record
+	set    int  // where the first member starts in the record
+	order  int  // where the set's search order starts; 0: none (see Records)
+	wide   bool // the search order's offsets are uint32, not uint16
 }
 
 // readPred decodes the predicate at b[i:] into p and returns the place
@@ -294,7 +379,7 @@ func readPred(b []byte, i int, p *rpred) int {
 		p.weight = math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))
 		i += 8
 	}
-	p.lo, p.hi, p.nset = ontology.Value{}, ontology.Value{}, 0
+	p.lo, p.hi, p.nset, p.order = ontology.Value{}, ontology.Value{}, 0, 0
 	if p.src == SourceXPath {
 		return i
 	}
@@ -311,6 +396,14 @@ func readPred(b []byte, i int, p *rpred) int {
 		i += w
 		p.nset, p.set = int(n), i
 		i += int(l)
+		if p.nset > recSetLinear {
+			p.order, p.wide = i, l > 1<<16
+			if p.wide {
+				i += 4 * p.nset
+			} else {
+				i += 2 * p.nset
+			}
+		}
 	}
 	return i
 }
@@ -356,6 +449,9 @@ func (p *rpred) holds(b []byte, x val) bool {
 		c, ok = ontology.Compare(v, p.hi)
 		return ok && (c < 0 || c == 0 && !p.hiOpen)
 	case OpIn, OpNotIn:
+		if p.order != 0 {
+			return p.search(b, v) == (p.op == OpIn)
+		}
 		in := false
 		for i, j := 0, p.set; i < p.nset; i++ {
 			var m ontology.Value
@@ -374,6 +470,36 @@ func (p *rpred) holds(b []byte, x val) bool {
 		return v.Kind() == ontology.KindString && strings.Contains(v.Str(), p.lo.Str())
 	}
 	return false
+}
+
+// search reports whether v, not NaN, is a member of set predicate p of
+// record b, which has a search order: a binary search for the first
+// member not below v in setOrder, which is equal to v if any member is.
+// Cost: O(log n) members read.
+func (p *rpred) search(b []byte, v ontology.Value) bool {
+	lo, hi := 0, p.nset // the members below lo are below v; those from hi on are not
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if m, _ := readValue(b, p.set+p.offset(b, h)); setOrder(m, v) < 0 {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	if lo == p.nset {
+		return false
+	}
+	m, _ := readValue(b, p.set+p.offset(b, lo))
+	return ontology.Equal(v, m)
+}
+
+// offset returns the offset of the k-th member of p's search order from
+// its first member.
+func (p *rpred) offset(b []byte, k int) int {
+	if p.wide {
+		return int(binary.LittleEndian.Uint32(b[p.order+4*k:]))
+	}
+	return int(binary.LittleEndian.Uint16(b[p.order+2*k:]))
 }
 
 // members calls fn with each member of set predicate p of record b.

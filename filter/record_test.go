@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +51,11 @@ func recordPreds(o Operand, vs []ontology.Value) []Predicate {
 			ps = append(ps, o.Prefix(v.Str()), o.pred(OpSuffix, v), o.pred(OpContains, v))
 		}
 	}
+	// Sets long enough for a search order, of every literal (NaN and
+	// ±Inf among them), in two orders and with repeats.
+	rev := slices.Clone(vs)
+	slices.Reverse(rev)
+	ps = append(ps, o.In(vs...), o.NotIn(vs...), o.In(append(rev, vs[:recSetLinear]...)...), o.NotIn(rev[:recSetLinear+1]...))
 	for i := range ps {
 		if i%5 == 1 && ps[i].Op != OpTrue {
 			ps[i].Weight = float64(i%7) + 0.25
