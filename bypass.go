@@ -35,10 +35,25 @@ import (
 //     PathChange naming B itself) and answers BranchPoint back to R.
 //
 // B, for its part, keeps the class's events from going up toward R. Each
-// event reads the switch's bypass rules once (bypassTable, memoized in its
-// eventFrames), so it goes either the old way or the new one: none is lost
-// or duplicated while paths change; events in flight on the old path may
-// arrive after later ones on the new.
+// event reads the switch's bypass rules once (bypassTable), after its
+// match and before it leaves the switch's matching (rvSwitch.matched),
+// and its links follow the rules and the filters it matched together, so
+// it goes either the old way or the new one: none is lost or duplicated
+// while paths change; events in flight on the old path may arrive after
+// later ones on the new. The merge point changes its rules and its filter
+// index (the bypass link's filter) in an order that keeps the two in
+// step for every event:
+//
+//   - rules first, then the index, when the event that matched the new
+//     index must read the new rules: the bypass filter is known (and
+//     ignored) before it is installed, and the class goes toward R again
+//     before the filter is removed — an event reads its rules after its
+//     match;
+//   - the index, then Switch.matching's wait, then the rules, when the
+//     event that reads the new rules must have matched the new index: the
+//     class goes only over the bypass link once its filter is installed,
+//     and the filter stops being ignored once it is removed — the wait
+//     lets go every event that matched before, having read its rules.
 //
 // A bypass ends (BypassEnd, along the same switches, the merge point
 // turning back) when a subscription that may want the class appears off
@@ -90,12 +105,9 @@ func (t *bypassTable) lookup(e *Event) (bypassRule, bool) {
 }
 
 // allows reports whether e may cross link r given the switch's bypass
-// rules as e saw them (shared memoizes them per event), and the proxy
-// filters hits it matched there.
+// rules as e read them when it was matched (shared.bypass, matched), and
+// the proxy filters hits it matched there.
 func (s *rvSwitch) allows(r *router, e *Event, hits []hitSub, shared *eventFrames) bool {
-	if !shared.bypassRead {
-		shared.bypass, shared.bypassRead = s.bypass.Load(), true
-	}
 	t := shared.bypass
 	if t == nil {
 		for _, h := range hits {
@@ -481,6 +493,9 @@ func (s *rvSwitch) mergeTo(c classOf, p *pathRole, back *router) {
 		fail()
 		return
 	}
+	// Every event that matched without the filter has read its rules
+	// before the class goes only over the bypass link (see the top).
+	s.sw.matching.wait()
 	s.sw.routeMu.Lock()
 	s.mu.Lock()
 	if s.paths[c.ref] != p { // the bypass ended meanwhile
@@ -596,7 +611,9 @@ func (s *rvSwitch) endMerge(ref linkctl.ClassRef, p *pathRole) {
 	s.dropRule(ref, nil)
 	if proxy := p.proxy; proxy != nil {
 		// Cancelling takes Switch.routeMu: after the locks. The event
-		// that reads the table without the rule ignores the filter.
+		// that reads the table without the rule ignores the filter;
+		// forget waits for the events that matched the filter before it
+		// stops being ignored (see the top).
 		s.wg.Go(func() {
 			proxy.sess.forget(proxy)
 			proxy.cancel()

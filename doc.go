@@ -239,7 +239,8 @@
 // (deliver) → sink.go (the router of the overlay link toward the
 // rendezvous switch, whose peer registered the type when the advertisement
 // passed) → overlay_end.go (forward: only under a proxy filter of the
-// event's own type, and as the bypass rules say) → … → on each switch,
+// event's own type, and as the bypass rules it read when it was matched
+// say, bypass.go) → … → on each switch,
 // overlay_end.go (receive: counted if this is the rendezvous switch) →
 // switch.go (deliver: up the advertisement path, and down the request
 // paths that meet it, never back).

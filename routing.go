@@ -84,6 +84,12 @@ type switchRouting interface {
 	routed(sub *Subscription) []*linkAck
 	// unrouted is told that sub has ended (Switch.routeRemove).
 	unrouted(sub *Subscription)
+	// matched is told that an event has been matched, before the switch
+	// lets it leave its matching (Switch.matching), and records in shared
+	// the routing state its links are chosen by (S3: the bypass rules), one
+	// version per event. Reading it there lets a change order itself
+	// against the filter index with matching.wait (bypass.go).
+	matched(shared *eventFrames)
 	// linkControl handles a control message of the routing's own that
 	// arrived over shared link r (sharedEnd.control): an Advertise or
 	// Unadvertise in a place whose S1 routing keeps an advertisement
@@ -132,6 +138,7 @@ func (stateless) advertise(context.Context, *Session, []Advertisement) error { r
 func (stateless) withdraw(*Session)                                          {}
 func (stateless) routed(*Subscription) []*linkAck                            { return nil }
 func (stateless) unrouted(*Subscription)                                     {}
+func (stateless) matched(*eventFrames)                                       {}
 
 // linkControl refuses what a routing carries over shared links of its own
 // (advertisements, bleeders): these routings carry none.

@@ -212,6 +212,10 @@ func (m *managedSwitch) unrouted(sub *Subscription) {
 	m.report(&linkctl.ModelChange{Op: linkctl.ChangeCancel, Key: sub.id})
 }
 
+// matched has nothing to record: a managed place's constraints are proxy
+// filters, which the event matched.
+func (*managedSwitch) matched(*eventFrames) {}
+
 // advertise reports session s's advertisements to the agent and waits for
 // its verdicts; a refused one is withdrawn.
 func (m *managedSwitch) advertise(ctx context.Context, s *Session, ads []Advertisement) error {

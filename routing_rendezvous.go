@@ -458,6 +458,11 @@ func (s *rvSwitch) close() {
 // by Switch.routeRemove.
 func (*rvSwitch) unrouted(*Subscription) {}
 
+// matched records the bypass rules the event's links are chosen by
+// (bypass.go): read after its match and before it leaves the switch's
+// matching, so that the rules it reads agree with the filters it matched.
+func (s *rvSwitch) matched(shared *eventFrames) { shared.bypass = s.bypass.Load() }
+
 // linkControl carries nothing: the overlay end handles the rendezvous
 // routing's own messages.
 func (*rvSwitch) linkControl(*router, linkctl.Message) (bool, error) { return false, nil }

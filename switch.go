@@ -425,9 +425,9 @@ type eventFrames struct {
 	seen    bool // the event's ID is recorded as seen already
 
 	// bypass is the switch's S3 bypass rules as the event read them, once
-	// for all its links (bypass.go), when bypassRead.
-	bypass     *bypassTable
-	bypassRead bool
+	// for all its links, between its match and its leaving the switch's
+	// matching (switchRouting.matched, bypass.go).
+	bypass *bypassTable
 }
 
 type publishScratch struct {
@@ -483,6 +483,9 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 		}
 	}
 	sw.mu.RUnlock()
+	shared := &ps.shared
+	*shared = eventFrames{seen: from != nil} // an event from a link was recorded when it arrived
+	sw.routing.matched(shared)               // before leave: a change waits for it (matching.wait)
 	sw.matching.leave(g)
 	if skip != nil { // the caller's code: after leave, so that it may unregister
 		n = len(slices.DeleteFunc(ps.hits[:n], func(h hitSub) bool { return skip(h.sub.sess) }))
@@ -495,8 +498,6 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 		return cmp.Compare(a.id, b.id)
 	})
 	var errs []error
-	shared := &ps.shared
-	*shared = eventFrames{seen: from != nil} // an event from a link was recorded when it arrived
 	for len(hits) > 0 {
 		s := hits[0].sub.sess
 		k := 1
@@ -512,11 +513,12 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 }
 
 // matching counts the deliveries between their Match and their lookup
-// of Switch.subs, in two generations, as the filter index counts its
-// readers (left-right): a delivery adds itself to the current generation
-// (enter), and wait flips the generation and waits for the old one to
-// empty, twice, so that it returns once every delivery that entered
-// before it was called has left. A delivery costs three atomic
+// of Switch.subs and of the routing's state (switchRouting.matched), in
+// two generations, as the filter index counts its readers (left-right):
+// a delivery adds itself to the current generation (enter), and wait
+// flips the generation and waits for the old one to empty, twice, so
+// that it returns once every delivery that entered before it was called
+// has left. A delivery costs three atomic
 // operations; wait costs the Matches in progress (at 1M filters, about
 // a millisecond), and never waits for a delivery that enters meanwhile.
 type matching struct {
