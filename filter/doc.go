@@ -109,10 +109,12 @@
 //     enough that the filter cannot match unless one of them holds — chosen
 //     by estimated cost: equality and set membership by hash of the value,
 //     prefix and suffix by hash of the affix, anything else by presence of
-//     the operand. Each list entry carries signatures of the attributes
-//     and values its filter needs and up to four of its predicates in
-//     compact form, so most entries are rejected, and many matched,
-//     without reading the filter; only the rest are verified, from the
+//     the operand. Each list entry carries, in the list, a signature of
+//     the attributes its filter needs and up to two of its small-domain
+//     integer predicates as 64-bit bitmaps (or a signature of the values
+//     it needs), and, in the entry the list leads to, up to four of its
+//     predicates in compact form, so most entries are rejected, and many
+//     matched, without reading the filter; only the rest are verified, from the
 //     filter's record: its predicates in a few bytes each (varints,
 //     float64 bits, strings inline), not its *Filter. A set of more than
 //     8 members also keeps its members' offsets in sorted order, so that
@@ -141,7 +143,7 @@
 // state except for XML payloads, JSON strings with escapes and JSON
 // numbers beyond float64. The benchmarks in bench/ give the figures.
 //
-// Memory is about 220 bytes per numeric-interval filter and 330 per
+// Memory is about 220 bytes per numeric-interval filter and 345 per
 // filter on posting lists (bench/README.md). An index of millions of
 // dense-engine filters touches tens of megabytes per event, scattered:
 // where Linux's transparent huge pages are enabled for the process (the

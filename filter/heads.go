@@ -12,8 +12,9 @@ import (
 // List heads: what a posting list reads first of each filter, in order,
 // to reject most of the filters it reaches without reading their items.
 //
-// Besides the attribute and equality signatures, a head can hold one
-// small-domain predicate of the filter as a bitmap: an =, ≠, ∈, ∉ or range
+// Besides the attribute and equality signatures, a head can hold two
+// small-domain predicates of the filter as bitmaps (the second in place
+// of the equality signature): an =, ≠, ∈, ∉ or range
 // on an integer-valued attribute whose outcome changes only inside 64
 // consecutive integers. Bit i says whether the predicate holds for the
 // integer base+i; outside that window it is false (=, ∈, ranges) or true
@@ -23,10 +24,13 @@ import (
 // decide exactly, so a value the bitmap cannot judge (a number that is not
 // an integer) passes it.
 
-// lhead is what a posting list reads first of each filter (40 bytes).
+// lhead is what a posting list reads first of each filter (48 bytes).
 type lhead struct {
-	sig  uint64 // the filter's draft.sig
-	vsig uint64 // the filter's draft.vsig
+	sig uint64 // the filter's draft.sig
+	// w2 is, with headBits in kf2, the bitmap of a second predicate, on
+	// attribute key kf2&headKeyMask over the integers base2…base2+63;
+	// otherwise the filter's draft.vsig.
+	w2 uint64
 	// ent is the filter's *entry, beside what rejects it, so that a
 	// reader reaches the entries its heads let through without another
 	// cache miss. The writer sets it before publishing the head, and
@@ -44,6 +48,10 @@ type lhead struct {
 	kf   uint32
 	base int16
 	post uint16 // which posting of its entry this is
+	// kf2 is the second bitmap's key and flags (headBits, headOutside),
+	// as kf's; base2 its base. Never written once the head is published.
+	kf2   uint32
+	base2 int16
 }
 
 // entry returns the entry of h's posting.
@@ -61,7 +69,7 @@ const (
 // open reports whether h rejects no event: it needs no attribute, no
 // attribute value, and has no bitmap or set mask.
 func (h *lhead) open() bool {
-	return h.sig == 0 && h.vsig == 0 && h.mask == 0 && h.kf&headBits == 0
+	return h.sig == 0 && h.w2 == 0 && h.mask == 0 && h.kf&headBits == 0 && h.kf2&headBits == 0
 }
 
 // Event positions (scratch.ipos): an integer value, or one of these, all
@@ -96,12 +104,13 @@ func headPos(v ontology.Value) int64 {
 	return posOther
 }
 
-// headHolds reports whether the bitmap of h (whose kf, loaded, is kf)
-// may hold at position pos: false only when the predicate fails for
-// every value at pos.
-func headHolds(h *lhead, kf uint32, pos int64) bool {
-	if d := uint64(pos - int64(h.base)); d < 64 {
-		return h.mask>>d&1 != 0
+// headHolds reports whether the bitmap mask, of base base and flags kf
+// (a head's mask, base and kf, or its w2, base2 and kf2), may hold at
+// position pos: false only when the predicate fails for every value at
+// pos.
+func headHolds(mask uint64, base int16, kf uint32, pos int64) bool {
+	if d := uint64(pos - int64(base)); d < 64 {
+		return mask>>d&1 != 0
 	}
 	return pos == posFrac || pos != posAbsent && kf&headOutside != 0
 }
@@ -198,21 +207,23 @@ func roundBound(v ontology.Value, round func(float64) float64) (int64, bool) {
 	return 0, false
 }
 
-// headPred chooses the predicate of match-all filter e (drafted as dr),
-// other than implied, that list heads test as a bitmap: of those with a bitmap form
-// on an attribute, the one an event is least likely to satisfy, estimated
-// from the group's popularity counts (the share of filters testing the
-// attribute, times the share of the equalities on it that the bitmap's
-// values take; for values no equality names, the bitmap's share of 64).
-// It returns the predicate's index plus one, or 0 for none. Cost: at most
+// headPred chooses the two predicates of match-all filter e (drafted as
+// dr), other than implied, that list heads test as bitmaps: of those with
+// a bitmap form on an attribute, the two an event is least likely to
+// satisfy, estimated from the group's popularity counts (the share of
+// filters testing the attribute, times the share of the equalities on it
+// that the bitmap's values take; for values no equality names, the
+// bitmap's share of 64). It returns each predicate's index plus one, or
+// 0 for none, the least likely first. Cost: at most
 // 64 map lookups per candidate predicate. mu must be held.
-func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
+func (x *Index) headPred(e *entry, dr *draft, implied int32) (uint8, uint8) {
 	if dr.f.mode != ModeAll || len(dr.f.preds) >= math.MaxUint8 {
-		return 0
+		return 0, 0
 	}
 	total := float64(max(1, dr.gp.filters))
 	best, bestEst := 0, 2.0
-	var bestForm headForm
+	second, secondEst := 0, 2.0
+	var bestForm, secondForm headForm
 	for i := range dr.f.preds {
 		p := &dr.f.preds[i]
 		k := dr.keys[i]
@@ -248,13 +259,19 @@ func (x *Index) headPred(e *entry, dr *draft, implied int32) uint8 {
 			}
 		}
 		est := min(1, float64(st.present)/total) * in
-		if est < bestEst {
+		switch {
+		case est < bestEst:
+			second, secondEst, secondForm = best, bestEst, bestForm
 			best, bestEst = i+1, est
 			bestForm = headForm{mask, base, outside}
+		case est < secondEst:
+			second, secondEst = i+1, est
+			secondForm = headForm{mask, base, outside}
 		}
 	}
 	dr.head, dr.headForm = uint8(best), bestForm
-	return uint8(best)
+	dr.head2, dr.headForm2 = uint8(second), secondForm
+	return uint8(best), uint8(second)
 }
 
 // headForm is the bitmap form of a predicate (see smallSet).
@@ -265,26 +282,45 @@ type headForm struct {
 }
 
 // makeHead returns the head of posting ps[j] of the filter drafted as
-// dr.
+// dr: its first bitmap, or else its set mask (anyMask); its second
+// bitmap, or else its value signature.
 func makeHead(dr *draft, ps []posting, j int) lhead {
-	h := lhead{sig: dr.sig, vsig: dr.vsig, post: uint16(j), kf: uint32(dr.vword) << headVWord}
-	if hp := ps[j].head; hp != 0 && dr.f.mode == ModeAll {
-		i := hp - 1
-		hf, ok := dr.headForm, true
-		if hp != dr.head {
-			hf.mask, hf.base, hf.outside, ok = smallSet(&dr.f.preds[i])
-		}
-		if ok {
-			h.mask, h.base = hf.mask, int16(hf.base)
-			h.kf |= dr.keys[i] | headBits
-			if hf.outside {
-				h.kf |= headOutside
-			}
-			return h
-		}
+	h := lhead{sig: dr.sig, w2: dr.vsig, post: uint16(j), kf: uint32(dr.vword) << headVWord}
+	if dr.f.mode != ModeAll {
+		return h
 	}
-	am, aw := anyMask(dr, ps, j)
-	h.mask = am
-	h.kf |= uint32(aw) << headAWord
+	if hf, k, ok := headBitmap(dr, ps[j].head, dr.head, dr.headForm); ok {
+		h.mask, h.base, h.kf = hf.mask, int16(hf.base), h.kf|k
+	} else {
+		am, aw := anyMask(dr, ps, j)
+		h.mask = am
+		h.kf |= uint32(aw) << headAWord
+	}
+	if hf, k, ok := headBitmap(dr, ps[j].head2, dr.head2, dr.headForm2); ok {
+		h.w2, h.base2, h.kf2 = hf.mask, int16(hf.base), k
+	}
 	return h
+}
+
+// headBitmap returns the bitmap form of predicate hp-1 of the filter
+// drafted as dr, and its key with headBits and headOutside, or false for
+// hp 0. last and form are the predicate headPred chose last in that
+// place and its form, taken rather than computed again.
+func headBitmap(dr *draft, hp, last uint8, form headForm) (headForm, uint32, bool) {
+	if hp == 0 {
+		return headForm{}, 0, false
+	}
+	i := hp - 1
+	hf, ok := form, true
+	if hp != last {
+		hf.mask, hf.base, hf.outside, ok = smallSet(&dr.f.preds[i])
+	}
+	if !ok {
+		return headForm{}, 0, false
+	}
+	k := dr.keys[i] | headBits
+	if hf.outside {
+		k |= headOutside
+	}
+	return hf, k, true
 }

@@ -81,7 +81,7 @@ func TestSmallSetAgreesWithHolds(t *testing.T) {
 				if x.present {
 					pos = headPos(x.v)
 				}
-				want, got := p.holds(x), headHolds(h, h.kf, pos)
+				want, got := p.holds(x), headHolds(h.mask, h.base, h.kf, pos)
 				if want {
 					assert.True(t, got, "%+v rejected %v, which it holds for", p, x.v)
 				}
@@ -163,7 +163,7 @@ func TestHeadPos(t *testing.T) {
 
 // TestIndexHeads matches events against filters whose predicates have
 // bitmap forms, with the Index and with the oracle: match-all filters
-// whose list heads test them, "at least" and "score" filters in the same
+// whose list heads test one or two of them, "at least" and "score" filters in the same
 // lists, filters removed and added again, events with values at and beyond
 // the windows' ends, fractional, NaN, of other kinds, or missing.
 func TestIndexHeads(t *testing.T) {
@@ -201,7 +201,7 @@ func TestIndexHeads(t *testing.T) {
 		}
 		add(Spec{Type: "T", Predicates: []Predicate{on("c", p), on("b", q)}})
 	}
-	bitmaps := 0
+	bitmaps, seconds := 0, 0
 	typ, _ := o.Lookup("T")
 	for _, kp := range ix.inst[ix.side.Load()].groups[typ.ID+1].byKey {
 		ls := []*plist{kp.present}
@@ -216,10 +216,14 @@ func TestIndexHeads(t *testing.T) {
 				if h.kf&headBits != 0 {
 					bitmaps++
 				}
+				if h.kf2&headBits != 0 {
+					seconds++
+				}
 			}
 		}
 	}
 	require.Greater(t, bitmaps, 100, "list heads with a bitmap")
+	require.Greater(t, seconds, 50, "list heads with a second bitmap")
 	vals := headValues()
 	check := func(step string) {
 		t.Helper()

@@ -184,8 +184,8 @@ type draft struct {
 	// head is, plus one, the predicate headPred chose last, and headForm
 	// its bitmap form, which makeHead takes rather than computing it
 	// again.
-	head     uint8
-	headForm headForm
+	head, head2         uint8
+	headForm, headForm2 headForm
 }
 
 // data is one of the two copies readers switch between: the groups, the
@@ -334,7 +334,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	makeItem(e, dr, ps)
 	heads := headBuf[:0]
 	for j := range ps {
-		if j > 0 && ps[j].head == ps[j-1].head && ps[j].implied == ps[j-1].implied {
+		if j > 0 && ps[j].head == ps[j-1].head && ps[j].head2 == ps[j-1].head2 && ps[j].implied == ps[j-1].implied {
 			// The head of a posting depends on its head predicate and
 			// on the predicate it implies: the postings of a set
 			// membership share it.

@@ -358,15 +358,22 @@ func (s *scratch) verifyList(d *data, l *plist) {
 	for i := range heads {
 		h := &heads[i]
 		kf := atomic.LoadUint32(&h.kf)
-		if kf&headDead != 0 || h.sig&^s.sig != 0 || h.vsig&^s.vsig[kf>>headVWord&3] != 0 {
-			continue // removed; or needs an attribute, or an attribute value, the event lacks
+		if kf&headDead != 0 || h.sig&^s.sig != 0 {
+			continue // removed; or needs an attribute the event lacks
 		}
 		if kf&headBits != 0 {
-			if !headHolds(h, kf, s.ipos[kf&headKeyMask]) {
+			if !headHolds(h.mask, h.base, kf, s.ipos[kf&headKeyMask]) {
 				continue // a small-domain predicate fails
 			}
 		} else if h.mask != 0 && h.mask&s.vsig[kf>>headAWord&3] == 0 {
 			continue // none of a set's values
+		}
+		if kf2 := h.kf2; kf2&headBits != 0 {
+			if !headHolds(h.w2, h.base2, kf2, s.ipos[kf2&headKeyMask]) {
+				continue // a second small-domain predicate fails
+			}
+		} else if h.w2&^s.vsig[kf>>headVWord&3] != 0 {
+			continue // needs an attribute value the event lacks
 		}
 		cand = append(cand, h.entry())
 	}

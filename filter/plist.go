@@ -13,7 +13,7 @@ import (
 // reached without reading them: heads (heads.go), read in order, each
 // with its filter's entry (not its slot, so that verification reaches a
 // filter in one step); the entries' items (makeItem) are read for the
-// filters heads let through. Memory: 40 bytes per posting, in arrays up
+// filters heads let through. Memory: 48 bytes per posting, in arrays up
 // to twice as long as the postings they hold.
 //
 // The arrays are append-only: the writer fills places n… (one Add fills

@@ -35,9 +35,9 @@ const (
 // index does not keep them; postingsOf derives them from the record.
 type posting struct {
 	kind postingKind
-	// head is, plus one, the predicate the list's head tests as a bitmap
-	// (see headPred), or 0.
-	head uint8
+	// head and head2 are, plus one, the predicates the list's head tests
+	// as bitmaps (see headPred), or 0.
+	head, head2 uint8
 	// via is, plus one, the range predicate of a postRange posting, and
 	// span the number of integers its bitmap covers (see smallSet).
 	via, span uint8
@@ -288,9 +288,9 @@ func (x *Index) chooseHeads(e *entry, dr *draft, ps []posting) {
 			not = int32(p.via) - 1
 		}
 		if j > 0 && p.implied == ps[j-1].implied && p.via == ps[j-1].via {
-			p.head = ps[j-1].head
+			p.head, p.head2 = ps[j-1].head, ps[j-1].head2
 		} else {
-			p.head = x.headPred(e, dr, not)
+			p.head, p.head2 = x.headPred(e, dr, not)
 		}
 	}
 }
