@@ -181,9 +181,9 @@ type draft struct {
 	// gp is the popularity counts of the filter's group, looked up once
 	// per Add: chooseAccess and headPred read them for every predicate.
 	gp *groupPop
-	// head is, plus one, the predicate headPred chose last, and headForm
-	// its bitmap form, which makeHead takes rather than computing it
-	// again.
+	// head and head2 are, plus one, the predicates headPred chose last,
+	// and headForm and headForm2 their bitmap forms, which makeHead takes
+	// rather than computing them again.
 	head, head2         uint8
 	headForm, headForm2 headForm
 }
