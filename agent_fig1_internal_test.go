@@ -73,17 +73,7 @@ func newFig1(t *testing.T, timeout time.Duration) *fig1 {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, name := range []string{"N1", "N2", "N3", "N4", "P1", "P2", "P3", "P4"} {
-		sw, err := NewSwitch(SwitchConfig{Name: name, Place: place})
-		require.NoError(t, err)
-		l, err := tr.Listen(name)
-		require.NoError(t, err)
-		served := make(chan error, 1)
-		go func() { served <- sw.Serve(context.Background(), l) }()
-		t.Cleanup(func() {
-			require.NoError(t, sw.Close())
-			require.NoError(t, <-served)
-		})
-		require.Eventually(t, func() bool { return sw.State() == Active }, 10*time.Second, time.Millisecond)
+		sw := activeSwitch(t, tr, place, name)
 		f.sw[name] = sw
 		f.addrs = append(f.addrs, name)
 	}

@@ -48,17 +48,7 @@ func newBypassNet(t *testing.T) *bypassNet {
 	ctx := context.Background()
 	sws := map[string]*Switch{}
 	for _, j := range []struct{ name, via string }{{"R", ""}, {"M", "R"}, {"B", "R"}} {
-		sw, err := NewSwitch(SwitchConfig{Name: j.name, Place: place})
-		require.NoError(t, err)
-		l, err := tr.Listen(j.name)
-		require.NoError(t, err)
-		served := make(chan error, 1)
-		go func() { served <- sw.Serve(context.Background(), l) }()
-		t.Cleanup(func() {
-			require.NoError(t, sw.Close())
-			require.NoError(t, <-served)
-		})
-		require.Eventually(t, func() bool { return sw.State() == Active }, 10*time.Second, time.Millisecond)
+		sw := activeSwitch(t, tr, place, j.name)
 		require.NoError(t, sw.Join(ctx, tr, j.via), j.name)
 		sws[j.name] = sw
 	}

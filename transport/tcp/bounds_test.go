@@ -3,7 +3,6 @@ package tcp_test
 import (
 	"context"
 	"encoding/binary"
-	"github.com/sion-go/sion/internal/testenv"
 	"io"
 	"log/slog"
 	"maps"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sion-go/sion/internal/testenv"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )

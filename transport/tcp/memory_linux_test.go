@@ -2,7 +2,6 @@ package tcp_test
 
 import (
 	"encoding/binary"
-	"github.com/sion-go/sion/internal/testenv"
 	"net"
 	"runtime"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sion-go/sion/internal/testenv"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )
