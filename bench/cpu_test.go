@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -34,3 +35,11 @@ func reportCPU(b *testing.B, d time.Duration, n int, unit string) {
 		b.ReportMetric(float64(d.Nanoseconds())/float64(n), unit)
 	}
 }
+
+// collectGarbage runs a full collection before a timed loop whose code
+// allocates nothing (Match), so that the collector does not mark the
+// harness's garbage — the filters, the oracle — during the loop: the
+// process's CPU time counts the collector's, so that a cycle running
+// into the loop would be charged to Match (W-SPARSE at 10⁶ filters, 2,000
+// events: 58 µs once with the collector on, 43 with GOGC=off).
+func collectGarbage() { runtime.GC() }

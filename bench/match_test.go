@@ -64,6 +64,7 @@ var (
 // against the oracle.
 func benchMatch(bm *testing.B, b *built) {
 	checkOracle(bm, b, sampleFor(b.n))
+	collectGarbage()
 	count := 0
 	fn := func(uint64, float64) { count++ }
 	bm.ReportAllocs()

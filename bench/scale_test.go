@@ -50,6 +50,7 @@ func BenchmarkMatchWINTScale(b *testing.B) {
 				require.True(b, sameHits(got, want[k]), "event %d: %s", k, firstDiff(got, want[k]))
 			}
 
+			collectGarbage()
 			count := 0
 			fn := func(uint64, float64) { count++ }
 			b.ReportAllocs()
