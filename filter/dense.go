@@ -128,9 +128,11 @@ func (b bitset) word(s uint32) *uint64 {
 // Variables so that tests can span several chunks with few filters
 // (setChunkShift).
 var (
-	chunkShift uint32 = 19
+	chunkShift uint32 = maxChunkShift
 	chunkSlots        = 1 << chunkShift
 )
+
+const maxChunkShift = 19 // chunkShift's default; tests only lower it
 
 // chunkOf returns the chunk of slot s and s's place in it.
 func chunkOf(s uint32) (c int, i uint32) {

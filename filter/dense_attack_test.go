@@ -239,26 +239,28 @@ type attackVariant struct {
 	name                      string
 	marks, pend, purge, reLay int
 	verify, orFirst, orAll    int
+	words                     int // orWordsBelow: 0 ORs word by word from the first check on
 }
 
 // The engines of these tests are small: orAll 0 makes them take the
 // ordered ORs (orOrdered) that only engines of more than orAllWords
 // words take by default.
 var attackVariants = []attackVariant{
-	{name: "defaults", marks: 16, pend: 64, purge: 64, reLay: 4, verify: 256, orFirst: 8, orAll: 2048},
-	{name: "fewmarks", marks: 2, pend: 1, purge: 8, reLay: 2, verify: 256, orFirst: 8, orAll: 2048},
-	{name: "stopearly", marks: 5, pend: 3, purge: 4, reLay: 4, verify: -1000, orFirst: 0, orAll: 0},
-	{name: "fulllines", marks: 7, pend: 2, purge: 8, reLay: 4, verify: 256, orFirst: 1, orAll: 0},
-	{name: "ordered", marks: 16, pend: 64, purge: 64, reLay: 4, verify: 256, orFirst: 8, orAll: 0},
+	{name: "defaults", marks: 16, pend: 64, purge: 64, reLay: 4, verify: 256, orFirst: 16, orAll: 64, words: 8},
+	{name: "fewmarks", marks: 2, pend: 1, purge: 8, reLay: 2, verify: 256, orFirst: 16, orAll: 64, words: 8},
+	{name: "stopearly", marks: 5, pend: 3, purge: 4, reLay: 4, verify: -1000, orFirst: 0, orAll: 0, words: 8},
+	{name: "fulllines", marks: 7, pend: 2, purge: 8, reLay: 4, verify: 256, orFirst: 1, orAll: 0, words: 1 << 30},
+	{name: "words", marks: 7, pend: 2, purge: 8, reLay: 4, verify: 256, orFirst: 1, orAll: 0, words: 0},
+	{name: "ordered", marks: 16, pend: 64, purge: 64, reLay: 4, verify: 256, orFirst: 16, orAll: 0, words: 8},
 }
 
 func (v attackVariant) set(t *testing.T) {
 	t.Helper()
-	a, b, c, d, e, f, g := maxMarks, pendMax, purgeMin, relayout, verifyWords, orFullFirst, orAllWords
+	a, b, c, d, e, f, g, h := maxMarks, pendMax, purgeMin, relayout, verifyWords, orFullFirst, orAllWords, orWordsBelow
 	t.Cleanup(func() {
-		maxMarks, pendMax, purgeMin, relayout, verifyWords, orFullFirst, orAllWords = a, b, c, d, e, f, g
+		maxMarks, pendMax, purgeMin, relayout, verifyWords, orFullFirst, orAllWords, orWordsBelow = a, b, c, d, e, f, g, h
 	})
-	maxMarks, pendMax, purgeMin, relayout, verifyWords, orFullFirst, orAllWords = v.marks, v.pend, v.purge, v.reLay, v.verify, v.orFirst, v.orAll
+	maxMarks, pendMax, purgeMin, relayout, verifyWords, orFullFirst, orAllWords, orWordsBelow = v.marks, v.pend, v.purge, v.reLay, v.verify, v.orFirst, v.orAll, v.words
 }
 
 // denseCount returns the number of filters held by dense engines.

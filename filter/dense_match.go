@@ -82,10 +82,11 @@ func halfPage(n int) []uint64 {
 //
 // In an engine of at most orAllWords words of u, every bitset the event
 // selects is ORed, in the engine's order of attributes (orEvery). In a
-// larger one the bitsets are ORed fullest first; once most of u is set,
-// lines of u that are full are skipped, and when few enough filters are
-// left unmarked that verifying them costs less than the ORs still to do,
-// the rest are not done (orOrdered).
+// larger one the bitsets are ORed fullest first, the first orFullFirst
+// of them in one pass over u; then, once few slots are left unmarked,
+// word by word of u, and when few enough are left that verifying them
+// costs less than the ORs still to do, the rest are not done
+// (orOrdered).
 func (dn *dense) match(s *scratch, d *data) {
 	g := dn.cur.Load()
 	n := g.n.Load()
@@ -96,11 +97,12 @@ func (dn *dense) match(s *scratch, d *data) {
 		dn.count(s, d, g, n)
 		return
 	}
-	u := s.failed(g, n)
-	if len(u) <= orAllWords {
+	var u []uint64
+	if words := int(n+63) >> 6; words <= orAllWords {
+		u = s.failed(g, n)
 		s.orEvery(d, g, u)
 	} else {
-		s.orOrdered(d, g, u)
+		u = s.orOrdered(d, g, n)
 	}
 	s.verifyLeft(d, dn, g, u)
 }
@@ -124,12 +126,16 @@ func (s *scratch) orEvery(d *data, g *dgen, u []uint64) {
 	}
 }
 
-// orOrdered ORs into u the bitsets orEvery would, fullest first, skipping
-// full lines of u after the first orFullFirst, and stops when verifying
-// the slots left unmarked costs less than the ORs still to do (see
-// verifyCost).
-func (s *scratch) orOrdered(d *data, g *dgen, u []uint64) {
-	words := len(u)
+// orOrdered returns u, the slots of a Match that saw n slots published
+// that are not live or fail a bitset orEvery would OR, ORing the bitsets
+// fullest first: the first orFullFirst in one pass over u (orFirst);
+// then, every fourth bitset, it stops when verifying the slots left
+// unmarked costs less than the ORs still to do (see verifyCost), or, when
+// fewer than one slot in orWordsBelow words is left, ORs the rest word
+// by word of u (orWords); else it ORs the next bitset skipping full lines
+// of u.
+func (s *scratch) orOrdered(d *data, g *dgen, n uint32) []uint64 {
+	words := int(n+63) >> 6
 	// The bitsets to OR, and their order: most bits first. An order key
 	// is the complement of the bitset's count, then its place in srcs,
 	// so that a plain sort of integers makes the order.
@@ -151,27 +157,32 @@ func (s *scratch) orOrdered(d *data, g *dgen, u []uint64) {
 		}
 	}
 	slices.Sort(order)
-	left := -1 // u's unmarked slots, when the OR before counted them
-	for i, o := range order {
-		src := srcs[uint32(o)]
-		lines := i >= orFullFirst
-		if lines && i%4 == 0 {
+	first := min(max(orFullFirst, 0), len(order))
+	u, left := s.orFirst(g, n, srcs, order[:first]) // left: u's unmarked slots, or -1 when not counted
+	for i := first; i < len(order); i++ {
+		if i%4 == 0 {
 			if left < 0 {
 				left = alive(u)
 			}
 			if left*verifyCost(words) < (len(order)-i)*words {
 				break
 			}
+			if left*orWordsBelow < words {
+				orWords(u, srcs, order[i:])
+				break
+			}
 		}
 		left = -1
-		if next := i + 1; next >= orFullFirst && next%4 == 0 && next < len(order) {
+		src := srcs[uint32(order[i])]
+		if next := i + 1; next%4 == 0 && next < len(order) {
 			left = orCount(u, src) // for the check before the next OR
 			continue
 		}
-		orBits(u, src, lines)
+		orBits(u, src, true)
 	}
 	clear(srcs)
 	s.srcs, s.order = srcs[:0], order[:0]
+	return u
 }
 
 // verifyBatch is how many of the slots left unmarked verifyLeft loads
@@ -284,24 +295,39 @@ func orderKey(held int32, i int) uint64 {
 // Verifying one filter costs about as much as ORing verifyWords words of
 // a bitset, plus more in larger engines, whose records are further out of
 // cache (see verifyCost). A variable so that tests can make match stop
-// ORing early. orFullFirst is how many of the fullest bitsets are ORed
-// before match looks for full lines of u and considers stopping: until
-// then few lines are full.
+// ORing early.
+//
+// orFullFirst is how many of the fullest bitsets match ORs into u in one
+// pass (orFirst) before it looks at what is left: u is read and written
+// once, not once per bitset, which at 10⁶ slots and more (u larger than
+// the core's 512 KB cache) was most of the time. W-INT, in-process
+// alternation, CPU per event against ORing the first 8 one by one and
+// skipping full lines after them: 8 fused 0.62–0.70, 12 fused
+// 0.49–0.64, 16 fused 0.42–0.47, at 10⁶ and 9·10⁶ filters; 20 fused
+// 0.95–1.01 of 16, 24 to 40 1.02–1.13 (2026-12-03, load 3–4).
+//
+// orWordsBelow: once fewer than one slot in orWordsBelow words of u is
+// left unmarked, match ORs the bitsets left word by word of u (orWords):
+// each word still unmarked takes the same word of the bitsets in turn,
+// fullest first, until it is full, about 4 loads per unmarked slot,
+// where ORing a bitset skipping full lines reads every line of u and
+// most lines of the bitset (W-INT at 9·10⁶ filters, 2,400 slots left
+// after 16 bitsets, 11 bitsets to go). W-INT at 10⁶ and 9·10⁶ filters
+// with the old first 8 (medians of 8–10 rounds, three runs, load 3–5):
+// word by word below 1 slot in 8 words 0.72–0.84 of the line ORs, 1 in
+// 4 0.65–0.84, 1 in 16 0.70–0.89, 1 in 2 0.80–0.82, 1 in 1 0.93–1.00.
 //
 // orAllWords is the largest u, in words, for which match ORs every
-// bitset without ordering them (orEvery): ordering them, and counting
-// what is left to decide when to stop, cost more than the ORs it saves
-// in engines of up to 10⁵ slots and more (W-INT, CPU per event of
-// orEvery against orOrdered: 0.79 at 10³ filters, 0.89 at 4·10³, 0.93
-// at 10⁴, 0.95 at 4·10⁴, 0.95–0.97 at 10⁵; the whole Match of W-SPARSE
-// at 10⁶ filters, whose one engine holds 394 filters of 64 attributes,
-// 0.95–0.97; in-process alternation, 2026-12-02). At 10⁶ (15,625 words)
-// it was 1.013, so larger engines keep the order. A variable so that
-// tests can run both ways on small engines.
+// bitset without ordering them (orEvery). With the first ORs in one pass
+// and the rest word by word, ordered ORs cost W-INT 0.68 of orEvery at
+// 10⁴ filters, 0.53 at 4·10⁴, 0.51 at 10⁵, 0.91–0.95 at 5,000 (78
+// words) and about the same below (in-process alternation, 2026-12-03).
+// Variables so that tests can run each way on small engines.
 var (
-	verifyWords = 256
-	orFullFirst = 8
-	orAllWords  = 2048
+	verifyWords  = 256
+	orFullFirst  = 16
+	orWordsBelow = 8
+	orAllWords   = 64
 )
 
 // verifyCost returns what verifying one filter costs, in words ORed, in
@@ -317,120 +343,6 @@ var (
 // in-process alternation, 2026-12-02).
 func verifyCost(words int) int {
 	return verifyWords + min(words, 2048)/8 + max(0, words-2048)/32
-}
-
-// alive returns the number of bits of u not set.
-func alive(u []uint64) int {
-	n := 0
-	for _, w := range u {
-		n += bits.OnesCount64(^w)
-	}
-	return n
-}
-
-// orBits ORs the engine bitset src into u, of a Match that saw n slots
-// published, a cache line at a time skipping full lines of u when lines
-// is set. Every word but u's last is read plainly: the writer only ever
-// merges into the word of the last slot it published, and the words
-// before it were written before the count this Match loaded (see dense).
-// The last word is read atomically.
-func orBits(u []uint64, src bitset, lines bool) {
-	last := len(u) - 1
-	body := u[:last]
-	for c, ch := range src {
-		lo := chunkStart(c) >> 6
-		if lo >= len(body) {
-			break
-		}
-		if lines {
-			orLines(body[lo:], ch)
-		} else {
-			orInto(body[lo:], ch)
-		}
-	}
-	u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
-}
-
-// orCount is orBits skipping full lines, and returns the slots of u left
-// unmarked: the ORed lines' bits counted while in registers, so that
-// match's rule to stop ORing needs no pass of its own over u.
-func orCount(u []uint64, src bitset) int {
-	last := len(u) - 1
-	body := u[:last]
-	left := 0
-	for c, ch := range src {
-		lo := chunkStart(c) >> 6
-		if lo >= len(body) {
-			break
-		}
-		left += orLinesCount(body[lo:], ch)
-	}
-	u[last] |= atomic.LoadUint64(src.word(uint32(last) << 6))
-	return left + bits.OnesCount64(^u[last])
-}
-
-// orLinesCount is orLines, returning the bits of dst (as far as src
-// goes) left unset.
-func orLinesCount(dst, src []uint64) int {
-	n := min(len(dst), len(src))
-	left := 0
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		d := dst[i : i+8 : i+8]
-		if d[0]&d[1]&d[2]&d[3]&d[4]&d[5]&d[6]&d[7] == ^uint64(0) {
-			continue
-		}
-		s := src[i : i+8 : i+8]
-		d[0] |= s[0]
-		d[1] |= s[1]
-		d[2] |= s[2]
-		d[3] |= s[3]
-		d[4] |= s[4]
-		d[5] |= s[5]
-		d[6] |= s[6]
-		d[7] |= s[7]
-		left += bits.OnesCount64(^d[0]) + bits.OnesCount64(^d[1]) + bits.OnesCount64(^d[2]) + bits.OnesCount64(^d[3]) +
-			bits.OnesCount64(^d[4]) + bits.OnesCount64(^d[5]) + bits.OnesCount64(^d[6]) + bits.OnesCount64(^d[7])
-	}
-	for ; i < n; i++ {
-		dst[i] |= src[i]
-		left += bits.OnesCount64(^dst[i])
-	}
-	return left
-}
-
-// orLines ORs src into dst a cache line (8 words) at a time, skipping the
-// lines of dst that are all ones; src may be shorter or longer.
-func orLines(dst, src []uint64) {
-	n := min(len(dst), len(src))
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		d := dst[i : i+8 : i+8]
-		if d[0]&d[1]&d[2]&d[3]&d[4]&d[5]&d[6]&d[7] == ^uint64(0) {
-			continue
-		}
-		s := src[i : i+8 : i+8]
-		d[0] |= s[0]
-		d[1] |= s[1]
-		d[2] |= s[2]
-		d[3] |= s[3]
-		d[4] |= s[4]
-		d[5] |= s[5]
-		d[6] |= s[6]
-		d[7] |= s[7]
-	}
-	for ; i < n; i++ {
-		dst[i] |= src[i]
-	}
-}
-
-// orInto ORs src into dst; src may be shorter or longer.
-func orInto(dst, src []uint64) {
-	n := min(len(dst), len(src))
-	dst, src = dst[:n], src[:n]
-	for i := range dst {
-		dst[i] |= src[i]
-	}
 }
 
 // count is match for counting engines: per attribute it gathers the slots

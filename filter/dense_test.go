@@ -32,18 +32,20 @@ func TestDenseMatchesOracle(t *testing.T) {
 	})
 	require.NoError(t, err)
 	attrs := []string{"i0", "i1", "f0", "f1"}
-	for _, c := range []struct{ n, marks, pend int }{{300, 16, 64}, {3000, 16, 64}, {3000, 4, 1}, {5000, 3, 5}, {4000, 7, 2}} {
+	for _, c := range []struct{ n, marks, pend int }{{300, 16, 64}, {3000, 16, 64}, {3000, 4, 1}, {5000, 3, 5}, {4000, 7, 2}, {4500, 6, 3}} {
 		n := c.n
 		t.Run(fmt.Sprintf("n=%d/marks=%d/pend=%d", n, c.marks, c.pend), func(t *testing.T) {
-			defer func(a, d, e, f, g, h int) {
-				maxMarks, purgeMin, pendMax, verifyWords, orFullFirst, orAllWords = a, d, e, f, g, h
-			}(maxMarks, purgeMin, pendMax, verifyWords, orFullFirst, orAllWords)
+			defer func(a, d, e, f, g, h, i int) {
+				maxMarks, purgeMin, pendMax, verifyWords, orFullFirst, orAllWords, orWordsBelow = a, d, e, f, g, h, i
+			}(maxMarks, purgeMin, pendMax, verifyWords, orFullFirst, orAllWords, orWordsBelow)
 			maxMarks, purgeMin, pendMax = c.marks, 8, c.pend
 			switch c.marks {
 			case 4: // match orders the ORs, stops at once and verifies every filter left
 				verifyWords, orFullFirst, orAllWords = -1000, 0, 0
 			case 7: // match orders the ORs and skips full lines after the first bitset
-				orFullFirst, orAllWords = 1, 0
+				orFullFirst, orAllWords, orWordsBelow = 1, 0, 1<<30
+			case 6: // match ORs the first two bitsets in one pass and the rest word by word
+				orFullFirst, orAllWords, orWordsBelow = 2, 0, 0
 			case 3: // match orders the ORs with the default rules
 				orAllWords = 0
 			}
@@ -425,6 +427,9 @@ func TestDenseRecords(t *testing.T) {
 // setChunkShift makes chunks of 2^k slots for a test; call the function
 // it returns to restore them.
 func setChunkShift(k uint32) func() {
+	if k > maxChunkShift {
+		panic("setChunkShift: chunks longer than zeroChunk")
+	}
 	old := chunkShift
 	set := func(k uint32) {
 		chunkShift, chunkSlots = k, 1<<k
@@ -797,6 +802,55 @@ func TestOrCount(t *testing.T) {
 			left := orCount(u, src)
 			require.Equal(t, want, u, "slots %d density %d", slots, density)
 			require.Equal(t, alive(want), left, "slots %d density %d", slots, density)
+		}
+	}
+}
+
+// TestOrFirstAndWords: orFirst sets u to the slots not live or past n
+// ORed with its bitsets, and counts those left; orWords then ORs the
+// rest as whole ORs would: across chunks, with bitsets longer than u,
+// more or fewer than eight of them, and a last word partly past n.
+func TestOrFirstAndWords(t *testing.T) {
+	defer setChunkShift(10)()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, slots := range []int{64, 640, 1024, 1088, 3*1024 + 576} {
+		for _, nsrc := range []int{1, 5, 8, 13, 16, 21} {
+			for _, n := range []int{slots, slots - 23} {
+				words := (n + 63) / 64
+				live := bitset(growChunks[uint64](nil, slots, 6))
+				srcs := make([]bitset, nsrc)
+				order := make([]uint64, nsrc)
+				want := make([]uint64, words)
+				for w := range words {
+					*live.word(uint32(w) << 6) = ^(r.Uint64() & r.Uint64() & r.Uint64())
+					want[w] = ^*live.word(uint32(w) << 6)
+				}
+				for k := range srcs {
+					// Every third bitset has room for a chunk more.
+					size := slots
+					if k%3 == 2 {
+						size += 1024
+					}
+					srcs[k] = growChunks[uint64](nil, size, 6)
+					for w := range words {
+						b := r.Uint64() & r.Uint64() & r.Uint64()
+						*srcs[k].word(uint32(w) << 6) = b
+						want[w] |= b
+					}
+					order[k] = orderKey(int32(r.IntN(100)), k)
+				}
+				if r := n % 64; r != 0 {
+					want[words-1] |= ^uint64(0) << r
+				}
+				name := fmt.Sprintf("slots %d srcs %d n %d", slots, nsrc, n)
+				for first := range nsrc + 1 {
+					var s scratch
+					u, left := s.orFirst(&dgen{live: live}, uint32(n), srcs, order[:first])
+					require.Equal(t, alive(u), left, "%s first %d", name, first)
+					orWords(u, srcs, order[first:])
+					require.Equal(t, want, u, "%s first %d", name, first)
+				}
+			}
 		}
 	}
 }
