@@ -124,9 +124,11 @@
 //     integral weights 1–15), once a group has 32 of them. It keeps each
 //     as a record of a few bytes per predicate, not as a *Filter, finds
 //     the filters an event fails with checkpoint bitsets per attribute
-//     (REIN, HEM), ORed fullest first in engines of more than 131,072
-//     slots (all of them, unordered, in smaller ones), and verifies
-//     exactly the few filters they leave unmarked. Removal is lazy (dead slots are dropped
+//     (REIN, HEM), ORed fullest first in engines of more than 4,096
+//     slots (the first 16 in one pass over the engine, the rest only
+//     into the words still unmarked; all of them, unordered, in smaller
+//     engines), and verifies exactly the few filters they leave
+//     unmarked. Removal is lazy (dead slots are dropped
 //     when they outnumber live ones, by a new layout that holds the writer
 //     for time proportional to the live filters, about a second at 500,000;
 //     readers never wait).
@@ -145,7 +147,7 @@
 //
 // Memory is about 220 bytes per numeric-interval filter and 345 per
 // filter on posting lists (bench/README.md). An index of millions of
-// dense-engine filters touches tens of megabytes per event, scattered:
+// dense-engine filters reads tens of megabytes per event:
 // where Linux's transparent huge pages are enabled for the process (the
 // system setting "always"; the Go runtime does not ask for them under
 // "madvise"), fewer TLB misses cut its time per event by about a quarter
