@@ -187,11 +187,20 @@ func (l *plist) moved(c int, pos *places) *plist {
 // scattered, and W-SPARSE's set memberships take 2–4 postings, which
 // with one place per array, and the others in a slice, cost an Add and a
 // Remove three or four cache misses.
+//
+// The slots' places are in chunks of placesChunk slots, added as slots
+// are, never copied: one slice grown by append allocated about five
+// times what it kept (it grows by a quarter when large), 84 bytes per
+// filter while building 10⁶ W-SPARSE filters, each byte on a page the
+// build touched for the first time (see bench/README.md on page faults).
 type places struct {
-	slots []slotPlaces // by slot
-	rest  [][]int32    // postings placesInline… of filters with more
-	free  []uint32     // unused indexes of rest
+	chunks []*[placesChunk]slotPlaces // by slot / placesChunk
+	rest   [][]int32                  // postings placesInline… of filters with more
+	free   []uint32                   // unused indexes of rest
 }
+
+// placesChunk is how many slots' places a chunk of places holds: 16 KB.
+const placesChunk = 1 << 10
 
 // placesInline is how many postings of a filter have their place in
 // its slotPlaces.
@@ -207,8 +216,8 @@ type slotPlaces struct {
 
 // make makes room for the n postings of the filter in slot.
 func (p *places) make(slot uint32, n int) {
-	for len(p.slots) <= int(slot) {
-		p.slots = append(p.slots, slotPlaces{})
+	for len(p.chunks) <= int(slot/placesChunk) {
+		p.chunks = append(p.chunks, new([placesChunk]slotPlaces))
 	}
 	if n > placesInline {
 		var r uint32
@@ -224,24 +233,30 @@ func (p *places) make(slot uint32, n int) {
 		} else {
 			p.rest[r] = make([]int32, m)
 		}
-		p.slots[slot].more = r + 1
+		p.slot(slot).more = r + 1
 	}
+}
+
+// slot returns the places of the filter in slot.
+func (p *places) slot(slot uint32) *slotPlaces {
+	return &p.chunks[slot/placesChunk][slot%placesChunk]
 }
 
 // drop forgets the places of the filter in slot.
 func (p *places) drop(slot uint32) {
-	if r := p.slots[slot].more; r != 0 {
+	sp := p.slot(slot)
+	if r := sp.more; r != 0 {
 		if cap(p.rest[r-1]) > 4 {
 			p.rest[r-1] = nil // keep only small slices for reuse
 		}
 		p.free = append(p.free, r-1)
-		p.slots[slot].more = 0
+		sp.more = 0
 	}
 }
 
 // get returns the place of posting j of the filter in slot.
 func (p *places) get(slot uint32, j int) int32 {
-	sp := &p.slots[slot]
+	sp := p.slot(slot)
 	if j < placesInline {
 		return sp.at[j]
 	}
@@ -250,7 +265,7 @@ func (p *places) get(slot uint32, j int) int32 {
 
 // set makes at the place of posting j of the filter in slot.
 func (p *places) set(slot uint32, j int, at int32) {
-	sp := &p.slots[slot]
+	sp := p.slot(slot)
 	if j < placesInline {
 		sp.at[j] = at
 	} else {

@@ -32,7 +32,7 @@ func TestPlistRebuild(t *testing.T) {
 			addShare = 1
 		}
 		if len(live) == 0 || r.IntN(5) < addShare {
-			e := &entry{id: uint64(step), slot: uint32(len(pos.slots))}
+			e := &entry{id: uint64(step), slot: uint32(step)}
 			pos.make(e.slot, 1)
 			if l.full() {
 				l = l.moved(grown(l.live), &pos)
