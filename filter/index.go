@@ -79,6 +79,7 @@ type Index struct {
 	free     []uint32      // free slots
 	next     uint32        // next unused slot
 	pos      places        // where each filter's postings are in their lists
+	spare    spares        // heads arrays of lists that moved, for lists that grow
 	nslots   atomic.Uint32 // next, published: what readers size Match's scratch by (written under mu, read atomically)
 	recs     recWriter
 
@@ -586,6 +587,8 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 	}
 	x.pos.make(e.slot, len(ps))
 	var fresh, moved []placed // lists to attach, lists to swap in
+	var oldBuf [4]*plist      // lists that moved, whose arrays go to x.spare after the write
+	olds := oldBuf[:0]
 	ranges := false
 	var lsBuf [8]*plist // the list of each posting, to publish
 	ls := lsBuf[:0]
@@ -599,13 +602,14 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 			l = looked[j]
 		}
 		if l == nil {
-			l = newPlist(grown(0))
+			l = &plist{heads: x.spare.heads(grown(0))}
 			fresh = append(fresh, placed{p, l})
 			at = &fresh[len(fresh)-1]
 		}
 		if l.full() {
 			old := l
-			l = l.moved(grown(l.live), &x.pos)
+			olds = append(olds, old)
+			l = l.moved(grown(l.live), &x.pos, &x.spare)
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
@@ -647,6 +651,11 @@ func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked [
 				}
 			}
 		})
+		// A list moved only with its successor in moved or fresh, so the
+		// write above has taken it out of both copies: no reader reads it.
+		for _, o := range olds {
+			x.spare.keep(o)
+		}
 	}
 	if k := e.kind(); k != noDense {
 		for _, d := range x.inst {
@@ -685,6 +694,8 @@ func (x *Index) leave(e *entry) {
 	var psBuf [8]posting // on the stack unless e has many postings
 	ps := postingsOf(e.record(), psBuf[:0])
 	var moved []placed
+	var oldBuf [4]*plist // lists that moved, whose arrays go to x.spare after the write
+	olds := oldBuf[:0]
 	var gone []posting // lists left empty
 	ranges := false
 	for j, p := range ps {
@@ -694,7 +705,8 @@ func (x *Index) leave(e *entry) {
 			l = d.lookup(g, p)
 		}
 		if l.del(x.pos.get(e.slot, j)) {
-			l = l.moved(int(l.live)*2, &x.pos) // may move the entry's other postings in l
+			olds = append(olds, l)
+			l = l.moved(int(l.live)*2, &x.pos, &x.spare) // may move the entry's other postings in l
 			if at == nil {
 				moved = append(moved, placed{p, l})
 			} else {
@@ -735,6 +747,9 @@ func (x *Index) leave(e *entry) {
 			d.detach(g, p)
 		}
 	})
+	for _, o := range olds {
+		x.spare.keep(o) // out of both copies (see enter)
+	}
 }
 
 // useKey makes the copy know key k, named kn (with XPath expression xe

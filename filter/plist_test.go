@@ -32,10 +32,10 @@ func TestPlistRebuild(t *testing.T) {
 			addShare = 1
 		}
 		if len(live) == 0 || r.IntN(5) < addShare {
-			e := &entry{id: uint64(step), slot: uint32(len(pos.slots))}
+			e := &entry{id: uint64(step), slot: uint32(step)}
 			pos.make(e.slot, 1)
 			if l.full() {
-				l = l.moved(grown(l.live), &pos)
+				l = l.moved(grown(l.live), &pos, nil)
 				moves++
 			}
 			pos.set(e.slot, 0, l.add(e, lhead{post: 0}))
@@ -44,7 +44,7 @@ func TestPlistRebuild(t *testing.T) {
 			k := r.IntN(len(live))
 			e := live[k]
 			if l.del(pos.get(e.slot, 0)) {
-				l = l.moved(2*int(l.live), &pos)
+				l = l.moved(2*int(l.live), &pos, nil)
 				moves++
 			}
 			pos.drop(e.slot)
@@ -380,7 +380,7 @@ func TestPlistPutPublish(t *testing.T) {
 	}
 	require.True(t, l.full(), "unpublished places count toward full")
 	assert.Equal(t, int32(2), l.n.Load())
-	nl := l.moved(grown(l.live), &pos)
+	nl := l.moved(grown(l.live), &pos, nil)
 	assert.Equal(t, int32(2), l.n.Load(), "the old list is not published again")
 	require.Equal(t, int32(4), nl.n.Load(), "the moved list holds the unpublished places")
 	for i, e := range es {
@@ -426,4 +426,49 @@ func TestAddSameListAcrossMove(t *testing.T) {
 	got = got[:0]
 	x.Match(ev, func(id uint64, _ float64) { got = append(got, id) })
 	assert.ElementsMatch(t, []uint64{0, 1, 2}, got)
+}
+
+// TestSpares checks which heads arrays spares keeps (those of the lengths
+// grown gives, up to spareClasses, at most spareMax of each) and that
+// the arrays it hands out are zeroed, as new ones are.
+func TestSpares(t *testing.T) {
+	c := 0
+	for k := range spareClasses + 1 {
+		c = grown(int32(c))
+		if k < spareClasses {
+			assert.Equal(t, k, spareClass(c), "length %d", c)
+		} else {
+			assert.Equal(t, -1, spareClass(c), "length %d", c)
+		}
+	}
+	for _, c := range []int{0, 1, 3, 5, 8, 16, 20, 28, 100} {
+		assert.Equal(t, -1, spareClass(c), "length %d", c)
+	}
+	var sp spares
+	e := &entry{id: 1}
+	ls := make([]*plist, spareMax+2)
+	for i := range ls {
+		ls[i] = &plist{heads: sp.heads(10)}
+		for range 10 {
+			ls[i].put(e, lhead{sig: uint64(i + 1), kf: 7})
+		}
+	}
+	for _, l := range ls {
+		sp.keep(l)
+	}
+	require.Len(t, sp[1], spareMax)
+	for range spareMax + 1 { // the last one new
+		h := sp.heads(10)
+		require.Len(t, h, 10)
+		for _, x := range h {
+			require.Zero(t, x)
+		}
+	}
+	assert.Empty(t, sp[1])
+	sp.keep(&plist{heads: make([]lhead, 11)}) // not a length grown gives
+	sp.keep(newBare(10))
+	for k := range sp {
+		assert.Empty(t, sp[k])
+	}
+	assert.Len(t, (*spares)(nil).heads(22), 22)
 }
