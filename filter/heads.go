@@ -33,9 +33,10 @@ type lhead struct {
 	w2 uint64
 	// ent is the filter's *entry, beside what rejects it, so that a
 	// reader reaches the entries its heads let through without another
-	// cache miss. The writer sets it before publishing the head, and
-	// replaces it, atomically, with a copy whose record moved (see
-	// Index.compactRecords); readers load it atomically (see entry).
+	// cache miss. The writer sets it before publishing the head and
+	// never changes it (a record compaction moves the entry's record,
+	// not the entry); readers load it atomically all the same (see
+	// entry).
 	ent unsafe.Pointer
 	// mask is, with headBits in kf, the bitmap of the predicate on
 	// attribute key kf&headKeyMask over the integers base…base+63;

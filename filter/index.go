@@ -121,7 +121,9 @@ type keyInfo struct {
 // filters its heads let through (see makeItem). Its postings are not
 // kept: the record says which predicates it was entered under, and
 // postingsOf derives them. It is shared by both copies and immutable
-// once built; slot never changes, group and kind are the writer's.
+// once built but for rec, which the writer moves to a copy of the same
+// bytes (record compaction) with an atomic store, and readers load
+// atomically; slot never changes, group and kind are the writer's.
 // Memory: 128 bytes, two cache lines (allocations of 128 bytes are
 // aligned to 128), and the record (about 42 bytes on W-SPARSE).
 type entry struct {
@@ -141,7 +143,8 @@ type entry struct {
 
 	id uint64
 	// rec and recLen are the record (predicates, keys, mode, access),
-	// never written once made: see record.
+	// whose bytes are never written once made: see record. rec moves
+	// (moveRecord); recLen does not.
 	rec    *byte
 	recLen uint32
 	group  int32 // type ID + 1; 0 for AnyType
@@ -150,11 +153,20 @@ type entry struct {
 // entryKind is the shift of the dense engine kind + 1 in entry.flags.
 const entryKind = 6
 
-// record returns e's record.
-func (e *entry) record() []byte { return unsafe.Slice(e.rec, e.recLen) }
+// record returns e's record. A reader holding it keeps it reachable
+// when the writer moves it: the bytes it reads stay the same.
+func (e *entry) record() []byte {
+	return unsafe.Slice((*byte)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&e.rec)))), e.recLen)
+}
 
-// setRecord makes b e's record.
+// setRecord makes b e's record, before e is published.
 func (e *entry) setRecord(b []byte) { e.rec, e.recLen = unsafe.SliceData(b), uint32(len(b)) }
+
+// moveRecord makes b, a copy of e's record, e's record, while readers
+// may be reading e.
+func (e *entry) moveRecord(b []byte) {
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&e.rec)), unsafe.Pointer(unsafe.SliceData(b)))
+}
 
 // kind returns the dense engine kind e could live in, or noDense.
 func (e *entry) kind() int { return int(e.flags>>entryKind) - 1 }

@@ -21,8 +21,9 @@ import (
 // its postings' places in every list before it publishes any; see put)
 // and then publishes their new length; a removed posting is marked dead
 // in its head (headDead, set atomically; readers load kf atomically),
-// and its place is not reused. The entry at a place is loaded atomically: the writer replaces
-// it with a copy whose record moved (see Index.compactRecords). When the
+// and its place is not reused. The entry at a place never changes once
+// published (a record compaction moves the entry's record, not the
+// entry: see Index.compactRecords). When the
 // arrays are full, or dead places outnumber live ones,
 // the writer copies the live postings into a new plist and puts it in
 // place of this one in both copies of the index (Index.write); readers
@@ -74,16 +75,6 @@ func (l *plist) at(i int32) *entry {
 		return l.ents[i].Load()
 	}
 	return l.heads[i].entry()
-}
-
-// replace puts e, a copy of the entry of the published posting at place
-// i, in its place.
-func (l *plist) replace(i int32, e *entry) {
-	if l.bare() {
-		l.ents[i].Store(e)
-	} else {
-		atomic.StorePointer(&l.heads[i].ent, unsafe.Pointer(e))
-	}
 }
 
 // add appends a posting of e, with its head h, to l, which must not be

@@ -121,26 +121,19 @@ func (w *recWriter) store(r []byte) []byte {
 
 // compactRecords copies the records of the filters in postings into new
 // blocks, so that the old blocks, mostly holding removed filters'
-// records, can go. An entry is immutable, so each gets a copy with the
-// new record, stored atomically in place of the old one in its lists
-// (plist.replace) and in entries; a reader holding the old entry keeps its
-// record reachable. mu must be held. Cost: O(live filters and their
-// postings), once the removed records outweigh the live ones.
+// records, can go. Each entry's record pointer moves to the copy with an
+// atomic store (entry.moveRecord); a reader still reading the old record
+// keeps its block reachable and reads the same bytes. mu must be held.
+// Cost: one copy of each live record, O(live filters), once the removed
+// records outweigh the live ones, so O(1) per Remove over time; it
+// touches neither lists nor entries' other fields and allocates only the
+// new blocks.
 func (x *Index) compactRecords() {
 	w := &x.recs
 	w.block, w.live, w.written = nil, 0, 0
 	w.moves++
-	d := x.inst[1-x.side.Load()]
-	var ps []posting
-	for id, e := range x.entries {
-		ne := *e
-		ne.setRecord(w.store(e.record()))
-		g := d.groups[e.group]
-		ps = postingsOf(e.record(), ps[:0])
-		for j, p := range ps {
-			d.lookup(g, p).replace(x.pos.get(e.slot, j), &ne)
-		}
-		x.entries[id] = &ne
+	for _, e := range x.entries {
+		e.moveRecord(w.store(e.record()))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -227,4 +228,40 @@ func TestRecordCompaction(t *testing.T) {
 	}
 	assert.Equal(t, live, ix.recs.live)
 	assert.LessOrEqual(t, ix.recs.written, 2*live+recCompactMin)
+}
+
+// TestRecordCompactionMoves checks that a compaction moves every live
+// record to a copy of the same bytes, in place in the same entry, so
+// that the blocks of the old records can go.
+func TestRecordCompactionMoves(t *testing.T) {
+	defer func(n int) { recCompactMin = n }(recCompactMin)
+	recCompactMin = 256
+	o, err := ontology.New([]ontology.TypeDef{{Name: "R", Attributes: []ontology.Attribute{
+		{Name: "a", Kind: ontology.KindInt},
+	}}})
+	require.NoError(t, err)
+	ix := NewIndex(o)
+	const n = 400
+	for i := range n {
+		require.NoError(t, ix.Add(uint64(i), MustCompile(fmt.Sprintf(`{type ⊑ R; a in {%d, %d}}`, i, i+1))))
+	}
+	before := map[uint64]*entry{}
+	recs := map[uint64][]byte{}
+	for id, e := range ix.entries {
+		before[id] = e
+		recs[id] = e.record()
+	}
+	moves := ix.recs.moves
+	removed := 0
+	for i := 0; ix.recs.moves == moves; i++ {
+		require.Less(t, i, n, "no compaction")
+		require.True(t, ix.Remove(uint64(i)))
+		removed++
+	}
+	require.Len(t, ix.entries, n-removed)
+	for id, e := range ix.entries {
+		assert.Same(t, before[id], e, "filter %d keeps its entry", id)
+		assert.Equal(t, recs[id], e.record(), "filter %d's record", id)
+		assert.NotSame(t, unsafe.SliceData(recs[id]), unsafe.SliceData(e.record()), "filter %d's record moved", id)
+	}
 }
