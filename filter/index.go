@@ -470,7 +470,11 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 
 // Remove takes the filter with id out of the index and reports whether it
 // was there. When Remove returns, no Match that starts afterwards reports
-// it. Safe for concurrent use, like Add.
+// it. Safe for concurrent use, like Add. Cost: O(number of postings), and
+// now and then the upkeep that removals leave (see the package doc): a
+// new layout of a dense engine or a compaction of the records, each
+// O(live filters), once removed filters outweigh live ones, so O(1) per
+// Remove over time; it holds other writers, never Match.
 func (x *Index) Remove(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
