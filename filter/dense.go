@@ -41,7 +41,8 @@ import (
 // current generation (dgen) and its slot count once per Match. The writer
 // writes a new slot's record and live bit before it publishes the count,
 // clears a removed filter's live bit atomically (readers load live words
-// atomically), and ORs bits into the other bitsets atomically, only ever
+// atomically) and then sets holes (until then readers skip the live
+// bitset: every slot below n is live), and ORs bits into the other bitsets atomically, only ever
 // into the word of the last slot it has published: the words before it
 // were complete before the count a reader loaded, so readers load them
 // plainly and only their last word atomically (see orBits). Slots are appended and
@@ -92,6 +93,7 @@ type dgen struct {
 	n       atomic.Uint32 // slots published
 	merged  atomic.Uint32 // slots whose bounds are all in the bitsets
 	maxFail atomic.Int32  // counting engines: the largest allowedFail of a slot
+	holes   atomic.Bool   // a filter has been removed: live has slots below n clear
 	slots   int           // capacity
 	ids     [][]uint64    // by slot: the filter's ID
 	off     [][]uint32    // by slot: its record's block (high bits) and place in it
@@ -511,6 +513,7 @@ func successor(g *dgen) *dgen {
 	ng.n.Store(g.n.Load())
 	ng.merged.Store(g.merged.Load())
 	ng.maxFail.Store(g.maxFail.Load())
+	ng.holes.Store(g.holes.Load())
 	return ng
 }
 
@@ -618,6 +621,7 @@ func (dn *dense) remove(s uint32, keys []uint32, moved func(id uint64, slot uint
 		}
 	}
 	atomic.AndUint64(g.live.word(s), ^(1 << (s & 63)))
+	g.holes.Store(true)
 	dn.live--
 	dn.dead++
 	if dn.live > 0 && dn.dead >= max(purgeMin, dn.live) {
@@ -770,31 +774,6 @@ func (dn *dense) touch(g *dgen, w uint32) {
 		}
 	}
 	dn.sum = sum
-}
-
-// countLE returns the number of boundaries ≤ b: a lower bound b is in
-// the lower bitsets 0…countLE-1. Boundaries are few (maxMarks): a
-// branch-free count beats a binary search.
-func countLE(bounds []float64, b float64) int {
-	n := 0
-	for _, x := range bounds {
-		if x <= b {
-			n++
-		}
-	}
-	return n
-}
-
-// countLT returns the number of boundaries < b: an upper bound b is in
-// the upper bitsets countLT… .
-func countLT(bounds []float64, b float64) int {
-	n := 0
-	for _, x := range bounds {
-		if x < b {
-			n++
-		}
-	}
-	return n
 }
 
 func popcount(x uint64) int { return bits.OnesCount64(x) }

@@ -342,6 +342,31 @@ func (sd *dside) layout(sample []float64, slots, marks int) {
 // the layout before balanced asks for a new one.
 const spreadGrowth = 1.25
 
+// countLE returns the number of boundaries ≤ b: a lower bound b is in
+// the lower bitsets 0…countLE-1. Boundaries are few (maxMarks): a
+// branch-free count beats a binary search.
+func countLE(bounds []float64, b float64) int {
+	n := 0
+	for _, x := range bounds {
+		if x <= b {
+			n++
+		}
+	}
+	return n
+}
+
+// countLT returns the number of boundaries < b: an upper bound b is in
+// the upper bitsets countLT… .
+func countLT(bounds []float64, b float64) int {
+	n := 0
+	for _, x := range bounds {
+		if x < b {
+			n++
+		}
+	}
+	return n
+}
+
 // balanced reports whether g's boundaries still fit the bounds of its
 // live filters, so that a layout now would change little: on each side
 // of each attribute, the spread of the bounds over the regions between

@@ -809,20 +809,28 @@ func TestOrCount(t *testing.T) {
 // TestOrFirstAndWords: orFirst sets u to the slots not live or past n
 // ORed with its bitsets, and counts those left; orWords then ORs the
 // rest as whole ORs would: across chunks, with bitsets longer than u,
-// more or fewer than eight of them, and a last word partly past n.
+// more or fewer than eight of them, a last word partly past n, and a
+// generation with holes (its live bitset read) or without (not read).
 func TestOrFirstAndWords(t *testing.T) {
 	defer setChunkShift(10)()
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, slots := range []int{64, 640, 1024, 1088, 3*1024 + 576} {
 		for _, nsrc := range []int{1, 5, 8, 13, 16, 21} {
-			for _, n := range []int{slots, slots - 23} {
+			for _, c := range []struct {
+				n     int
+				holes bool // some slots below n not live; else all are
+			}{{slots, true}, {slots - 23, true}, {slots, false}, {slots - 23, false}} {
+				n := c.n
 				words := (n + 63) / 64
 				live := bitset(growChunks[uint64](nil, slots, 6))
 				srcs := make([]bitset, nsrc)
 				order := make([]uint64, nsrc)
 				want := make([]uint64, words)
 				for w := range words {
-					*live.word(uint32(w) << 6) = ^(r.Uint64() & r.Uint64() & r.Uint64())
+					*live.word(uint32(w) << 6) = ^uint64(0)
+					if c.holes {
+						*live.word(uint32(w) << 6) = ^(r.Uint64() & r.Uint64() & r.Uint64())
+					}
 					want[w] = ^*live.word(uint32(w) << 6)
 				}
 				for k := range srcs {
@@ -842,10 +850,12 @@ func TestOrFirstAndWords(t *testing.T) {
 				if r := n % 64; r != 0 {
 					want[words-1] |= ^uint64(0) << r
 				}
-				name := fmt.Sprintf("slots %d srcs %d n %d", slots, nsrc, n)
+				name := fmt.Sprintf("slots %d srcs %d n %d holes %v", slots, nsrc, n, c.holes)
 				for first := range nsrc + 1 {
 					var s scratch
-					u, left := s.orFirst(&dgen{live: live}, uint32(n), srcs, order[:first])
+					g := &dgen{live: live}
+					g.holes.Store(c.holes)
+					u, left := s.orFirst(g, uint32(n), srcs, order[:first])
 					require.Equal(t, alive(u), left, "%s first %d", name, first)
 					orWords(u, srcs, order[first:])
 					require.Equal(t, want, u, "%s first %d", name, first)
