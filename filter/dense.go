@@ -178,12 +178,12 @@ func growChunks[T any](c [][]T, slots int, shift uint32) [][]T {
 	nc := make([][]T, len(c), last+1)
 	copy(nc, c)
 	if k := len(nc) - 1; k >= 0 && have < chunkStart(k+1) {
-		ch := make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift)
+		ch := populated(make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift))
 		copy(ch, nc[k])
 		nc[k] = ch
 	}
 	for k := len(nc); k <= last; k++ {
-		nc = append(nc, make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift))
+		nc = append(nc, populated(make([]T, (min(slots, chunkStart(k+1))-chunkStart(k))>>shift)))
 	}
 	return nc
 }
@@ -549,11 +549,11 @@ func (dn *dense) grow(g *dgen, recBytes int) *dgen {
 		case last == 0 && dn.recPos+recBytes <= blockBytes && len(g.recs[0]) < blockBytes:
 			// A short first block doubles, unless the record would not
 			// fit in a whole one: then it stays, and a new block follows.
-			b := make([]byte, min(blockBytes, max(2*len(g.recs[0]), dn.recPos+recBytes)))
+			b := populated(make([]byte, min(blockBytes, max(2*len(g.recs[0]), dn.recPos+recBytes))))
 			copy(b, g.recs[0][:dn.recPos])
 			ng.recs = [][]byte{b}
 		default:
-			ng.recs = append(g.recs[:len(g.recs):len(g.recs)], make([]byte, blockBytes))
+			ng.recs = append(g.recs[:len(g.recs):len(g.recs)], populated(make([]byte, blockBytes)))
 			dn.recPos = 0
 		}
 		dn.cur.Store(ng)

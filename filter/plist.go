@@ -219,7 +219,7 @@ func (sp *spares) heads(c int) []lhead {
 			return h
 		}
 	}
-	return make([]lhead, c)
+	return populated(make([]lhead, c))
 }
 
 // keep clears the heads array of l, a list that moved and that no reader
@@ -278,7 +278,7 @@ type slotPlaces struct {
 // make makes room for the n postings of the filter in slot.
 func (p *places) make(slot uint32, n int) {
 	for len(p.chunks) <= int(slot/placesChunk) {
-		p.chunks = append(p.chunks, new([placesChunk]slotPlaces))
+		p.chunks = append(p.chunks, (*[placesChunk]slotPlaces)(populated(make([]slotPlaces, placesChunk))))
 	}
 	if n > placesInline {
 		var r uint32

@@ -112,7 +112,7 @@ func (w *recWriter) store(r []byte) []byte {
 		return append([]byte(nil), r...) // too large to share a block
 	}
 	if len(w.block)+n > cap(w.block) {
-		w.block = make([]byte, 0, recBlockBytes)
+		w.block = populated(make([]byte, 0, recBlockBytes))
 	}
 	at := len(w.block)
 	w.block = append(w.block, r...)
