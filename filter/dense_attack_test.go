@@ -267,7 +267,7 @@ func (v attackVariant) set(t *testing.T) {
 func attackDenseFilters(ix *Index) int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return len(ix.denseAt)
+	return ix.denseAt.len()
 }
 
 // TestAttackDenseEdgeValues fills the groups of a type hierarchy, and the
@@ -396,7 +396,7 @@ func TestAttackDenseEdgeCases(t *testing.T) {
 			require.NoError(t, ix.Add(1, f))
 			require.NoError(t, bf.Add(1, f))
 			ix.mu.Lock()
-			_, dense := ix.denseAt[1]
+			_, dense := ix.denseAt.get(1)
 			ix.mu.Unlock()
 			require.True(t, dense, "the filter under test lives in a dense engine")
 			attackDiff(t, ix, bf, c.ev)

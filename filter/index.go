@@ -56,11 +56,10 @@ type Index struct {
 	ont *ontology.Ontology
 
 	mu      sync.Mutex // serialises writers; guards everything below it
-	entries map[uint64]*entry
+	entries idTable[*entry]
 	// denseAt locates the filters that live in dense engines (they have
-	// no entry): the group in the high 32 bits, the engine kind in bit
-	// 31, the engine slot in the low 31.
-	denseAt map[uint64]uint64
+	// no entry): see denseLoc.
+	denseAt idTable[uint64]
 	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
 	// vocab caches Resolve's ontology look-ups that succeeded, by type ID
 	// + 1 (0: AnyType) and attribute name as filters spell it: one map
@@ -234,7 +233,7 @@ func NewIndex(o *ontology.Ontology) *Index {
 	if o == nil {
 		panic("filter: NewIndex with a nil ontology")
 	}
-	x := &Index{ont: o, entries: map[uint64]*entry{}, denseAt: map[uint64]uint64{}, keys: map[keyName]*keyRef{}, attrRefs: map[string]*keyRef{}, pop: map[int]*groupPop{}}
+	x := &Index{ont: o, keys: map[keyName]*keyRef{}, attrRefs: map[string]*keyRef{}, pop: map[int]*groupPop{}}
 	for i := range x.inst {
 		x.inst[i] = &data{groups: make([]*group, o.NumTypes()+1), attrKeys: map[string]uint32{}}
 	}
@@ -252,7 +251,7 @@ var ErrDuplicateID = errors.New("filter: duplicate filter ID")
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.entries) + len(x.denseAt)
+	return x.entries.len() + x.denseAt.len()
 }
 
 // Add puts f into the index under id. f is first passed through Resolve,
@@ -273,7 +272,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	// f's lines and the entries map's, when cold, miss together, before
 	// resolve reads f (see touchFilter).
 	touchFilter(f)
-	_, dup := x.entries[id]
+	_, dup := x.entries.get(id)
 	x.lookups = x.lookups[:0]
 	if f != nil {
 		x.lookups = append(x.lookups, make([]*attrLookup, len(f.preds))...)
@@ -291,7 +290,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
-	if _, dup := x.denseAt[id]; dup {
+	if _, dup := x.denseAt.get(id); dup {
 		return fmt.Errorf("%w %d", ErrDuplicateID, id)
 	}
 	group := typeID + 1
@@ -358,20 +357,22 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		}
 		heads = append(heads, makeHead(dr, ps, j))
 	}
-	x.entries[id] = e
+	x.entries.set(id, e)
 	x.enter(e, dr, ps, heads, looked)
 	return nil
 }
 
-// denseLoc packs where a filter lives in a dense engine.
+// denseLoc packs where a filter lives in a dense engine: the group in
+// bits 32–62, the engine kind in bit 31, the engine slot in the low 31;
+// bit 63 is set, so that no location is 0 (idTable's empty value).
 func denseLoc(group, kind int, slot uint32) uint64 {
-	return uint64(group)<<32 | uint64(kind)<<31 | uint64(slot)
+	return 1<<63 | uint64(group)<<32 | uint64(kind)<<31 | uint64(slot)
 }
 
 // moveDense returns the callback through which the engine of group and
 // kind reports the new slots of its filters.
 func (x *Index) moveDense(group, kind int) func(id uint64, slot uint32) {
-	return func(id uint64, slot uint32) { x.denseAt[id] = denseLoc(group, kind, slot) }
+	return func(id uint64, slot uint32) { x.denseAt.set(id, denseLoc(group, kind, slot)) }
 }
 
 // addDense puts f (attribute keys keys, already acquired) into engine dn
@@ -379,7 +380,7 @@ func (x *Index) moveDense(group, kind int) func(id uint64, slot uint32) {
 // mu must be held.
 func (x *Index) addDense(dn *dense, id uint64, f *Filter, group, kind int, keys []uint32) {
 	x.useKeys(f, keys)
-	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, x.moveDense(group, kind)))
+	x.denseAt.set(id, denseLoc(group, kind, dn.add(id, f, keys, x.moveDense(group, kind))))
 }
 
 // useKeys makes both copies know the attribute keys of f that they do not
@@ -409,10 +410,10 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 	mv := x.moveDense(group, kind)
 	for _, o := range moved {
 		of, okeys := x.filterOf(o)
-		x.denseAt[o.id] = denseLoc(group, kind, dn.add(o.id, of, okeys, mv))
-		delete(x.entries, o.id)
+		x.denseAt.set(o.id, denseLoc(group, kind, dn.add(o.id, of, okeys, mv)))
+		x.entries.delete(o.id)
 	}
-	x.denseAt[id] = denseLoc(group, kind, dn.add(id, f, keys, mv))
+	x.denseAt.set(id, denseLoc(group, kind, dn.add(id, f, keys, mv)))
 	ks := slices.Clone(keys) // keys is on Add's stack
 	x.ensureGroup(group)
 	// The engine and the moved filters' hiding go in together; then the
@@ -452,7 +453,7 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 	for _, k := range keys {
 		attrs[k] = true
 	}
-	for _, o := range x.entries {
+	for _, o := range x.entries.all() {
 		if int(o.group) != group || o.kind() != kind {
 			continue
 		}
@@ -478,15 +479,15 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 func (x *Index) Remove(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if loc, ok := x.denseAt[id]; ok {
+	if loc, ok := x.denseAt.get(id); ok {
 		x.removeDense(id, loc)
 		return true
 	}
-	e, ok := x.entries[id]
+	e, ok := x.entries.get(id)
 	if !ok {
 		return false
 	}
-	delete(x.entries, id)
+	x.entries.delete(id)
 	x.count(e, -1)
 	var dead []uint32
 	var buf [denseMaxPreds]uint32
@@ -513,8 +514,8 @@ func (x *Index) Remove(id uint64) bool {
 // removeDense takes the filter id at loc out of its dense engine, and the
 // engine out of both copies when it is left empty. mu must be held.
 func (x *Index) removeDense(id uint64, loc uint64) {
-	group, kind, slot := int(loc>>32), int(loc>>31&1), uint32(loc&(1<<31-1))
-	delete(x.denseAt, id)
+	group, kind, slot := int(loc>>32&(1<<31-1)), int(loc>>31&1), uint32(loc&(1<<31-1))
+	x.denseAt.delete(id)
 	dn := x.inst[0].groups[group].dense[kind]
 	var buf [denseMaxPreds]uint32
 	keys := dn.remove(slot, buf[:0], x.moveDense(group, kind))

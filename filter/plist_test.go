@@ -404,7 +404,7 @@ func TestAddSameListAcrossMove(t *testing.T) {
 	}
 	twice := MustBuild(Spec{Type: "T", Mode: ModeAtLeast, AtLeast: 1, Predicates: []Predicate{Attr("a").EQ(one), Attr("a").EQ(one)}})
 	require.NoError(t, x.Add(9, twice))
-	e := x.entries[9]
+	e, _ := x.entries.get(9)
 	ps := postingsOf(e.record(), nil)
 	require.Len(t, ps, 2)
 	require.True(t, samePlace(ps[0], ps[1]), "both postings go to one list")

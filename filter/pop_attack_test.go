@@ -70,12 +70,12 @@ func TestAttackPopularityDuplicates(t *testing.T) {
 				}
 				live = append(live, id)
 				recount := &Index{pop: map[int]*groupPop{}}
-				for _, e := range ix.entries {
+				for _, e := range ix.entries.all() {
 					recount.count(e, 1)
 				}
 				require.Equal(t, popDump(recount.pop), popDump(ix.pop), "after adding %s", f)
 			}
-			require.Greater(t, len(ix.entries), 30, "filters were added")
+			require.Greater(t, ix.entries.len(), 30, "filters were added")
 			for _, id := range live {
 				require.True(t, ix.Remove(id))
 			}

@@ -29,7 +29,7 @@ func TestPopularityMatchesRecords(t *testing.T) {
 				require.NoError(t, ix.Add(id, f), f.String())
 				live = append(live, id)
 				recount := &Index{pop: map[int]*groupPop{}}
-				for _, e := range ix.entries {
+				for _, e := range ix.entries.all() {
 					recount.count(e, 1)
 				}
 				require.Equal(t, popDump(recount.pop), popDump(ix.pop), "after adding %s", f)

@@ -158,7 +158,7 @@ func TestPostingsOf(t *testing.T) {
 			f, err := Build(spec)
 			require.NoError(t, err)
 			require.NoError(t, x.Add(7, f))
-			e := x.entries[7]
+			e, _ := x.entries.get(7)
 			require.NotNil(t, e)
 			ps := postingsOf(e.record(), nil)
 			require.Len(t, ps, len(c.want))

@@ -132,7 +132,7 @@ func (x *Index) compactRecords() {
 	w := &x.recs
 	w.block, w.live, w.written = nil, 0, 0
 	w.moves++
-	for _, e := range x.entries {
+	for _, e := range x.entries.all() {
 		e.moveRecord(w.store(e.record()))
 	}
 }

@@ -223,7 +223,7 @@ func TestRecordCompaction(t *testing.T) {
 	}
 	assert.Greater(t, ix.recs.moves, 2, "the records were compacted")
 	live := 0
-	for _, e := range ix.entries {
+	for _, e := range ix.entries.all() {
 		live += int(e.recLen)
 	}
 	assert.Equal(t, live, ix.recs.live)
@@ -247,7 +247,7 @@ func TestRecordCompactionMoves(t *testing.T) {
 	}
 	before := map[uint64]*entry{}
 	recs := map[uint64][]byte{}
-	for id, e := range ix.entries {
+	for id, e := range ix.entries.all() {
 		before[id] = e
 		recs[id] = e.record()
 	}
@@ -258,8 +258,8 @@ func TestRecordCompactionMoves(t *testing.T) {
 		require.True(t, ix.Remove(uint64(i)))
 		removed++
 	}
-	require.Len(t, ix.entries, n-removed)
-	for id, e := range ix.entries {
+	require.Equal(t, n-removed, ix.entries.len())
+	for id, e := range ix.entries.all() {
 		assert.Same(t, before[id], e, "filter %d keeps its entry", id)
 		assert.Equal(t, recs[id], e.record(), "filter %d's record", id)
 		assert.NotSame(t, unsafe.SliceData(recs[id]), unsafe.SliceData(e.record()), "filter %d's record moved", id)
