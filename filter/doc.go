@@ -153,7 +153,7 @@
 // state except for XML payloads, JSON strings with escapes and JSON
 // numbers beyond float64. The benchmarks in bench/ give the figures.
 //
-// Memory is about 220 bytes per numeric-interval filter and 345 per
+// Memory is about 215 bytes per numeric-interval filter and 340 per
 // filter on posting lists (bench/README.md). An index of millions of
 // dense-engine filters reads about 2 bytes per filter per event (19 MB
 // at 9 million), in streams: its time per event is bound by the
