@@ -42,7 +42,8 @@ import (
 // writes a new slot's record and live bit before it publishes the count,
 // clears a removed filter's live bit atomically (readers load live words
 // atomically) and then sets holes (until then readers skip the live
-// bitset: every slot below n is live), and ORs bits into the other bitsets atomically, only ever
+// bitset: every slot below n is live), and ORs bits into the other
+// bitsets atomically, only ever
 // into the word of the last slot it has published: the words before it
 // were complete before the count a reader loaded, so readers load them
 // plainly and only their last word atomically (see orBits). Slots are appended and

@@ -130,15 +130,16 @@
 //     engines), and verifies exactly the few filters they leave
 //     unmarked. Removal is lazy (dead slots are dropped
 //     when they outnumber live ones, by a new layout that holds the writer
-//     for time proportional to the live filters, 1.6–3.8 s at 10⁶ on a
-//     shared 2-core machine;
+//     for time proportional to the live filters, 1.3 s at 10⁶ on a quiet
+//     2-core machine, up to 3.8 s under load;
 //     readers never wait).
 //
 // A removed filter's record stays in its block until removed records
 // outweigh live ones; then the writer copies the live records into new
 // blocks and moves each entry's record pointer, holding the writer for
-// time proportional to the live filters (0.3–0.7 s at 10⁶ filters on
-// posting lists), about 0.4 µs per Remove over time. bench's IndexChurn
+// time proportional to the live filters (0.18 s at 10⁶ filters on
+// posting lists on a quiet machine, up to 0.7 s under load), about
+// 0.4 µs per Remove over time. bench's IndexChurn
 // measures both kinds of upkeep.
 //
 // An XPath evaluation is bounded by XPathStepBudget navigation steps; past
