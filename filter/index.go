@@ -57,6 +57,7 @@ type Index struct {
 
 	mu      sync.Mutex // serialises writers; guards everything below it
 	entries idTable[*entry]
+	ents    entryStore // the entries, by slot
 	// denseAt locates the filters that live in dense engines (they have
 	// no entry): see denseLoc.
 	denseAt idTable[uint64]
@@ -122,9 +123,11 @@ type keyInfo struct {
 // postingsOf derives them. It is shared by both copies and immutable
 // once built but for rec, which the writer moves to a copy of the same
 // bytes (record compaction) with an atomic store, and readers load
-// atomically; slot never changes, group and kind are the writer's.
-// Memory: 128 bytes, two cache lines (allocations of 128 bytes are
-// aligned to 128), and the record (about 42 bytes on W-SPARSE).
+// atomically; slot never changes, group and kind are the writer's. It
+// lives at its slot in the index's entryStore, and is made anew there
+// for another filter once no list and no reader can reach it.
+// Memory: 128 bytes, two cache lines (the store's blocks start on a
+// multiple of 128 bytes), and the record (about 42 bytes on W-SPARSE).
 type entry struct {
 	// The item, first, so that a list's reader mostly reads one cache
 	// line of the entry (its start and first predicate): the predicates other
@@ -317,15 +320,19 @@ func (x *Index) Add(id uint64, f *Filter) error {
 			return nil
 		}
 	}
-	e := &entry{id: id, group: int32(group), flags: uint8(kind+1) << entryKind}
-	if len(x.free) > 0 {
-		e.slot = x.free[len(x.free)-1]
-		x.free = x.free[:len(x.free)-1]
+	var e *entry
+	if x.free = x.ents.settle(x.free); len(x.free) > 0 {
+		n := len(x.free)
+		e = x.ents.at(x.free[n-1])
+		e.slot = x.free[n-1]
+		x.free = x.free[:n-1]
 	} else {
+		e = x.ents.make(x.next)
 		e.slot = x.next
 		x.next++
 		x.nslots.Store(x.next)
 	}
+	e.id, e.group, e.flags = id, int32(group), uint8(kind+1)<<entryKind
 	w := &x.recs
 	var atBuf [16]int // where f's predicates start in its record
 	var at []int
@@ -436,7 +443,6 @@ func (x *Index) newDense(id uint64, f *Filter, group, kind int, keys []uint32) {
 		// engine's (see accessFor).
 		x.count(o, -1)
 		x.recs.live -= int(o.recLen)
-		x.free = append(x.free, o.slot)
 	}
 	x.write(func(d *data) { d.groups[group].hide = nil })
 }
@@ -479,6 +485,7 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 func (x *Index) Remove(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.free = x.ents.settle(x.free)
 	if loc, ok := x.denseAt.get(id); ok {
 		x.removeDense(id, loc)
 		return true
@@ -507,7 +514,9 @@ func (x *Index) Remove(id uint64) bool {
 			}
 		})
 	}
-	x.free = append(x.free, e.slot)
+	if len(x.ents.pending) >= pendingMax {
+		x.write(func(*data) {}) // see entryStore
+	}
 	return true
 }
 
@@ -554,6 +563,7 @@ func (x *Index) write(op func(d *data)) {
 		runtime.Gosched()
 	}
 	op(x.inst[side])
+	x.ents.written() // no reader is on what went before the write
 }
 
 // ---- one copy ----
@@ -568,205 +578,6 @@ func (x *Index) ensureGroup(i int) {
 	x.write(func(d *data) {
 		d.groups[i] = &group{byKey: map[uint32]*keyPostings{}, direct: direct, always: always, directEnts: direct.ents, alwaysEnts: always.ents}
 	})
-}
-
-// placed is a list that goes in place of the one of posting p in both
-// copies: new, or moved.
-type placed struct {
-	p posting
-	l *plist
-}
-
-// enter puts e (drafted as dr) into the lists of its postings ps, with
-// the heads Add made for them; looked is the lists touchLists found for
-// ps, or nil. Appending to a list waits for no reader;
-// only new keys (first, before any list holds e), new or moved lists and
-// range postings (whose spans readers consult) change the copies,
-// through write. mu must be held.
-func (x *Index) enter(e *entry, dr *draft, ps []posting, heads []lhead, looked []*plist) {
-	x.ensureGroup(int(e.group))
-	d := x.inst[1-x.side.Load()]
-	for _, k := range dr.keys {
-		if k != noKey && (int(k) >= len(d.keys) || !d.keys[k].used) {
-			// Both copies know e's keys before a list they share holds
-			// it: a reader that reaches e reads its operands by key.
-			x.write(func(d *data) {
-				for i, k := range dr.keys {
-					d.useKey(k, keyNameOf(dr.f, i), dr.f.xexpr(i))
-				}
-			})
-			break
-		}
-	}
-	if looked == nil { // e's group was new
-		var lkBuf [8]*plist
-		looked = x.touchLists(e, dr.gp, ps, lkBuf[:0])
-	}
-	x.pos.make(e.slot, len(ps))
-	var fresh, moved []placed // lists to attach, lists to swap in
-	var oldBuf [4]*plist      // lists that moved, whose arrays go to x.spare after the write
-	olds := oldBuf[:0]
-	ranges := false
-	var lsBuf [8]*plist // the list of each posting, to publish
-	ls := lsBuf[:0]
-	for j, p := range ps {
-		ranges = ranges || p.kind == postRange
-		l, at := findPlaced(fresh, p)
-		if l == nil {
-			l, at = findPlaced(moved, p)
-		}
-		if l == nil {
-			l = looked[j]
-		}
-		if l == nil {
-			l = &plist{heads: x.spare.heads(grown(0))}
-			fresh = append(fresh, placed{p, l})
-			at = &fresh[len(fresh)-1]
-		}
-		if l.full() {
-			old := l
-			olds = append(olds, old)
-			l = l.moved(grown(l.live), &x.pos, &x.spare)
-			if at == nil {
-				moved = append(moved, placed{p, l})
-			} else {
-				at.l = l
-			}
-			for i := range ls {
-				if ls[i] == old {
-					ls[i] = l // the place e's earlier posting filled moved too
-				}
-			}
-		}
-		x.pos.set(e.slot, j, l.put(e, heads[j]))
-		ls = append(ls, l)
-	}
-	// Published once all are filled: see plist.put.
-	for _, l := range ls {
-		l.publish()
-	}
-	// The writer's way to the new and moved lists (see touchLists).
-	for _, f := range fresh {
-		dr.gp.noteList(f.p, f.l)
-	}
-	for _, m := range moved {
-		dr.gp.noteList(m.p, m.l)
-	}
-	if ranges || len(fresh) > 0 || len(moved) > 0 {
-		x.write(func(d *data) {
-			g := d.groups[e.group]
-			for _, f := range fresh {
-				d.attach(g, f.p, f.l)
-			}
-			for _, m := range moved {
-				d.swap(g, m.p, m.l)
-			}
-			for _, p := range ps {
-				if p.kind == postRange {
-					kp := g.byKey[p.key]
-					kp.rangeSpans = addLen(kp.rangeSpans, int(p.span))
-				}
-			}
-		})
-		// A list moved only with its successor in moved or fresh, so the
-		// write above has taken it out of both copies: no reader reads it.
-		for _, o := range olds {
-			x.spare.keep(o)
-		}
-	}
-	if k := e.kind(); k != noDense {
-		for _, d := range x.inst {
-			d.groups[e.group].eligible[k]++
-		}
-	}
-}
-
-// findPlaced returns the list of ls, and its place in ls, that posting p
-// goes to, or nil.
-func findPlaced(ls []placed, p posting) (*plist, *placed) {
-	for i := range ls {
-		if samePlace(ls[i].p, p) {
-			return ls[i].l, &ls[i]
-		}
-	}
-	return nil, nil
-}
-
-// samePlace reports whether postings p and q go to the same list.
-func samePlace(p, q posting) bool {
-	return p.kind == q.kind && p.key == q.key && p.vk == q.vk && p.s == q.s && p.bucket == q.bucket
-}
-
-// leave takes e out of its postings' lists, and the lists it leaves
-// empty out of both copies; lists with more dead postings than live ones
-// move. mu must be held.
-func (x *Index) leave(e *entry) {
-	d := x.inst[1-x.side.Load()]
-	g := d.groups[e.group]
-	if k := e.kind(); k != noDense {
-		for _, d := range x.inst {
-			d.groups[e.group].eligible[k]--
-		}
-	}
-	var psBuf [8]posting // on the stack unless e has many postings
-	ps := postingsOf(e.record(), psBuf[:0])
-	var moved []placed
-	var oldBuf [4]*plist // lists that moved, whose arrays go to x.spare after the write
-	olds := oldBuf[:0]
-	var gone []posting // lists left empty
-	ranges := false
-	for j, p := range ps {
-		ranges = ranges || p.kind == postRange
-		l, at := findPlaced(moved, p)
-		if l == nil {
-			l = d.lookup(g, p)
-		}
-		if l.del(x.pos.get(e.slot, j)) {
-			olds = append(olds, l)
-			l = l.moved(int(l.live)*2, &x.pos, &x.spare) // may move the entry's other postings in l
-			if at == nil {
-				moved = append(moved, placed{p, l})
-			} else {
-				at.l = l
-			}
-		}
-		if l.live == 0 {
-			if p.kind == postDirect || p.kind == postAlways {
-				moved = append(moved, placed{p, newBare(0)})
-			} else {
-				gone = append(gone, p)
-			}
-		}
-	}
-	x.pos.drop(e.slot)
-	if len(gone) == 0 && len(moved) == 0 && !ranges {
-		return
-	}
-	gp := x.pop[int(e.group)] // nil once the group has no filters in postings
-	for _, m := range moved {
-		gp.noteList(m.p, m.l)
-	}
-	for _, p := range gone {
-		gp.noteList(p, nil)
-	}
-	x.write(func(d *data) {
-		g := d.groups[e.group]
-		for _, m := range moved {
-			d.swap(g, m.p, m.l)
-		}
-		for _, p := range ps {
-			if p.kind == postRange {
-				kp := g.byKey[p.key]
-				kp.rangeSpans = dropLen(kp.rangeSpans, int(p.span))
-			}
-		}
-		for _, p := range gone {
-			d.detach(g, p)
-		}
-	})
-	for _, o := range olds {
-		x.spare.keep(o) // out of both copies (see enter)
-	}
 }
 
 // useKey makes the copy know key k, named kn (with XPath expression xe

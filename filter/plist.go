@@ -128,8 +128,10 @@ func (l *plist) del(i int32) bool {
 // holding the live postings of l, in order. pos is the writer's places
 // of every filter's postings, which it updates where they change: only
 // postings after a dead place move to another place, and setting a
-// place costs a cache miss (the filters' slots are scattered).
-func (l *plist) moved(c int, pos *places, sp *spares) *plist {
+// place costs a cache miss (the filters' slots are scattered). The dead
+// places stay behind: st, unless nil, learns that they no longer hold
+// their entries.
+func (l *plist) moved(c int, pos *places, sp *spares, st *entryStore) *plist {
 	if l.bare() {
 		nl := newBare(c)
 		k := int32(0)
@@ -151,6 +153,9 @@ func (l *plist) moved(c int, pos *places, sp *spares) *plist {
 	for i := range int(l.written()) {
 		h := &l.heads[i]
 		if h.kf&headDead != 0 {
+			if st != nil {
+				st.drop((*entry)(h.ent))
+			}
 			continue
 		}
 		nl.heads[k] = *h

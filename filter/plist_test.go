@@ -35,7 +35,7 @@ func TestPlistRebuild(t *testing.T) {
 			e := &entry{id: uint64(step), slot: uint32(step)}
 			pos.make(e.slot, 1)
 			if l.full() {
-				l = l.moved(grown(l.live), &pos, nil)
+				l = l.moved(grown(l.live), &pos, nil, nil)
 				moves++
 			}
 			pos.set(e.slot, 0, l.add(e, lhead{post: 0}))
@@ -44,7 +44,7 @@ func TestPlistRebuild(t *testing.T) {
 			k := r.IntN(len(live))
 			e := live[k]
 			if l.del(pos.get(e.slot, 0)) {
-				l = l.moved(2*int(l.live), &pos, nil)
+				l = l.moved(2*int(l.live), &pos, nil, nil)
 				moves++
 			}
 			pos.drop(e.slot)
@@ -380,7 +380,7 @@ func TestPlistPutPublish(t *testing.T) {
 	}
 	require.True(t, l.full(), "unpublished places count toward full")
 	assert.Equal(t, int32(2), l.n.Load())
-	nl := l.moved(grown(l.live), &pos, nil)
+	nl := l.moved(grown(l.live), &pos, nil, nil)
 	assert.Equal(t, int32(2), l.n.Load(), "the old list is not published again")
 	require.Equal(t, int32(4), nl.n.Load(), "the moved list holds the unpublished places")
 	for i, e := range es {
