@@ -145,7 +145,7 @@ func (x *Index) leave(e *entry) {
 	var psBuf [8]posting // on the stack unless e has many postings
 	ps := postingsOf(e.record(), psBuf[:0])
 	var moved []placed
-	var oldBuf [4]*plist // lists that moved, whose arrays go to x.spare after the write
+	var oldBuf [4]*plist // lists that moved or emptied, whose arrays go to x.spare after the write
 	olds := oldBuf[:0]
 	var gone []posting // lists left empty
 	ranges := false
@@ -176,6 +176,7 @@ func (x *Index) leave(e *entry) {
 					x.ents.drop(l.at(i)) // its places, all dead, go with it
 				}
 				gone = append(gone, p)
+				olds = append(olds, l) // its array too
 			}
 		}
 	}

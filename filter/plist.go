@@ -173,13 +173,13 @@ func (l *plist) moved(c int, pos *places, sp *spares, st *entryStore) *plist {
 	return nl
 }
 
-// spares holds the heads arrays of lists that moved, for lists that
-// grow to their length. Only the writer uses it (Index.mu held). An
-// array is put here once no reader can be reading it: after the write
-// that took its list out of both copies has returned (see Index.write).
-// Only arrays of the lengths a full list grows to (grown: 4, 10, 22, …)
-// up to spareClasses of them are kept, at most spareMax of each length:
-// at most 287 KB in all.
+// spares holds the heads arrays of lists that moved or emptied, for
+// lists that grow to their length, and cuts the short ones. Only the
+// writer uses it (Index.mu held). An array is put here once no reader
+// can be reading it: after the write that took its list out of both
+// copies has returned (see Index.write). Only arrays of the lengths a
+// full list grows to (grown: 4, 10, 22, …) up to spareClasses of them
+// are kept.
 //
 // While an index grows, the lists that move free arrays of each length
 // about as fast as other lists reach that length, so nearly every array
@@ -193,11 +193,24 @@ func (l *plist) moved(c int, pos *places, sp *spares, st *entryStore) *plist {
 // two indexes built in turn by chunks of 20,000, 0.89–0.93 of the CPU
 // without (2026-12-03, load 4–5). Adding and removing 50,000 filters
 // on that index, 20 rounds in turn: Add 0.97, Remove 0.94 (medians).
-type spares [spareClasses][][]lhead
+//
+// Arrays shorter than populateMin bytes (lengths 4 … 94) are cut from
+// blocks of 64 KB that populate maps at once, rather than allocated one
+// by one on fresh pages, where they were most of the page faults left in
+// that build (those of the heap's own small objects). spares keeps every
+// such array it is given, since the garbage collector could not reclaim
+// one alone; the others, at most spareMax of each length (at most 215
+// KB in all). So an index keeps the short arrays of the most lists it
+// has held, and reuses them.
+type spares struct {
+	free  [spareClasses][][]lhead // by class
+	block []lhead                 // what is left of the block short arrays are cut from
+}
 
 const (
 	spareClasses = 7 // lengths 4 … 382, arrays of up to 18,336 bytes
 	spareMax     = 8
+	headsBlock   = 64 << 10 / int(unsafe.Sizeof(lhead{})) // heads per block short arrays are cut from
 )
 
 // spareClass returns the class of heads arrays of length c in spares,
@@ -213,28 +226,40 @@ func spareClass(c int) int {
 	return -1
 }
 
-// heads returns a heads array of length c, zeroed: one of sp's, or a new
-// one. sp may be nil.
+// short reports whether heads arrays of length c are cut from blocks.
+func short(c int) bool { return uintptr(c)*unsafe.Sizeof(lhead{}) < populateMin }
+
+// heads returns a heads array of length c, zeroed: one of sp's, one cut
+// from a block if c is a short class length, or a new one. sp may be
+// nil.
 func (sp *spares) heads(c int) []lhead {
 	if k := spareClass(c); sp != nil && k >= 0 {
-		if n := len(sp[k]); n > 0 {
-			h := sp[k][n-1]
-			sp[k][n-1] = nil
-			sp[k] = sp[k][:n-1]
+		if n := len(sp.free[k]); n > 0 {
+			h := sp.free[k][n-1]
+			sp.free[k][n-1] = nil
+			sp.free[k] = sp.free[k][:n-1]
+			return h
+		}
+		if short(c) {
+			if len(sp.block) < c {
+				sp.block = populated(make([]lhead, headsBlock))
+			}
+			h := sp.block[:c:c]
+			sp.block = sp.block[c:]
 			return h
 		}
 	}
 	return populated(make([]lhead, c))
 }
 
-// keep clears the heads array of l, a list that moved and that no reader
-// can be reading any longer, and keeps it for heads if sp keeps arrays
-// of its length.
+// keep clears the heads array of l, a list that moved or emptied and
+// that no reader can be reading any longer, and keeps it for heads if sp
+// keeps arrays of its length.
 func (sp *spares) keep(l *plist) {
 	h := l.heads
-	if k := spareClass(len(h)); k >= 0 && len(sp[k]) < spareMax {
+	if k := spareClass(len(h)); k >= 0 && (short(len(h)) || len(sp.free[k]) < spareMax) {
 		clear(h)
-		sp[k] = append(sp[k], h)
+		sp.free[k] = append(sp.free[k], h)
 	}
 }
 

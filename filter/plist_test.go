@@ -429,8 +429,9 @@ func TestAddSameListAcrossMove(t *testing.T) {
 }
 
 // TestSpares checks which heads arrays spares keeps (those of the lengths
-// grown gives, up to spareClasses, at most spareMax of each) and that
-// the arrays it hands out are zeroed, as new ones are.
+// grown gives, up to spareClasses: every short one, at most spareMax of
+// each longer length) and that the arrays it hands out are zeroed, as
+// new ones are, and end where they do.
 func TestSpares(t *testing.T) {
 	c := 0
 	for k := range spareClasses + 1 {
@@ -446,29 +447,41 @@ func TestSpares(t *testing.T) {
 	}
 	var sp spares
 	e := &entry{id: 1}
-	ls := make([]*plist, spareMax+2)
-	for i := range ls {
-		ls[i] = &plist{heads: sp.heads(10)}
-		for range 10 {
-			ls[i].put(e, lhead{sig: uint64(i + 1), kf: 7})
+	// Short arrays (cut from blocks) are all kept; longer ones up to
+	// spareMax of a length.
+	for _, c := range []int{10, 190} {
+		k := spareClass(c)
+		ls := make([]*plist, spareMax+2)
+		for i := range ls {
+			ls[i] = &plist{heads: sp.heads(c)}
+			for range c {
+				ls[i].put(e, lhead{sig: uint64(i + 1), kf: 7})
+			}
 		}
-	}
-	for _, l := range ls {
-		sp.keep(l)
-	}
-	require.Len(t, sp[1], spareMax)
-	for range spareMax + 1 { // the last one new
-		h := sp.heads(10)
-		require.Len(t, h, 10)
-		for _, x := range h {
-			require.Zero(t, x)
+		for _, l := range ls {
+			sp.keep(l)
 		}
+		want := spareMax
+		if short(c) {
+			want = len(ls)
+		}
+		require.Len(t, sp.free[k], want, "length %d", c)
+		for range want + 1 { // the last one new
+			h := sp.heads(c)
+			require.Len(t, h, c)
+			require.Equal(t, c, cap(h), "an array cut from a block ends where it does")
+			for _, x := range h {
+				require.Zero(t, x)
+			}
+		}
+		assert.Empty(t, sp.free[k])
 	}
-	assert.Empty(t, sp[1])
+	assert.True(t, short(94))
+	assert.False(t, short(190))
 	sp.keep(&plist{heads: make([]lhead, 11)}) // not a length grown gives
 	sp.keep(newBare(10))
-	for k := range sp {
-		assert.Empty(t, sp[k])
+	for k := range sp.free {
+		assert.Empty(t, sp.free[k])
 	}
 	assert.Len(t, (*spares)(nil).heads(22), 22)
 }
