@@ -154,12 +154,15 @@
 // state except for XML payloads, JSON strings with escapes and JSON
 // numbers beyond float64. The benchmarks in bench/ give the figures.
 //
-// Memory is about 215 bytes per numeric-interval filter and 340 per
-// filter on posting lists (bench/README.md). An index of millions of
-// dense-engine filters reads about 2 bytes per filter per event (19 MB
-// at 9 million), in streams: its time per event is bound by the
-// memory's bandwidth once its bitsets no longer stay in the last-level
-// cache from one event to the next.
+// Memory is about 215 bytes per numeric-interval filter and 350 per
+// filter on posting lists (bench/README.md). A removed filter's entry
+// (128 bytes) and the short arrays of lists that move or empty are kept
+// and reused by later Adds, not given back: an index holds the entries
+// of the most filters on posting lists it has held at once. An index of
+// millions of dense-engine filters reads about 2 bytes per filter per
+// event (19 MB at 9 million), in streams: its time per event is bound by
+// the memory's bandwidth once its bitsets no longer stay in the
+// last-level cache from one event to the next.
 //
 // # Errors
 //

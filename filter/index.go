@@ -481,7 +481,9 @@ func (x *Index) migrants(group, kind int, keys []uint32) []*entry {
 // now and then the upkeep that removals leave (see the package doc): a
 // new layout of a dense engine or a compaction of the records, each
 // O(live filters), once removed filters outweigh live ones, so O(1) per
-// Remove over time; it holds other writers, never Match.
+// Remove over time; it holds other writers, never Match. The memory of
+// a filter on posting lists is kept for a later Add (see the package
+// doc on memory).
 func (x *Index) Remove(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
