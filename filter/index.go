@@ -277,7 +277,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if f != nil {
 		x.lookups = append(x.lookups, make([]*attrLookup, len(f.preds))...)
 	}
-	rf, typeID, err := resolve(x.ont, f, x.lookAttr)
+	rf, typeID, err := resolve(x.ont, f, x)
 	if err != nil {
 		return err
 	}
