@@ -61,11 +61,7 @@ type Index struct {
 	// no entry): see denseLoc.
 	denseAt idTable[uint64]
 	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
-	// vocab caches Resolve's ontology look-ups that succeeded, by type ID
-	// + 1 (0: AnyType) and attribute name as filters spell it: one map
-	// access per predicate instead of two and a binary search. An entry
-	// also leads to its canonical name's key (see acquireKey).
-	vocab []map[string]*attrLookup
+	vocab   vocab             // Resolve's ontology look-ups (resolve.go)
 	// lookups holds, by predicate of the filter Add is adding, the vocab
 	// entry resolve found for it, or nil.
 	lookups []*attrLookup
