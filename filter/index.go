@@ -323,9 +323,8 @@ func (x *Index) Add(id uint64, f *Filter) error {
 		x.nslots.Store(x.next)
 	}
 	w := &x.recs
-	var atBuf [16]int // where f's predicates start in its record
-	var at []int
-	w.buf, at = appendRecord(w.buf[:0], f, keys, atBuf[:0])
+	var atBuf [16]int // where f's predicates start: unused (see addedPostings)
+	w.buf, _ = appendRecord(w.buf[:0], f, keys, atBuf[:0])
 	acc := len(w.buf) // where its access starts
 	dr := &draft{f: f, keys: keys, gp: x.groupPop(group)}
 	countFilter(dr.gp, f, keys)
@@ -334,7 +333,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	// The postings and their heads, on the stack unless f has many.
 	var psBuf [8]posting
 	var headBuf [len(psBuf)]lhead
-	ps := accessPostings(e.record(), at, acc, psBuf[:0])
+	ps := addedPostings(f, keys, e.record(), acc, psBuf[:0])
 	// The lists' misses overlap the work up to enter (see touchLists).
 	var lkBuf [len(psBuf)]*plist
 	looked := x.touchLists(e, dr.gp, ps, lkBuf[:0])
