@@ -3,7 +3,6 @@ package filter
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/sion-go/sion/ontology"
 )
@@ -57,13 +56,12 @@ func lookAttr(o *ontology.Ontology, typeID int, name string) attrLookup {
 // writer uses it (Index.mu held).
 type vocab struct {
 	byType []map[string]*attrLookup
-	// recent holds recent hits by where the name's bytes are (see
-	// recentSlot): the filters of an application mostly spell a name with
-	// the same string, and a hit there costs a multiplication and a
-	// comparison of the name, not a hash of it and a map probe (the maps
-	// cost about 4 % of a W-SPARSE Add at 10⁶). A hit compares the
-	// names' bytes as well (a name at an address where another was is no
-	// false hit); a place holds the spelling its map holds as its key
+	// recent holds the last look-up of each name in a place chosen by a
+	// cheap hash of the name's first and last bytes (recentSlot): a hit
+	// there costs that hash and a comparison of the name (none of the
+	// bytes when the name is the same string), not a full hash of it and
+	// a map probe (the maps cost about 4 % of a W-SPARSE Add at 10⁶). A
+	// place holds the spelling its map holds as its key
 	// (attrLookup.spelled), so the cache keeps no other memory reachable.
 	recent [vocabRecent]recentLookup
 }
@@ -72,19 +70,28 @@ type vocab struct {
 const vocabRecent = 256
 
 // recentLookup is a place of vocab.recent: the look-up l of name for
-// filters on type typ, found last for a name whose bytes were at at.
+// filters on type typ.
 type recentLookup struct {
-	at   uintptr
 	typ  int
 	name string
 	l    *attrLookup
 }
 
 // recentSlot returns the place in vocab.recent of name, as filters on
-// type typeID spell it, from the address of its bytes.
+// type typeID spell it, from its length and its first and last 8 bytes.
 func recentSlot(typeID int, name string) int {
-	h := (uint64(uintptr(unsafe.Pointer(unsafe.StringData(name)))) + uint64(typeID)) * 0x9e3779b97f4a7c15
-	return int(h >> (64 - 8)) // vocabRecent is 1 << 8
+	n := len(name)
+	w := uint64(n)<<48 ^ uint64(typeID)<<56
+	for i := range min(n, 8) {
+		w = w<<8 ^ w>>56 ^ uint64(name[i])
+	}
+	if n > 8 {
+		for i := max(8, n-8); i < n; i++ {
+			w = w<<8 ^ w>>56 ^ uint64(name[i])*0x9d
+		}
+	}
+	w *= 0x9e3779b97f4a7c15
+	return int(w >> (64 - 8)) // vocabRecent is 1 << 8
 }
 
 // lookAttr is lookAttr through the cache x.vocab, for predicate i of the
@@ -93,9 +100,8 @@ func recentSlot(typeID int, name string) int {
 func (x *Index) lookAttr(i, typeID int, name string) *attrLookup {
 	v := &x.vocab
 	r := &v.recent[recentSlot(typeID, name)]
-	at := uintptr(unsafe.Pointer(unsafe.StringData(name)))
 	var l *attrLookup
-	if r.at == at && r.typ == typeID && r.name == name && r.l != nil {
+	if r.l != nil && r.typ == typeID && r.name == name {
 		l = r.l
 	} else {
 		if v.byType == nil {
@@ -117,7 +123,7 @@ func (x *Index) lookAttr(i, typeID int, name string) *attrLookup {
 			l = &lk
 			m[name] = l
 		}
-		*r = recentLookup{at: at, typ: typeID, name: l.spelled, l: l}
+		*r = recentLookup{typ: typeID, name: l.spelled, l: l}
 	}
 	if i < len(x.lookups) {
 		x.lookups[i] = l

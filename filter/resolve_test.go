@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -269,11 +268,10 @@ func TestIndexKeysThroughVocab(t *testing.T) {
 	assert.Equal(t, ids(5, 6, 7), matched(t, ix, attrEvent("BGM", ontology.Attr{Name: "tempo", Value: ontology.Int(100)})))
 }
 
-// TestIndexVocabRecent: the look-ups Add finds by where a name's bytes
-// are (vocab.recent) are those of the name's spelling: a name at the
-// address where another was, synonyms, the same spelling at another
-// address, and names after their keys were released all resolve as the
-// ontology says.
+// TestIndexVocabRecent: the look-ups Add finds in vocab.recent are those
+// of the name's spelling: a name in the place of another, synonyms, the
+// same spelling in other strings, and names after their keys were
+// released all resolve as the ontology says.
 func TestIndexVocabRecent(t *testing.T) {
 	o := musicOnt(t)
 	popular, ok := o.Lookup("popular")
@@ -288,10 +286,9 @@ func TestIndexVocabRecent(t *testing.T) {
 	require.NotNil(t, r.l, "the look-up of cost is in recent")
 	require.Equal(t, "price", r.l.name)
 
-	// rank at the address where cost was, as when a caller's name is
-	// freed and its memory reused: a hit must compare the names.
+	// cost's look-up in rank's place, as when two names share one: a hit
+	// must compare the names.
 	rank := strings.Clone("rank")
-	r.at = uintptr(unsafe.Pointer(unsafe.StringData(rank)))
 	ix.vocab.recent[recentSlot(popular.ID, rank)] = r
 	require.NoError(t, add(2, rank, 2))
 	assert.Equal(t, ids(2), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "rank", Value: ontology.Int(2)})))
