@@ -62,11 +62,7 @@ type Index struct {
 	// no entry): see denseLoc.
 	denseAt idTable[uint64]
 	pop     map[int]*groupPop // by group: popularity of operands and values, for choosing access
-	// vocab caches Resolve's ontology look-ups that succeeded, by type ID
-	// + 1 (0: AnyType) and attribute name as filters spell it: one map
-	// access per predicate instead of two and a binary search. An entry
-	// also leads to its canonical name's key (see acquireKey).
-	vocab []map[string]*attrLookup
+	vocab   vocab             // Resolve's ontology look-ups (resolve.go)
 	// lookups holds, by predicate of the filter Add is adding, the vocab
 	// entry resolve found for it, or nil.
 	lookups []*attrLookup
@@ -280,7 +276,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	if f != nil {
 		x.lookups = append(x.lookups, make([]*attrLookup, len(f.preds))...)
 	}
-	rf, typeID, err := resolve(x.ont, f, x.lookAttr)
+	rf, typeID, err := resolve(x.ont, f, x)
 	if err != nil {
 		return err
 	}
@@ -334,9 +330,8 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	}
 	e.id, e.group, e.flags = id, int32(group), uint8(kind+1)<<entryKind
 	w := &x.recs
-	var atBuf [16]int // where f's predicates start in its record
-	var at []int
-	w.buf, at = appendRecord(w.buf[:0], f, keys, atBuf[:0])
+	var atBuf [16]int // where f's predicates start: unused (see addedPostings)
+	w.buf, _ = appendRecord(w.buf[:0], f, keys, atBuf[:0])
 	acc := len(w.buf) // where its access starts
 	dr := &draft{f: f, keys: keys, gp: x.groupPop(group)}
 	countFilter(dr.gp, f, keys)
@@ -345,7 +340,7 @@ func (x *Index) Add(id uint64, f *Filter) error {
 	// The postings and their heads, on the stack unless f has many.
 	var psBuf [8]posting
 	var headBuf [len(psBuf)]lhead
-	ps := accessPostings(e.record(), at, acc, psBuf[:0])
+	ps := addedPostings(f, keys, e.record(), acc, psBuf[:0])
 	// The lists' misses overlap the work up to enter (see touchLists).
 	var lkBuf [len(psBuf)]*plist
 	looked := x.touchLists(e, dr.gp, ps, lkBuf[:0])

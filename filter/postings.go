@@ -213,8 +213,8 @@ func (x *Index) chooseAccess(e *entry, dr *draft, rec []byte) []byte {
 	case ModeAll:
 		if len(cands) > 0 {
 			best := 0
-			for i, c := range cands {
-				if c.cost < cands[best].cost {
+			for i := range cands {
+				if cands[i].cost < cands[best].cost {
 					best = i
 				}
 			}

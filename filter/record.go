@@ -183,18 +183,26 @@ func appendRecord(b []byte, f *Filter, keys []uint32, at []int) ([]byte, []int) 
 			b = appendValue(appendValue(b, p.Value), p.Hi)
 		case OpIn, OpNotIn:
 			b = binary.AppendUvarint(b, uint64(len(p.Set)))
+			// The members' length goes before them: a byte is kept for
+			// it, enough for sets of under 128 bytes (W-SPARSE's take
+			// 6–12), and the members move for a longer length.
+			b = append(b, 0)
 			at := len(b)
 			for _, m := range p.Set {
 				b = appendValue(b, m)
 			}
-			// The members' length goes before them.
-			var lb [binary.MaxVarintLen64]byte
-			k := binary.PutUvarint(lb[:], uint64(len(b)-at))
-			b = append(b, lb[:k]...)
-			copy(b[at+k:], b[at:len(b)-k])
-			copy(b[at:], lb[:k])
+			if n := len(b) - at; n < 0x80 {
+				b[at-1] = byte(n)
+			} else {
+				var lb [binary.MaxVarintLen64]byte
+				k := binary.PutUvarint(lb[:], uint64(n))
+				b = append(b, lb[:k-1]...)
+				copy(b[at-1+k:], b[at:at+n])
+				copy(b[at-1:], lb[:k])
+				at += k - 1
+			}
 			if len(p.Set) > recSetLinear {
-				b = appendSetOrder(b, p.Set, at+k)
+				b = appendSetOrder(b, p.Set, at)
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -263,5 +265,38 @@ func TestRecordCompactionMoves(t *testing.T) {
 		assert.Same(t, before[id], e, "filter %d keeps its entry", id)
 		assert.Equal(t, recs[id], e.record(), "filter %d's record", id)
 		assert.NotSame(t, unsafe.SliceData(recs[id]), unsafe.SliceData(e.record()), "filter %d's record moved", id)
+	}
+}
+
+// TestRecordSetLengths: sets whose members take around 128 bytes, where
+// their length's uvarint grows from one byte to two, and longer, read
+// back as the same predicates, followed by the next one, with and
+// without a search order.
+func TestRecordSetLengths(t *testing.T) {
+	for _, s := range []int{1, 5, 100, 110, 118, 119, 120, 121, 122, 125, 126, 127, 128, 200, 20000} {
+		for _, n := range []int{1, 2, recSetLinear + 1} {
+			set := make([]ontology.Value, n)
+			for i := range set {
+				set[i] = ontology.String(strings.Repeat("x", s/n) + strconv.Itoa(i))
+			}
+			f := MustBuild(Spec{Predicates: []Predicate{Attr("a").In(set...), Attr("b").NotIn(set...), Attr("c").EQ(ontology.Int(7))}})
+			keys := []uint32{1, 2, 3}
+			b, at := appendRecord(nil, f, keys, nil)
+			h := readHead(b)
+			var p rpred
+			j := h.body
+			for i := range f.preds {
+				require.Equal(t, j, at[i], "size %d members %d: where pred %d starts", s, n, i)
+				j = readPred(b, j, &p)
+				back := p.predicate(b, f.preds[i].Operand.Name)
+				require.True(t, samePred(&f.preds[i], &back), "size %d members %d: pred %d read back as %+v", s, n, i, back)
+				if p.op == OpIn {
+					for _, m := range set {
+						assert.True(t, p.holds(b, val{v: m, present: true}), "size %d members %d: %v", s, n, m)
+					}
+				}
+			}
+			require.Equal(t, len(b), j)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -265,4 +266,60 @@ func TestIndexKeysThroughVocab(t *testing.T) {
 	assert.NotContains(t, ix.attrRefs, "bpm")
 	assert.Equal(t, 3, ix.attrRefs["tempo"].refs)
 	assert.Equal(t, ids(5, 6, 7), matched(t, ix, attrEvent("BGM", ontology.Attr{Name: "tempo", Value: ontology.Int(100)})))
+}
+
+// TestIndexVocabRecent: the look-ups Add finds in vocab.recent are those
+// of the name's spelling: a name in the place of another, synonyms, the
+// same spelling in other strings, and names after their keys were
+// released all resolve as the ontology says.
+func TestIndexVocabRecent(t *testing.T) {
+	o := musicOnt(t)
+	popular, ok := o.Lookup("popular")
+	require.True(t, ok)
+	ix := NewIndex(o)
+	add := func(id uint64, name string, v float64) error {
+		return ix.Add(id, MustBuild(Spec{Type: "popular", Predicates: []Predicate{Attr(name).EQ(ontology.Float(v))}}))
+	}
+	cost := strings.Clone("cost")
+	require.NoError(t, add(1, cost, 1))
+	r := ix.vocab.recent[recentSlot(popular.ID, cost)]
+	require.NotNil(t, r.l, "the look-up of cost is in recent")
+	require.Equal(t, "price", r.l.name)
+
+	// cost's look-up in rank's place, as when two names share one: a hit
+	// must compare the names.
+	rank := strings.Clone("rank")
+	ix.vocab.recent[recentSlot(popular.ID, rank)] = r
+	require.NoError(t, add(2, rank, 2))
+	assert.Equal(t, ids(2), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "rank", Value: ontology.Int(2)})))
+	assert.Empty(t, matched(t, ix, attrEvent("popular", ontology.Attr{Name: "price", Value: ontology.Float(2)})))
+
+	// Synonym and canonical name, the same spellings again (hits), and
+	// at other addresses (map look-ups).
+	require.NoError(t, add(3, "price", 1))
+	require.NoError(t, add(4, cost, 1))
+	require.NoError(t, add(5, strings.Clone("cost"), 1))
+	require.NoError(t, add(6, rank, 2))
+	require.NoError(t, add(7, strings.Clone("rank"), 2))
+	assert.Equal(t, ids(1, 3, 4, 5), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "price", Value: ontology.Float(1)})))
+	assert.Equal(t, ids(2, 6, 7), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "rank", Value: ontology.Int(2)})))
+	assert.Equal(t, 4, ix.attrRefs["price"].refs)
+	assert.Equal(t, 3, ix.attrRefs["rank"].refs)
+
+	// A name the type lacks is refused, and not cached.
+	tempo := strings.Clone("tempo")
+	require.ErrorIs(t, add(8, tempo, 1), ErrInvalid)
+	assert.Nil(t, ix.vocab.recent[recentSlot(popular.ID, tempo)].l)
+
+	// Keys released and acquired again through the cached look-ups.
+	for id := uint64(1); id <= 7; id++ {
+		require.True(t, ix.Remove(id))
+	}
+	assert.Empty(t, ix.attrRefs)
+	require.NoError(t, add(9, rank, 3))
+	require.NoError(t, add(10, cost, 3))
+	assert.Equal(t, ids(9), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "rank", Value: ontology.Int(3)})))
+	assert.Equal(t, ids(10), matched(t, ix, attrEvent("popular", ontology.Attr{Name: "price", Value: ontology.Float(3)})))
+	assert.Equal(t, 1, ix.attrRefs["rank"].refs)
+	assert.Equal(t, 1, ix.attrRefs["price"].refs)
 }
