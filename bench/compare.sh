@@ -51,7 +51,7 @@ while [ $r -le "$rounds" ]; do
 	group wint 2000x 'MatchWINT/n=(100000|1000000)$'
 	group wsparse 2000x 'MatchWSPARSE/n=1000000$'
 	group typeonly 200000x 'MatchTypeOnly/n=100000/types=uniform'
-	group writes 20000x '^Index(Add|Remove)$/n=1000000$'
+	group writes 20000x 'Index(Add|Remove)$/n=1000000$'
 	group wsparse-writes 20000x 'Index(Add|Remove)WSPARSE/n=1000000$'
 	group churn 2200x 'IndexChurn/.*/n=1000000$'
 	group link 2s 'NetworkHops/load=(burst|single)/sion/sessions=local/hops=1$'
