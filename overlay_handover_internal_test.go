@@ -1,0 +1,118 @@
+package sion
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/mem"
+)
+
+// TestRendezvousLinkHandoverKeepsRegistration: when two overlay links
+// join the same two switches (each dialled the other) and the one a
+// subscription's registration and an advertisement went over ends, the
+// other takes its place (rvSwitch.linkDown) and both are sent again over
+// it: an event published once the registration is acknowledged again
+// reaches the subscriber. The second link is forced here; in a running
+// overlay it appears when two switches learn each other at once.
+func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
+	const typ = "Reading"
+	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
+	require.NoError(t, err)
+	key := OverlayKey(typ)
+	near := key
+	binary.BigEndian.PutUint64(near[8:], binary.BigEndian.Uint64(near[8:])+1)
+	// R is the rendezvous switch of Reading; P publishes on R's neighbour
+	// M, whose advertisement goes to R; S subscribes on M too.
+	place, err := NewEventPlace(PlaceConfig{Name: "handover", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
+		IDs: map[string][16]byte{"R": key, "M": near},
+	})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	r := activeSwitch(t, tr, place, "R")
+	require.NoError(t, r.Join(ctx, tr, ""))
+	m := activeSwitch(t, tr, place, "M")
+	require.NoError(t, m.Join(ctx, tr, "R"))
+
+	// A second link from M to R, beside the one Join made.
+	ms := rvOf(m)
+	rID := rvOf(r).selfNode()
+	ms.mu.Lock()
+	first := ms.peers[rID.ID]
+	require.NotNil(t, first)
+	delete(ms.peers, rID.ID) // dialLocked dials only a node without a link
+	ol := ms.dialLocked(rID)
+	ms.peers[rID.ID] = first
+	ms.mu.Unlock()
+	require.NotNil(t, ol)
+	<-ol.done
+	require.NoError(t, ol.err)
+	require.Eventually(t, func() bool {
+		ms.mu.Lock()
+		defer ms.mu.Unlock()
+		return len(ms.links) == 2 && ms.peers[rID.ID] == first
+	}, 10*time.Second, time.Millisecond)
+
+	// On each switch a publisher and a subscriber: M's events reach R's
+	// subscriber along M's advertisement (R's register of the type at
+	// M), R's reach M's along the subscription's registration at R.
+	open := func(sw *Switch, name string) *Session {
+		t.Helper()
+		s, err := sw.Open(ctx, SessionConfig{Name: name})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	pubs := []*Session{open(m, "PM"), open(r, "PR")}
+	var subs []*Subscription
+	for _, sw := range []*Switch{m, r} {
+		sub, err := open(sw, "S"+sw.Name()).Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+		require.NoError(t, err)
+		subs = append(subs, sub)
+	}
+	for _, p := range pubs {
+		require.NoError(t, p.Advertise(ctx, Advertisement{Type: typ}))
+	}
+	publish := func() {
+		t.Helper()
+		for _, p := range pubs {
+			require.NoError(t, p.Publish(ctx, &Event{Type: typ}))
+			for _, sub := range subs {
+				select {
+				case <-sub.C():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s's event: no delivery to %s within 10 s", p.name, sub.sess.name)
+				}
+			}
+		}
+	}
+	publish()
+
+	first.close() // the link both went over ends; the second is M's way to R now
+	<-first.finished
+	require.Eventually(t, func() bool {
+		for _, ri := range m.Routes() {
+			if ri.Peer == "R" && ri.Filter == "{type ⊑ Reading}" && ri.Acknowledged {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "M's registration at R is not sent again: %v", m.Routes())
+	require.Eventually(t, func() bool {
+		ms.mu.Lock()
+		defer ms.mu.Unlock()
+		for _, e := range ms.adverts {
+			if e.next == nil || e.last == nil || !chanClosed(e.last.done) {
+				return false
+			}
+		}
+		return len(ms.adverts) > 0
+	}, 10*time.Second, time.Millisecond, "M's advertisement is not sent on to R again")
+	publish()
+}
