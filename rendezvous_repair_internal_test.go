@@ -3,9 +3,11 @@ package sion
 import (
 	"context"
 	"encoding/binary"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion/ontology"
@@ -114,5 +116,108 @@ func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
 		}
 		return len(ms.adverts) > 0
 	}, 10*time.Second, time.Millisecond, "M's advertisement is not sent on to R again")
+	publish()
+}
+
+// TestRendezvousSwitchDiesWhileRegisterInstalls: when the rendezvous
+// switch of a type dies, the subscriber's switch registers the
+// subscription at the switch now closest to the type's key; while that
+// register is still being installed there (stopped here by a hook), the
+// new rendezvous switch reports no request (RendezvousInfo.Requests) and
+// the link no proxy filter (LinkInfo.Proxies) — an event it matched then
+// would be lost — and once they report it, an event published reaches the
+// subscriber.
+func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
+	const typ = "Reading"
+	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
+	require.NoError(t, err)
+	at := func(d uint64) [16]byte {
+		k := OverlayKey(typ)
+		binary.BigEndian.PutUint64(k[8:], binary.BigEndian.Uint64(k[8:])+d)
+		return k
+	}
+	// R1 is the rendezvous switch of Reading, R2 next closest, then S.
+	place, err := NewEventPlace(PlaceConfig{Name: "dies", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
+		IDs: map[string][16]byte{"R1": at(0), "R2": at(1), "S": at(2)},
+	})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var r1Close func()
+	{
+		sw, err := NewSwitch(SwitchConfig{Name: "R1", Place: place})
+		require.NoError(t, err)
+		l, err := tr.Listen("R1")
+		require.NoError(t, err)
+		served := make(chan error, 1)
+		go func() { served <- sw.Serve(ctx, l) }()
+		r1Close = sync.OnceFunc(func() {
+			require.NoError(t, sw.Close())
+			require.NoError(t, <-served)
+		})
+		t.Cleanup(r1Close)
+		require.Eventually(t, func() bool { return sw.State() == Active }, 10*time.Second, time.Millisecond)
+		require.NoError(t, sw.Join(ctx, tr, ""))
+	}
+	r2 := activeSwitch(t, tr, place, "R2")
+	require.NoError(t, r2.Join(ctx, tr, "R1"))
+	s := activeSwitch(t, tr, place, "S")
+	require.NoError(t, s.Join(ctx, tr, "R1"))
+
+	open := func(sw *Switch, name string) *Session {
+		t.Helper()
+		sess, err := sw.Open(ctx, SessionConfig{Name: name})
+		require.NoError(t, err)
+		t.Cleanup(func() { sess.Close() })
+		return sess
+	}
+	pub := open(r2, "P")
+	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
+	sub, err := open(s, "S").Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	require.NoError(t, err)
+	publish := func() {
+		t.Helper()
+		require.NoError(t, pub.Publish(ctx, &Event{Type: typ}))
+		select {
+		case <-sub.C():
+		case <-time.After(10 * time.Second):
+			t.Fatal("no delivery within 10 s")
+		}
+	}
+	publish()
+
+	// R2 stops S's register of the subscription in the middle of its
+	// installation, until the test has looked.
+	reached, stopped := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(stopped) })
+	var once sync.Once
+	hook := func(r *router, p *Subscription) {
+		if r.peer == "S" && p.f.String() == "{type ⊑ Reading}" {
+			once.Do(func() {
+				close(reached)
+				<-stopped
+			})
+		}
+	}
+	r2.installing.Store(&hook)
+	t.Cleanup(release) // before the switches close (cleanups run last first)
+	r1Close()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("S did not register the subscription at R2 within 10 s")
+	}
+	info, _ := r2.Rendezvous()
+	assert.Equal(t, []string{typ}, info.Types, "R2 is the rendezvous switch of Reading now")
+	assert.Zero(t, info.Requests, "R2 counts a request it has not installed")
+	for _, l := range r2.Links() {
+		assert.Zero(t, l.Proxies, "R2 counts a proxy filter of %s it has not installed", l.Peer)
+	}
+	release()
+	require.Eventually(t, func() bool {
+		info, _ := r2.Rendezvous()
+		return info.Requests > 0
+	}, 10*time.Second, time.Millisecond)
 	publish()
 }
