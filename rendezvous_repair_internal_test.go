@@ -3,6 +3,7 @@ package sion
 import (
 	"context"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -208,8 +209,13 @@ func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("S did not register the subscription at R2 within 10 s")
 	}
-	info, _ := r2.Rendezvous()
-	assert.Equal(t, []string{typ}, info.Types, "R2 is the rendezvous switch of Reading now")
+	// S may have found R1 dead before R2 has: wait until R2 has too (the
+	// proxy R1 registered at R2 for P's advertisement is gone with it).
+	var info RendezvousInfo
+	require.Eventually(t, func() bool {
+		info, _ = r2.Rendezvous()
+		return slices.Equal(info.Types, []string{typ})
+	}, 10*time.Second, time.Millisecond, "R2 is the rendezvous switch of Reading now")
 	assert.Zero(t, info.Requests, "R2 counts a request it has not installed")
 	for _, l := range r2.Links() {
 		assert.Zero(t, l.Proxies, "R2 counts a proxy filter of %s it has not installed", l.Peer)
