@@ -71,6 +71,9 @@ func (se *sharedEnd) install(r *router, m *linkctl.Register) error {
 	r.sess.mu.Lock()
 	r.sess.subs[sub.id] = sub
 	r.sess.mu.Unlock()
+	if hook := r.sw.installing.Load(); hook != nil {
+		(*hook)(r, sub)
+	}
 	waits, err := r.sw.install(sub)
 	if err != nil {
 		r.sess.forget(sub)

@@ -32,7 +32,8 @@ type LinkInfo struct {
 	// Routes is the number of keys this switch has registered at the
 	// peer — not those counted under a covering key (PlaceConfig.Covering;
 	// Switch.Routes lists both); Proxies the number of the peer's keys
-	// installed here.
+	// installed here: in the filter index, events match them (a register
+	// still being installed is not counted).
 	Routes, Proxies int
 }
 
@@ -55,7 +56,7 @@ func (sw *Switch) Links() []LinkInfo {
 			EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
 			ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
 			Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
-			Routes: len(r.routes) - r.nCover, Proxies: r.sess.numSubs(),
+			Routes: len(r.routes) - r.nCover, Proxies: r.sess.numInstalled(),
 		}
 		r.mu.Unlock()
 		parentUp = parentUp || r.parent

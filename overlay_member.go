@@ -389,7 +389,11 @@ func (s *rvSwitch) linkUp(r *router) ([]routeKey, []*linkAck) {
 
 // linkDown forgets overlay link r as it ends (Switch.removeRouter, under
 // routeMu): another link to its peer takes its place, or the peer is dead
-// to the overlay, and the leaf set is repaired.
+// to the overlay, and the leaf set is repaired. Either way the rerouter
+// runs: what the subscriptions registered over r, and the advertisements
+// that went on over it, are gone with it (removeRouter, dropSources), and
+// only the rerouter registers and sends them again — over the link that
+// took r's place, or toward the node that takes its peer's.
 func (s *rvSwitch) linkDown(r *router) {
 	s.mu.Lock()
 	node, ok := s.links[r]
@@ -413,8 +417,10 @@ func (s *rvSwitch) linkDown(r *router) {
 	s.mu.Unlock()
 	s.dropSources(r)
 	if gone {
-		s.dead(node.ID)
+		s.dead(node.ID) // kicks
+		return
 	}
+	s.kick()
 }
 
 // dead removes node id from the table, keeps it out for overlayTomb, and

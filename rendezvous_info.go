@@ -24,7 +24,8 @@ type RendezvousInfo struct {
 	// Advertisements counts the entries of its advertisement table (per
 	// exact type and attribute detail); Requests the entries of its
 	// request table: the proxy filters its overlay links' peers
-	// registered here.
+	// registered here and events match (a register still being installed
+	// is not counted).
 	Advertisements, Requests int
 	// Types lists the event types of the ontology it is the rendezvous
 	// switch of now, sorted.
@@ -108,9 +109,7 @@ func (s *rvSwitch) info(now time.Time) RendezvousInfo {
 	slices.Sort(in.Types)
 	slices.SortFunc(in.Bypasses, func(a, b BypassInfo) int { return cmp.Compare(a.Class, b.Class) })
 	for _, r := range links {
-		r.sess.mu.Lock()
-		in.Requests += len(r.sess.subs)
-		r.sess.mu.Unlock()
+		in.Requests += r.sess.numInstalled()
 	}
 	in.Load = s.meter.Load(now)
 	for _, lv := range []traffic.Level{traffic.LevelType, traffic.LevelUpper, traffic.LevelLowest} {

@@ -246,7 +246,9 @@ func (sw *Switch) install(sub *Subscription) ([]*linkAck, error) {
 		sw.mu.Unlock()
 		return nil, fmt.Errorf("%w: subscription %d was cancelled while it was made", ErrClosed, sub.id)
 	}
-	return sw.routeAdd(sub), nil
+	routes := sw.routeAdd(sub)
+	sub.installed.Store(true)
+	return routes, nil
 }
 
 // routedSub is a subscription the switch propagated and what it

@@ -374,10 +374,20 @@ func (s *Session) shut(cause error) {
 	s.be.sessionClosed(s) // only now: Switch.Close waits for sessions it still lists
 }
 
-func (s *Session) numSubs() int {
+// numInstalled returns the number of the session's subscriptions whose
+// filters Switch.install has put into the index and propagated: a
+// router's proxy filters that events match, without those a peer's
+// register is still installing.
+func (s *Session) numInstalled() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.subs)
+	n := 0
+	for _, sub := range s.subs {
+		if sub.installed.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *Session) isClosed() bool {

@@ -219,6 +219,7 @@ type Subscription struct {
 	matched, delivered, dropped, spilled atomic.Uint64
 	slow                                 atomic.Bool
 	unregistered                         atomic.Bool           // set once by Switch.unregister, before it takes the filter out
+	installed                            atomic.Bool           // set once by Switch.install, once the filter is in the index and propagated
 	cause                                atomic.Pointer[error] // why it ended, when it did not end by Cancel; set before done closes
 
 	// ttl is how many shared links the filter spreads over (S1 TTL of

@@ -118,6 +118,12 @@ type Switch struct {
 	ending  []*router             // routeMu; out of routers, still shutting down
 	seen    seenIDs               // events that crossed a link, came back from a relay, or were published with a caller-set ID
 
+	// installing, set by tests only, is called as a peer's register over
+	// a shared or overlay link is being installed, between its proxy's
+	// entry into the router's session and Switch.install: a test stops it
+	// there to see what the switch reports meanwhile.
+	installing atomic.Pointer[func(r *router, sub *Subscription)]
+
 	probeMu sync.Mutex
 	probes  map[uint64]chan probeReply // probeMu; Probe calls waiting for replies
 

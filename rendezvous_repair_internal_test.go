@@ -1,0 +1,229 @@
+package sion
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/mem"
+)
+
+// TestRendezvousLinkHandoverKeepsRegistration: when two overlay links
+// join the same two switches (each dialled the other) and the one a
+// subscription's registration and an advertisement went over ends, the
+// other takes its place (rvSwitch.linkDown) and both are sent again over
+// it: an event published once the registration is acknowledged again
+// reaches the subscriber. The second link is forced here; in a running
+// overlay it appears when two switches learn each other at once.
+func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
+	const typ = "Reading"
+	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
+	require.NoError(t, err)
+	key := OverlayKey(typ)
+	near := key
+	binary.BigEndian.PutUint64(near[8:], binary.BigEndian.Uint64(near[8:])+1)
+	// R is the rendezvous switch of Reading; P publishes on R's neighbour
+	// M, whose advertisement goes to R; S subscribes on M too.
+	place, err := NewEventPlace(PlaceConfig{Name: "handover", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
+		IDs: map[string][16]byte{"R": key, "M": near},
+	})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	r := activeSwitch(t, tr, place, "R")
+	require.NoError(t, r.Join(ctx, tr, ""))
+	m := activeSwitch(t, tr, place, "M")
+	require.NoError(t, m.Join(ctx, tr, "R"))
+
+	// A second link from M to R, beside the one Join made.
+	ms := rvOf(m)
+	rID := rvOf(r).selfNode()
+	ms.mu.Lock()
+	first := ms.peers[rID.ID]
+	require.NotNil(t, first)
+	delete(ms.peers, rID.ID) // dialLocked dials only a node without a link
+	ol := ms.dialLocked(rID)
+	ms.peers[rID.ID] = first
+	ms.mu.Unlock()
+	require.NotNil(t, ol)
+	<-ol.done
+	require.NoError(t, ol.err)
+	require.Eventually(t, func() bool {
+		ms.mu.Lock()
+		defer ms.mu.Unlock()
+		return len(ms.links) == 2 && ms.peers[rID.ID] == first
+	}, 10*time.Second, time.Millisecond)
+
+	// On each switch a publisher and a subscriber: M's events reach R's
+	// subscriber along M's advertisement (R's register of the type at
+	// M), R's reach M's along the subscription's registration at R.
+	open := func(sw *Switch, name string) *Session {
+		t.Helper()
+		s, err := sw.Open(ctx, SessionConfig{Name: name})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	pubs := []*Session{open(m, "PM"), open(r, "PR")}
+	var subs []*Subscription
+	for _, sw := range []*Switch{m, r} {
+		sub, err := open(sw, "S"+sw.Name()).Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+		require.NoError(t, err)
+		subs = append(subs, sub)
+	}
+	for _, p := range pubs {
+		require.NoError(t, p.Advertise(ctx, Advertisement{Type: typ}))
+	}
+	publish := func() {
+		t.Helper()
+		for _, p := range pubs {
+			require.NoError(t, p.Publish(ctx, &Event{Type: typ}))
+			for _, sub := range subs {
+				select {
+				case <-sub.C():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s's event: no delivery to %s within 10 s", p.name, sub.sess.name)
+				}
+			}
+		}
+	}
+	publish()
+
+	first.close() // the link both went over ends; the second is M's way to R now
+	<-first.finished
+	require.Eventually(t, func() bool {
+		for _, ri := range m.Routes() {
+			if ri.Peer == "R" && ri.Filter == "{type ⊑ Reading}" && ri.Acknowledged {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "M's registration at R is not sent again: %v", m.Routes())
+	require.Eventually(t, func() bool {
+		ms.mu.Lock()
+		defer ms.mu.Unlock()
+		for _, e := range ms.adverts {
+			if e.next == nil || e.last == nil || !chanClosed(e.last.done) {
+				return false
+			}
+		}
+		return len(ms.adverts) > 0
+	}, 10*time.Second, time.Millisecond, "M's advertisement is not sent on to R again")
+	publish()
+}
+
+// TestRendezvousSwitchDiesWhileRegisterInstalls: when the rendezvous
+// switch of a type dies, the subscriber's switch registers the
+// subscription at the switch now closest to the type's key; while that
+// register is still being installed there (stopped here by a hook), the
+// new rendezvous switch reports no request (RendezvousInfo.Requests) and
+// the link no proxy filter (LinkInfo.Proxies) — an event it matched then
+// would be lost — and once they report it, an event published reaches the
+// subscriber.
+func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
+	const typ = "Reading"
+	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
+	require.NoError(t, err)
+	at := func(d uint64) [16]byte {
+		k := OverlayKey(typ)
+		binary.BigEndian.PutUint64(k[8:], binary.BigEndian.Uint64(k[8:])+d)
+		return k
+	}
+	// R1 is the rendezvous switch of Reading, R2 next closest, then S.
+	place, err := NewEventPlace(PlaceConfig{Name: "dies", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
+		IDs: map[string][16]byte{"R1": at(0), "R2": at(1), "S": at(2)},
+	})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var r1Close func()
+	{
+		sw, err := NewSwitch(SwitchConfig{Name: "R1", Place: place})
+		require.NoError(t, err)
+		l, err := tr.Listen("R1")
+		require.NoError(t, err)
+		served := make(chan error, 1)
+		go func() { served <- sw.Serve(ctx, l) }()
+		r1Close = sync.OnceFunc(func() {
+			require.NoError(t, sw.Close())
+			require.NoError(t, <-served)
+		})
+		t.Cleanup(r1Close)
+		require.Eventually(t, func() bool { return sw.State() == Active }, 10*time.Second, time.Millisecond)
+		require.NoError(t, sw.Join(ctx, tr, ""))
+	}
+	r2 := activeSwitch(t, tr, place, "R2")
+	require.NoError(t, r2.Join(ctx, tr, "R1"))
+	s := activeSwitch(t, tr, place, "S")
+	require.NoError(t, s.Join(ctx, tr, "R1"))
+
+	open := func(sw *Switch, name string) *Session {
+		t.Helper()
+		sess, err := sw.Open(ctx, SessionConfig{Name: name})
+		require.NoError(t, err)
+		t.Cleanup(func() { sess.Close() })
+		return sess
+	}
+	pub := open(r2, "P")
+	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
+	sub, err := open(s, "S").Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	require.NoError(t, err)
+	publish := func() {
+		t.Helper()
+		require.NoError(t, pub.Publish(ctx, &Event{Type: typ}))
+		select {
+		case <-sub.C():
+		case <-time.After(10 * time.Second):
+			t.Fatal("no delivery within 10 s")
+		}
+	}
+	publish()
+
+	// R2 stops S's register of the subscription in the middle of its
+	// installation, until the test has looked.
+	reached, stopped := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(stopped) })
+	var once sync.Once
+	hook := func(r *router, p *Subscription) {
+		if r.peer == "S" && p.f.String() == "{type ⊑ Reading}" {
+			once.Do(func() {
+				close(reached)
+				<-stopped
+			})
+		}
+	}
+	r2.installing.Store(&hook)
+	t.Cleanup(release) // before the switches close (cleanups run last first)
+	r1Close()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("S did not register the subscription at R2 within 10 s")
+	}
+	// S may have found R1 dead before R2 has: wait until R2 has too (the
+	// proxy R1 registered at R2 for P's advertisement is gone with it).
+	var info RendezvousInfo
+	require.Eventually(t, func() bool {
+		info, _ = r2.Rendezvous()
+		return slices.Equal(info.Types, []string{typ})
+	}, 10*time.Second, time.Millisecond, "R2 is the rendezvous switch of Reading now")
+	assert.Zero(t, info.Requests, "R2 counts a request it has not installed")
+	for _, l := range r2.Links() {
+		assert.Zero(t, l.Proxies, "R2 counts a proxy filter of %s it has not installed", l.Peer)
+	}
+	release()
+	require.Eventually(t, func() bool {
+		info, _ := r2.Rendezvous()
+		return info.Requests > 0
+	}, 10*time.Second, time.Millisecond)
+	publish()
+}
