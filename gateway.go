@@ -115,7 +115,8 @@ type GatewayInfo struct {
 	Import, Export GatewayCounters
 	// Routes is the number of filters registered in the other place for
 	// this place's interest; Proxies the number installed here for the
-	// other place's.
+	// other place's: in the filter index, events match them (a register
+	// still being installed is not counted, nor listed in Filters).
 	Routes, Proxies int
 	// Filters are the filters the gateway holds in this place for the
 	// other place's interest — converted through the Export Mapping and

@@ -91,8 +91,11 @@ func (e *gatewayEnd) fill(r *router, info *GatewayInfo) {
 	info.Since, info.Routes = r.upAt, len(r.routes)
 	r.mu.Unlock()
 	r.sess.mu.Lock()
-	info.Proxies = len(r.sess.subs)
 	for _, sub := range r.sess.subs {
+		if !sub.installed.Load() {
+			continue // events cannot match it yet (see LinkInfo.Proxies)
+		}
+		info.Proxies++
 		info.Filters = append(info.Filters, sub.f.String())
 	}
 	r.sess.mu.Unlock()
