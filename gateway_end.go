@@ -245,6 +245,9 @@ func (e *gatewayEnd) installProxies(r *router, text string, places []string) ([]
 		r.sess.mu.Lock()
 		r.sess.subs[sub.id] = sub
 		r.sess.mu.Unlock()
+		if hook := r.sw.installing.Load(); hook != nil {
+			(*hook)(r, sub)
+		}
 		w, err := r.sw.install(sub)
 		if err != nil {
 			r.sess.forget(sub)

@@ -119,9 +119,9 @@ type Switch struct {
 	seen    seenIDs               // events that crossed a link, came back from a relay, or were published with a caller-set ID
 
 	// installing, set by tests only, is called as a peer's register over
-	// a shared or overlay link is being installed, between its proxy's
-	// entry into the router's session and Switch.install: a test stops it
-	// there to see what the switch reports meanwhile.
+	// a shared or overlay link or a gateway is being installed, between
+	// its proxy's entry into the router's session and Switch.install: a
+	// test stops it there to see what the switch reports meanwhile.
 	installing atomic.Pointer[func(r *router, sub *Subscription)]
 
 	probeMu sync.Mutex
