@@ -246,7 +246,8 @@ func (s *rvSwitch) dialWait(ctx context.Context, n overlay.Node) (*router, error
 }
 
 // run makes the link and supervises it until it ends, then forgets the
-// requester; a failed dial makes the neighbour dead to the overlay.
+// requester; a failed dial makes the neighbour dead to the overlay,
+// unless a link to it is up (the neighbour's own, accepted meanwhile).
 func (ol *overlayLink) run(q *requester, life context.Context) {
 	s := ol.s
 	r, linkCtx, err := q.connect(life, life, ol.node.Addr)
@@ -424,10 +425,16 @@ func (s *rvSwitch) linkDown(r *router) {
 }
 
 // dead removes node id from the table, keeps it out for overlayTomb, and
-// asks the neighbours that can for their leaf sets (S3 overlay repair).
+// asks the neighbours that can for their leaf sets (S3 overlay repair),
+// unless a link to id is up.
 func (s *rvSwitch) dead(id overlay.ID) {
 	s.mu.Lock()
-	if s.left {
+	if s.left || s.peers[id] != nil {
+		// A node with a link up is alive, whatever a dial to it or
+		// another link to it says: a dial that fails while the node's
+		// own link to this switch came up must not take it out of the
+		// table (this switch would then hold keys it is not the
+		// rendezvous switch of).
 		s.mu.Unlock()
 		return
 	}

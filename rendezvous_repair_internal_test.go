@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sion-go/sion/internal/overlay"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport/mem"
 )
@@ -226,4 +227,71 @@ func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
 		return info.Requests > 0
 	}, 10*time.Second, time.Millisecond)
 	publish()
+}
+
+// TestRendezvousFailedDialKeepsLiveNode: a dial to a node that fails
+// while a link to that node is up (the node's own, accepted meanwhile)
+// leaves the node in the table. Before, the failure made it dead to the
+// overlay: M took R out and held R's keys itself, so M's subscriber
+// registered nowhere R's publisher sends, and R's events were lost.
+func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
+	const typ = "Reading"
+	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
+	require.NoError(t, err)
+	key := OverlayKey(typ)
+	near := key
+	binary.BigEndian.PutUint64(near[8:], binary.BigEndian.Uint64(near[8:])+1)
+	// R is the rendezvous switch of Reading.
+	place, err := NewEventPlace(PlaceConfig{Name: "dial", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
+		IDs: map[string][16]byte{"R": key, "M": near},
+	})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	r := activeSwitch(t, tr, place, "R")
+	require.NoError(t, r.Join(ctx, tr, ""))
+	m := activeSwitch(t, tr, place, "M")
+	require.NoError(t, m.Join(ctx, tr, "R"))
+
+	// M dials R at an address nothing listens on, while its link to R
+	// is up.
+	ms := rvOf(m)
+	rNode := rvOf(r).selfNode()
+	ms.mu.Lock()
+	up := ms.peers[rNode.ID]
+	require.NotNil(t, up)
+	delete(ms.peers, rNode.ID) // dialLocked dials only a node without a link
+	ol := ms.dialLocked(overlay.Node{ID: rNode.ID, Addr: "nowhere"})
+	ms.peers[rNode.ID] = up
+	ms.mu.Unlock()
+	require.NotNil(t, ol)
+	<-ol.done
+	require.Error(t, ol.err)
+	holds := func() bool {
+		ms.mu.Lock()
+		defer ms.mu.Unlock()
+		return slices.ContainsFunc(ms.table.Nodes(), func(n overlay.Node) bool { return n.ID == rNode.ID })
+	}
+	require.True(t, holds(), "M took R, whose link is up, out of its table")
+	info, ok := m.Rendezvous()
+	require.True(t, ok)
+	assert.Empty(t, info.Types, "M holds no type's key: R does")
+
+	pub, err := r.Open(ctx, SessionConfig{Name: "P"})
+	require.NoError(t, err)
+	t.Cleanup(func() { pub.Close() })
+	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
+	sess, err := m.Open(ctx, SessionConfig{Name: "S"})
+	require.NoError(t, err)
+	t.Cleanup(func() { sess.Close() })
+	sub, err := sess.Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, &Event{Type: typ}))
+	select {
+	case <-sub.C():
+	case <-time.After(10 * time.Second):
+		t.Fatal("R's event did not reach M's subscriber within 10 s")
+	}
+	assert.True(t, holds())
 }
