@@ -295,3 +295,122 @@ func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
 	}
 	assert.True(t, holds())
 }
+
+// TestRendezvousRerouteReleasesAfterNewPath: when a subscription's next
+// hop toward its rendezvous switch moves from X to Y (Y joined, nearer
+// the key), the registration over X is released only once the one over
+// Y is acknowledged: an event the rendezvous switch publishes while Y's
+// register is still being installed there reaches the subscriber through
+// X. Before, S released over X at once, X's release could reach R first,
+// and R then had no route to S's filter.
+func TestRendezvousRerouteReleasesAfterNewPath(t *testing.T) {
+	const typ = "Reading"
+	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
+	require.NoError(t, err)
+	key := OverlayKey(typ)
+	at := func(d uint64) [16]byte {
+		k := key
+		binary.BigEndian.PutUint64(k[8:], binary.BigEndian.Uint64(k[8:])+d)
+		return k
+	}
+	// R is the rendezvous switch of Reading. S reaches it only through
+	// X, and through Y once Y is there: Y is nearer the key than X.
+	place, err := NewEventPlace(PlaceConfig{Name: "reroute", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
+		IDs:        map[string][16]byte{"R": at(0), "Y": at(1), "X": at(2), "S": at(3)},
+		Neighbours: map[string][]string{"R": {"X", "Y"}, "X": {"R", "S", "Y"}, "Y": {"R", "S", "X"}, "S": {"X", "Y"}},
+	})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	r := activeSwitch(t, tr, place, "R")
+	require.NoError(t, r.Join(ctx, tr, ""))
+	x := activeSwitch(t, tr, place, "X")
+	require.NoError(t, x.Join(ctx, tr, "R"))
+	s := activeSwitch(t, tr, place, "S")
+	require.NoError(t, s.Join(ctx, tr, "X"))
+
+	pub, err := r.Open(ctx, SessionConfig{Name: "P"})
+	require.NoError(t, err)
+	t.Cleanup(func() { pub.Close() })
+	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
+	sess, err := s.Open(ctx, SessionConfig{Name: "S"})
+	require.NoError(t, err)
+	t.Cleanup(func() { sess.Close() })
+	sub, err := sess.Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	require.NoError(t, err)
+	publish := func(what string) {
+		t.Helper()
+		require.NoError(t, pub.Publish(ctx, &Event{Type: typ}))
+		select {
+		case <-sub.C():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no delivery within 10 s", what)
+		}
+	}
+	publish("through X")
+	proxiesOf := func(sw *Switch, peer string) int {
+		for _, l := range sw.Links() {
+			if l.Peer == peer {
+				return l.Proxies
+			}
+		}
+		return 0
+	}
+	require.Positive(t, proxiesOf(r, "X"))
+
+	// R holds Y's register of S's subscription in its installation.
+	reached, stopped := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(stopped) })
+	var once sync.Once
+	hook := func(rt *router, p *Subscription) {
+		if rt.peer == "Y" && p.f.String() == "{type ⊑ Reading}" {
+			once.Do(func() {
+				close(reached)
+				<-stopped
+			})
+		}
+	}
+	r.installing.Store(&hook)
+	t.Cleanup(release) // before the switches close (cleanups run last first)
+	y := activeSwitch(t, tr, place, "Y")
+	require.NoError(t, y.Join(ctx, tr, "R"))
+	// Y, which knows R, links to S: S learns Y, nearer the key than X.
+	joined := make(chan error, 1)
+	go func() { // the link's coming up waits for Y's registers
+		_, err := rvOf(y).dialWait(ctx, rvOf(s).selfNode())
+		joined <- err
+	}()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		for _, sw := range []*Switch{r, x, y, s} {
+			t.Logf("%s routes %+v", sw.Name(), sw.Routes())
+			for _, l := range sw.Links() {
+				t.Logf("%s link %s proxies %d routes %d", sw.Name(), l.Peer, l.Proxies, l.Routes)
+			}
+		}
+		t.Fatal("S's subscription did not reach R through Y within 10 s")
+	}
+	// Give X's release, if S sent it, time to reach R (it takes
+	// microseconds over mem): S must not have sent it yet.
+	deadline := time.Now().Add(time.Second)
+	for proxiesOf(r, "X") > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !assert.Positive(t, proxiesOf(r, "X"), "S released its registration through X before the one through Y was acknowledged") {
+		for _, sw := range []*Switch{r, x, y, s} {
+			t.Logf("%s routes %+v", sw.Name(), sw.Routes())
+			for _, l := range sw.Links() {
+				t.Logf("%s link %s proxies %d routes %d", sw.Name(), l.Peer, l.Proxies, l.Routes)
+			}
+		}
+	}
+	publish("while Y's register is installed at R")
+
+	release()
+	require.NoError(t, <-joined)
+	require.Eventually(t, func() bool { return proxiesOf(r, "X") == 0 && proxiesOf(r, "Y") > 0 }, 10*time.Second, time.Millisecond,
+		"once Y's register is acknowledged, S releases through X")
+	publish("through Y")
+}

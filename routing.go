@@ -310,21 +310,64 @@ func (sw *Switch) routeRemove(sub *Subscription) {
 // reroute asks the routing again what every propagated subscription
 // registers over every link and makes it so: what is new is registered
 // before what is gone is released, so interest the subscription had
-// before is kept through the change. A routing whose answers changed (an
-// overlay that learned or lost a switch, S3) calls it.
+// before is kept through the change. A registration that moves to
+// another link (a next hop toward a rendezvous switch that changed) is
+// released over the old one only once the new registers are
+// acknowledged, or after the place's ContractTimeout (releaseAfter):
+// the release and the register travel different paths, and the release
+// must not arrive first. A routing whose answers changed (an overlay
+// that learned or lost a switch, S3) calls it.
 func (sw *Switch) reroute() {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	for _, rs := range sw.routedInOrder() {
 		old := rs.regs
 		rs.regs = nil
+		var acks []*linkAck
 		for _, r := range sw.routers {
-			sw.registerOver(r, rs, nil)
+			acks = sw.registerOver(r, rs, acks)
 		}
+		var moved []routeReg
 		for _, g := range old {
-			g.r.removeRoute(g.k, g.ttl)
+			if slices.Contains(rs.regs, g) {
+				g.r.removeRoute(g.k, g.ttl) // registered again over the same link: counted twice
+			} else {
+				moved = append(moved, g)
+			}
+		}
+		if len(moved) > 0 {
+			sw.releaseAfter(acks, moved)
 		}
 	}
+}
+
+// releaseAfter releases regs once every ack is done (acknowledged, or its
+// link ended), after the place's ContractTimeout at the latest, in a
+// goroutine Close waits for; a reg whose link has ended meanwhile is
+// skipped (removeRouter forgot it). When the switch closes first, nothing
+// is released: its links end.
+func (sw *Switch) releaseAfter(acks []*linkAck, regs []routeReg) {
+	sw.releases.Go(func() {
+		timeout := time.NewTimer(sw.place.cfg.ContractTimeout)
+		defer timeout.Stop()
+	wait:
+		for _, a := range acks {
+			select {
+			case <-a.done:
+			case <-timeout.C:
+				break wait
+			case <-sw.stopping:
+				return
+			}
+		}
+		sw.routeMu.Lock()
+		defer sw.routeMu.Unlock()
+		for _, g := range regs {
+			if slices.Contains(sw.routers, g.r) {
+				g.r.removeRoute(g.k, g.ttl)
+			}
+		}
+	})
 }
 
 // rerouteOver is reroute for link r alone: it asks the routing again

@@ -102,6 +102,7 @@ type Switch struct {
 	parent   *SharedLink              // mu; the link this switch requested (S1 tree rule: at most one)
 	children map[string]*childLink    // mu; links other switches requested, by their name
 	linkers  sync.WaitGroup           // supervisors of parent links and gateways
+	releases sync.WaitGroup           // routes a reroute releases once their replacements are acknowledged (releaseAfter)
 	gateways map[string]*Gateway      // mu; the gateways this switch requested, by name
 	addrs    []string                 // mu; the addresses Serve listens on
 	left     bool                     // mu; Leave ran and no Link since: suspended
@@ -725,6 +726,7 @@ func (sw *Switch) Close() error {
 	}
 	sw.routing.close()
 	sw.linkers.Wait()
+	sw.releases.Wait() // they return at stopping
 	sw.goodbye()
 	for _, stop := range serving {
 		stop()
