@@ -337,11 +337,11 @@
 // (the dial, then the link's supervisor), and short-lived ones that
 // answer a newcomer once its link is up, set a bypass up at a merge point
 // or remove a bypass's filter; Switch.Close (rvSwitch.close) stops and
-// waits for them all. When the rerouter moves a subscription's
-// registration to another link, one goroutine waits for the new
-// registers' acknowledgements (or the place's ContractTimeout) before it
-// releases the old registration (Switch.releaseAfter); Switch.Close stops
-// and waits for those too. An Entity has three
+// waits for them all. When the rerouter moves registrations to other
+// links, one goroutine per reroute waits for the new registers'
+// acknowledgements (or the place's ContractTimeout) before it releases
+// the old registrations (Switch.releaseAfter); Switch.Close stops and
+// waits for those too. An Entity has three
 // (probe answers, its probes' answers, its life cycle) and one per piece
 // of work started for it (a Serve, a discovery answer), all stopped by
 // Entity.Close.

@@ -320,14 +320,16 @@ func (sw *Switch) routeRemove(sub *Subscription) {
 func (sw *Switch) reroute() {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
+	var acks []*linkAck
+	var moved []routeReg
 	for _, rs := range sw.routedInOrder() {
 		old := rs.regs
 		rs.regs = nil
-		var acks []*linkAck
+		n := len(acks)
 		for _, r := range sw.routers {
 			acks = sw.registerOver(r, rs, acks)
 		}
-		var moved []routeReg
+		m := len(moved)
 		for _, g := range old {
 			if slices.Contains(rs.regs, g) {
 				g.r.removeRoute(g.k, g.ttl) // registered again over the same link: counted twice
@@ -335,17 +337,20 @@ func (sw *Switch) reroute() {
 				moved = append(moved, g)
 			}
 		}
-		if len(moved) > 0 {
-			sw.releaseAfter(acks, moved)
+		if len(moved) == m {
+			acks = acks[:n] // nothing of rs waits for them
 		}
+	}
+	if len(moved) > 0 {
+		sw.releaseAfter(acks, moved)
 	}
 }
 
 // releaseAfter releases regs once every ack is done (acknowledged, or its
-// link ended), after the place's ContractTimeout at the latest, in a
-// goroutine Close waits for; a reg whose link has ended meanwhile is
-// skipped (removeRouter forgot it). When the switch closes first, nothing
-// is released: its links end.
+// link ended), after the place's ContractTimeout at the latest, in one
+// goroutine per reroute that Close waits for; a reg whose link has ended
+// meanwhile is skipped (removeRouter forgot it). When the switch closes
+// first, nothing is released: its links end.
 func (sw *Switch) releaseAfter(acks []*linkAck, regs []routeReg) {
 	sw.releases.Go(func() {
 		timeout := time.NewTimer(sw.place.cfg.ContractTimeout)
