@@ -16,6 +16,53 @@ import (
 	"github.com/sion-go/sion/transport/mem"
 )
 
+// readingPlace returns a place routed by rendezvous whose one event type,
+// Reading, has its overlay key at the switch ids gives distance 0; ids
+// places every switch at its distance above that key, neighbours (nil:
+// no limit) is RendezvousConfig.Neighbours; and a mem network.
+func readingPlace(t *testing.T, name string, ids map[string]uint64, neighbours map[string][]string) (*EventPlace, *mem.Network) {
+	t.Helper()
+	o, err := ontology.New([]ontology.TypeDef{{Name: "Reading"}})
+	require.NoError(t, err)
+	at := make(map[string][16]byte, len(ids))
+	for sw, d := range ids {
+		k := OverlayKey("Reading")
+		binary.BigEndian.PutUint64(k[8:], binary.BigEndian.Uint64(k[8:])+d)
+		at[sw] = k
+	}
+	place, err := NewEventPlace(PlaceConfig{Name: name, Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{IDs: at, Neighbours: neighbours})})
+	require.NoError(t, err)
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	return place, tr
+}
+
+// openSession opens a session named name on sw, closed when the test
+// ends.
+func openSession(t *testing.T, sw *Switch, name string) *Session {
+	t.Helper()
+	s, err := sw.Open(context.Background(), SessionConfig{Name: name})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// dialBeside makes s dial n although a link to n is up (dialLocked dials
+// only a node without one), and returns the dial once it has ended.
+func dialBeside(t *testing.T, s *rvSwitch, n overlay.Node) *overlayLink {
+	t.Helper()
+	s.mu.Lock()
+	up := s.peers[n.ID]
+	require.NotNil(t, up)
+	delete(s.peers, n.ID)
+	ol := s.dialLocked(n)
+	s.peers[n.ID] = up
+	s.mu.Unlock()
+	require.NotNil(t, ol)
+	<-ol.done
+	return ol
+}
+
 // TestRendezvousLinkHandoverKeepsRegistration: when two overlay links
 // join the same two switches (each dialled the other) and the one a
 // subscription's registration and an advertisement went over ends, the
@@ -25,19 +72,9 @@ import (
 // overlay it appears when two switches learn each other at once.
 func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
 	const typ = "Reading"
-	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
-	require.NoError(t, err)
-	key := OverlayKey(typ)
-	near := key
-	binary.BigEndian.PutUint64(near[8:], binary.BigEndian.Uint64(near[8:])+1)
 	// R is the rendezvous switch of Reading; P publishes on R's neighbour
 	// M, whose advertisement goes to R; S subscribes on M too.
-	place, err := NewEventPlace(PlaceConfig{Name: "handover", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
-		IDs: map[string][16]byte{"R": key, "M": near},
-	})})
-	require.NoError(t, err)
-	tr, err := mem.NewNetwork(mem.Config{})
-	require.NoError(t, err)
+	place, tr := readingPlace(t, "handover", map[string]uint64{"R": 0, "M": 1}, nil)
 	ctx := context.Background()
 	r := activeSwitch(t, tr, place, "R")
 	require.NoError(t, r.Join(ctx, tr, ""))
@@ -49,13 +86,8 @@ func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
 	rID := rvOf(r).selfNode()
 	ms.mu.Lock()
 	first := ms.peers[rID.ID]
-	require.NotNil(t, first)
-	delete(ms.peers, rID.ID) // dialLocked dials only a node without a link
-	ol := ms.dialLocked(rID)
-	ms.peers[rID.ID] = first
 	ms.mu.Unlock()
-	require.NotNil(t, ol)
-	<-ol.done
+	ol := dialBeside(t, ms, rID)
 	require.NoError(t, ol.err)
 	require.Eventually(t, func() bool {
 		ms.mu.Lock()
@@ -66,17 +98,10 @@ func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
 	// On each switch a publisher and a subscriber: M's events reach R's
 	// subscriber along M's advertisement (R's register of the type at
 	// M), R's reach M's along the subscription's registration at R.
-	open := func(sw *Switch, name string) *Session {
-		t.Helper()
-		s, err := sw.Open(ctx, SessionConfig{Name: name})
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	pubs := []*Session{open(m, "PM"), open(r, "PR")}
+	pubs := []*Session{openSession(t, m, "PM"), openSession(t, r, "PR")}
 	var subs []*Subscription
 	for _, sw := range []*Switch{m, r} {
-		sub, err := open(sw, "S"+sw.Name()).Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+		sub, err := openSession(t, sw, "S"+sw.Name()).Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
 		require.NoError(t, err)
 		subs = append(subs, sub)
 	}
@@ -131,20 +156,8 @@ func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
 // subscriber.
 func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
 	const typ = "Reading"
-	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
-	require.NoError(t, err)
-	at := func(d uint64) [16]byte {
-		k := OverlayKey(typ)
-		binary.BigEndian.PutUint64(k[8:], binary.BigEndian.Uint64(k[8:])+d)
-		return k
-	}
 	// R1 is the rendezvous switch of Reading, R2 next closest, then S.
-	place, err := NewEventPlace(PlaceConfig{Name: "dies", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
-		IDs: map[string][16]byte{"R1": at(0), "R2": at(1), "S": at(2)},
-	})})
-	require.NoError(t, err)
-	tr, err := mem.NewNetwork(mem.Config{})
-	require.NoError(t, err)
+	place, tr := readingPlace(t, "dies", map[string]uint64{"R1": 0, "R2": 1, "S": 2}, nil)
 	ctx := context.Background()
 	var r1Close func()
 	{
@@ -167,16 +180,9 @@ func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
 	s := activeSwitch(t, tr, place, "S")
 	require.NoError(t, s.Join(ctx, tr, "R1"))
 
-	open := func(sw *Switch, name string) *Session {
-		t.Helper()
-		sess, err := sw.Open(ctx, SessionConfig{Name: name})
-		require.NoError(t, err)
-		t.Cleanup(func() { sess.Close() })
-		return sess
-	}
-	pub := open(r2, "P")
+	pub := openSession(t, r2, "P")
 	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
-	sub, err := open(s, "S").Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	sub, err := openSession(t, s, "S").Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
 	require.NoError(t, err)
 	publish := func() {
 		t.Helper()
@@ -236,18 +242,8 @@ func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
 // registered nowhere R's publisher sends, and R's events were lost.
 func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
 	const typ = "Reading"
-	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
-	require.NoError(t, err)
-	key := OverlayKey(typ)
-	near := key
-	binary.BigEndian.PutUint64(near[8:], binary.BigEndian.Uint64(near[8:])+1)
 	// R is the rendezvous switch of Reading.
-	place, err := NewEventPlace(PlaceConfig{Name: "dial", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
-		IDs: map[string][16]byte{"R": key, "M": near},
-	})})
-	require.NoError(t, err)
-	tr, err := mem.NewNetwork(mem.Config{})
-	require.NoError(t, err)
+	place, tr := readingPlace(t, "dial", map[string]uint64{"R": 0, "M": 1}, nil)
 	ctx := context.Background()
 	r := activeSwitch(t, tr, place, "R")
 	require.NoError(t, r.Join(ctx, tr, ""))
@@ -258,15 +254,7 @@ func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
 	// is up.
 	ms := rvOf(m)
 	rNode := rvOf(r).selfNode()
-	ms.mu.Lock()
-	up := ms.peers[rNode.ID]
-	require.NotNil(t, up)
-	delete(ms.peers, rNode.ID) // dialLocked dials only a node without a link
-	ol := ms.dialLocked(overlay.Node{ID: rNode.ID, Addr: "nowhere"})
-	ms.peers[rNode.ID] = up
-	ms.mu.Unlock()
-	require.NotNil(t, ol)
-	<-ol.done
+	ol := dialBeside(t, ms, overlay.Node{ID: rNode.ID, Addr: "nowhere"})
 	require.Error(t, ol.err)
 	holds := func() bool {
 		ms.mu.Lock()
@@ -278,14 +266,9 @@ func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
 	require.True(t, ok)
 	assert.Empty(t, info.Types, "M holds no type's key: R does")
 
-	pub, err := r.Open(ctx, SessionConfig{Name: "P"})
-	require.NoError(t, err)
-	t.Cleanup(func() { pub.Close() })
+	pub := openSession(t, r, "P")
 	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
-	sess, err := m.Open(ctx, SessionConfig{Name: "S"})
-	require.NoError(t, err)
-	t.Cleanup(func() { sess.Close() })
-	sub, err := sess.Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	sub, err := openSession(t, m, "S").Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, &Event{Type: typ}))
 	select {
@@ -305,23 +288,10 @@ func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
 // and R then had no route to S's filter.
 func TestRendezvousRerouteReleasesAfterNewPath(t *testing.T) {
 	const typ = "Reading"
-	o, err := ontology.New([]ontology.TypeDef{{Name: typ}})
-	require.NoError(t, err)
-	key := OverlayKey(typ)
-	at := func(d uint64) [16]byte {
-		k := key
-		binary.BigEndian.PutUint64(k[8:], binary.BigEndian.Uint64(k[8:])+d)
-		return k
-	}
 	// R is the rendezvous switch of Reading. S reaches it only through
 	// X, and through Y once Y is there: Y is nearer the key than X.
-	place, err := NewEventPlace(PlaceConfig{Name: "reroute", Ontology: o, Routing: RouteByRendezvous(RendezvousConfig{
-		IDs:        map[string][16]byte{"R": at(0), "Y": at(1), "X": at(2), "S": at(3)},
-		Neighbours: map[string][]string{"R": {"X", "Y"}, "X": {"R", "S", "Y"}, "Y": {"R", "S", "X"}, "S": {"X", "Y"}},
-	})})
-	require.NoError(t, err)
-	tr, err := mem.NewNetwork(mem.Config{})
-	require.NoError(t, err)
+	place, tr := readingPlace(t, "reroute", map[string]uint64{"R": 0, "Y": 1, "X": 2, "S": 3},
+		map[string][]string{"R": {"X", "Y"}, "X": {"R", "S", "Y"}, "Y": {"R", "S", "X"}, "S": {"X", "Y"}})
 	ctx := context.Background()
 	r := activeSwitch(t, tr, place, "R")
 	require.NoError(t, r.Join(ctx, tr, ""))
@@ -330,14 +300,9 @@ func TestRendezvousRerouteReleasesAfterNewPath(t *testing.T) {
 	s := activeSwitch(t, tr, place, "S")
 	require.NoError(t, s.Join(ctx, tr, "X"))
 
-	pub, err := r.Open(ctx, SessionConfig{Name: "P"})
-	require.NoError(t, err)
-	t.Cleanup(func() { pub.Close() })
+	pub := openSession(t, r, "P")
 	require.NoError(t, pub.Advertise(ctx, Advertisement{Type: typ}))
-	sess, err := s.Open(ctx, SessionConfig{Name: "S"})
-	require.NoError(t, err)
-	t.Cleanup(func() { sess.Close() })
-	sub, err := sess.Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
+	sub, err := openSession(t, s, "S").Subscribe(ctx, `{type ⊑ Reading}`, WithQueue(8))
 	require.NoError(t, err)
 	publish := func(what string) {
 		t.Helper()
