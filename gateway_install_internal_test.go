@@ -2,7 +2,6 @@ package sion
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,19 +37,7 @@ func TestGatewayCountsOnlyInstalledProxies(t *testing.T) {
 	require.Zero(t, g.Info().Proxies, "B has no interest yet")
 
 	// A stops the installation of B's interest until the test has looked.
-	reached, stopped := make(chan struct{}), make(chan struct{})
-	release := sync.OnceFunc(func() { close(stopped) })
-	var once sync.Once
-	hook := func(r *router, p *Subscription) {
-		if p.f.String() == "{type ⊑ Notice}" {
-			once.Do(func() {
-				close(reached)
-				<-stopped
-			})
-		}
-	}
-	a.installing.Store(&hook)
-	t.Cleanup(release) // before the switches close (cleanups run last first)
+	reached, release := holdInstall(t, a, func(_, f string) bool { return f == "{type ⊑ Notice}" })
 
 	sess, err := b.Open(ctx, SessionConfig{Name: "sub"})
 	require.NoError(t, err)

@@ -37,6 +37,18 @@ func readingPlace(t *testing.T, name string, ids map[string]uint64, neighbours m
 	return place, tr
 }
 
+// joinedPair starts switches R and M of place on tr, R alone in the
+// overlay and M joined through R.
+func joinedPair(t *testing.T, tr *mem.Network, place *EventPlace) (r, m *Switch) {
+	t.Helper()
+	ctx := context.Background()
+	r = activeSwitch(t, tr, place, "R")
+	require.NoError(t, r.Join(ctx, tr, ""))
+	m = activeSwitch(t, tr, place, "M")
+	require.NoError(t, m.Join(ctx, tr, "R"))
+	return r, m
+}
+
 // openSession opens a session named name on sw, closed when the test
 // ends.
 func openSession(t *testing.T, sw *Switch, name string) *Session {
@@ -76,10 +88,7 @@ func TestRendezvousLinkHandoverKeepsRegistration(t *testing.T) {
 	// M, whose advertisement goes to R; S subscribes on M too.
 	place, tr := readingPlace(t, "handover", map[string]uint64{"R": 0, "M": 1}, nil)
 	ctx := context.Background()
-	r := activeSwitch(t, tr, place, "R")
-	require.NoError(t, r.Join(ctx, tr, ""))
-	m := activeSwitch(t, tr, place, "M")
-	require.NoError(t, m.Join(ctx, tr, "R"))
+	r, m := joinedPair(t, tr, place)
 
 	// A second link from M to R, beside the one Join made.
 	ms := rvOf(m)
@@ -197,19 +206,7 @@ func TestRendezvousSwitchDiesWhileRegisterInstalls(t *testing.T) {
 
 	// R2 stops S's register of the subscription in the middle of its
 	// installation, until the test has looked.
-	reached, stopped := make(chan struct{}), make(chan struct{})
-	release := sync.OnceFunc(func() { close(stopped) })
-	var once sync.Once
-	hook := func(r *router, p *Subscription) {
-		if r.peer == "S" && p.f.String() == "{type ⊑ Reading}" {
-			once.Do(func() {
-				close(reached)
-				<-stopped
-			})
-		}
-	}
-	r2.installing.Store(&hook)
-	t.Cleanup(release) // before the switches close (cleanups run last first)
+	reached, release := holdInstall(t, r2, func(peer, f string) bool { return peer == "S" && f == "{type ⊑ Reading}" })
 	r1Close()
 	select {
 	case <-reached:
@@ -245,10 +242,7 @@ func TestRendezvousFailedDialKeepsLiveNode(t *testing.T) {
 	// R is the rendezvous switch of Reading.
 	place, tr := readingPlace(t, "dial", map[string]uint64{"R": 0, "M": 1}, nil)
 	ctx := context.Background()
-	r := activeSwitch(t, tr, place, "R")
-	require.NoError(t, r.Join(ctx, tr, ""))
-	m := activeSwitch(t, tr, place, "M")
-	require.NoError(t, m.Join(ctx, tr, "R"))
+	r, m := joinedPair(t, tr, place)
 
 	// M dials R at an address nothing listens on, while its link to R
 	// is up.
@@ -325,19 +319,7 @@ func TestRendezvousRerouteReleasesAfterNewPath(t *testing.T) {
 	require.Positive(t, proxiesOf(r, "X"))
 
 	// R holds Y's register of S's subscription in its installation.
-	reached, stopped := make(chan struct{}), make(chan struct{})
-	release := sync.OnceFunc(func() { close(stopped) })
-	var once sync.Once
-	hook := func(rt *router, p *Subscription) {
-		if rt.peer == "Y" && p.f.String() == "{type ⊑ Reading}" {
-			once.Do(func() {
-				close(reached)
-				<-stopped
-			})
-		}
-	}
-	r.installing.Store(&hook)
-	t.Cleanup(release) // before the switches close (cleanups run last first)
+	reached, release := holdInstall(t, r, func(peer, f string) bool { return peer == "Y" && f == "{type ⊑ Reading}" })
 	y := activeSwitch(t, tr, place, "Y")
 	require.NoError(t, y.Join(ctx, tr, "R"))
 	// Y, which knows R, links to S: S learns Y, nearer the key than X.

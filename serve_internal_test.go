@@ -2,6 +2,7 @@ package sion
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,4 +28,27 @@ func activeSwitch(t *testing.T, tr transport.Transport, place *EventPlace, name 
 	})
 	require.Eventually(t, func() bool { return sw.State() == Active }, 10*time.Second, time.Millisecond)
 	return sw
+}
+
+// holdInstall stops sw's first installation of a peer's register that
+// hold selects (from its link's peer and its filter's text), between the
+// proxy's entry into the router's session and Switch.install, until
+// release is called (by the test, or when it ends: before the switches
+// close, since cleanups run last first). reached closes when it is held.
+func holdInstall(t *testing.T, sw *Switch, hold func(peer, filter string) bool) (reached <-chan struct{}, release func()) {
+	t.Helper()
+	held, stopped := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(stopped) })
+	var once sync.Once
+	hook := func(r *router, p *Subscription) {
+		if hold(r.peer, p.f.String()) {
+			once.Do(func() {
+				close(held)
+				<-stopped
+			})
+		}
+	}
+	sw.installing.Store(&hook)
+	t.Cleanup(release)
+	return held, release
 }
