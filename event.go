@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"strings"
 	"sync/atomic"
 
@@ -16,7 +15,7 @@ import (
 // EventID identifies an event for its whole life, across switches and
 // places: routers drop an event whose ID they have seen (S1 control
 // information). The switch that first accepts an event gives it its ID: 8
-// random bytes fixed per process, then a counter.
+// random bytes fixed per switch, then the switch's count of IDs given.
 type EventID [16]byte
 
 // String returns the ID in hexadecimal.
@@ -25,23 +24,46 @@ func (id EventID) String() string { return hex.EncodeToString(id[:]) }
 // IsZero reports whether id is the zero ID, which no published event has.
 func (id EventID) IsZero() bool { return id == EventID{} }
 
-var (
-	idPrefix  [8]byte
-	idCounter atomic.Uint64
-)
+// idSource gives event IDs: its random prefix, then a counter. Safe for
+// concurrent use once made.
+type idSource struct {
+	prefix [8]byte
+	n      atomic.Uint64
+}
 
-func init() {
-	if _, err := rand.Read(idPrefix[:]); err != nil {
+func newIDSource() *idSource {
+	s := &idSource{}
+	if _, err := rand.Read(s.prefix[:]); err != nil {
 		panic("sion: no random source for event IDs: " + err.Error())
 	}
+	return s
 }
 
-func newEventID() EventID {
+// next returns a new ID.
+func (s *idSource) next() EventID {
 	var id EventID
-	copy(id[:8], idPrefix[:])
-	binary.BigEndian.PutUint64(id[8:], idCounter.Add(1))
+	copy(id[:8], s.prefix[:])
+	binary.BigEndian.PutUint64(id[8:], s.n.Add(1))
 	return id
 }
+
+// gave reports whether s has given id: an event published again with an
+// ID its switch gave it has been here already (it went out, through a
+// bridge or a CloudEvents endpoint, and came back). It costs a compare
+// and an atomic load; the switch's seen set would cost a hash-table
+// insert per event published.
+func (s *idSource) gave(id EventID) bool {
+	if [8]byte(id[:8]) != s.prefix {
+		return false
+	}
+	c := binary.BigEndian.Uint64(id[8:])
+	return c != 0 && c <= s.n.Load()
+}
+
+// testIDs gives the IDs of events tests make by hand.
+var testIDs = newIDSource()
+
+func newEventID() EventID { return testIDs.next() }
 
 // Control is an event's control information (S1): what routing depends
 // on. The switch sets it at Publish from the place's defaults and keeps it
@@ -79,8 +101,11 @@ type Event struct {
 	// event with a zero ID a new one; a non-zero ID set by the publisher
 	// is kept — an event carried from elsewhere (a relay, a bridge) keeps
 	// its identity — and a switch that has seen it (among the last
-	// 65,536–131,072 IDs it recorded) drops the event as a duplicate
-	// (Stats.Duplicates): Publish returns nil, as for the first copy.
+	// 65,536–131,072 IDs it recorded), or that gave the ID itself (at
+	// any time: an event of its own that went out, through a bridge or
+	// a CloudEvents endpoint, and came back), drops the event as a
+	// duplicate (Stats.Duplicates): Publish returns nil, as for the
+	// first copy.
 	// Choose such IDs at random (128 bits), never from a counter shared
 	// with other publishers; and do not take IDs from sources you do not
 	// trust: an event published first with another's ID suppresses that
@@ -140,25 +165,4 @@ func (e *Event) String() string {
 	}
 	fmt.Fprintf(&b, "} id=%s", e.ID)
 	return b.String()
-}
-
-// convertKind returns v as a value of kind k when it is one, or an int
-// that a float64 holds exactly (for a float attribute), or an integral
-// float within int64 range (for an int attribute).
-func convertKind(v ontology.Value, k ontology.Kind) (ontology.Value, bool) {
-	switch {
-	case v.Kind() == k:
-		return v, true
-	case k == ontology.KindFloat && v.Kind() == ontology.KindInt:
-		f := float64(v.Int())
-		if f >= -0x1p63 && f < 0x1p63 && int64(f) == v.Int() {
-			return ontology.Float(f), true
-		}
-	case k == ontology.KindInt && v.Kind() == ontology.KindFloat:
-		f := v.Float()
-		if f >= -0x1p63 && f < 0x1p63 && f == math.Trunc(f) {
-			return ontology.Int(int64(f)), true
-		}
-	}
-	return ontology.Value{}, false
 }

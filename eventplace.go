@@ -401,7 +401,7 @@ func (p *EventPlace) admitInto(out, ev *Event, r admitRule) (*Event, error) {
 			if !ok {
 				return nil, fmt.Errorf("%w: attribute %q is not in the vocabulary of event type %q", ErrInvalidEvent, a.Name, t.Name)
 			}
-			cv, ok := convertKind(v, decl.Kind)
+			cv, ok := v.As(decl.Kind)
 			if !ok {
 				return nil, fmt.Errorf("%w: attribute %q of event type %q is %s, got %s %s", ErrInvalidEvent, a.Name, t.Name, decl.Kind, v.Kind(), v)
 			}

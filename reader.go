@@ -186,7 +186,7 @@ func readType(o *ontology.Ontology, name, path string) (*ontology.EventType, err
 // for a float64 (1e999, which JSON allows) is refused, as Publish refuses
 // ±Inf.
 func asKind(v ontology.Value, k ontology.Kind, unit time.Duration) (ontology.Value, error) {
-	if cv, ok := convertKind(v, k); ok {
+	if cv, ok := v.As(k); ok {
 		if cv.Kind() == ontology.KindFloat && (math.IsNaN(cv.Float()) || math.IsInf(cv.Float(), 0)) {
 			return ontology.Value{}, fmt.Errorf("%v: the number is beyond float64's range (NaN and ±Inf are refused)", v)
 		}

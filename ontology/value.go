@@ -144,6 +144,30 @@ func (v Value) Time() time.Time {
 	return time.Unix(0, int64(v.n)).UTC()
 }
 
+// As returns v as a value of kind k, the conversion an attribute's
+// declared kind allows (S1: the vocabulary decides an attribute's kind):
+// v itself when it is of kind k; an int that a float64 holds exactly, for
+// k = KindFloat; an integral float within int64's range, for k = KindInt.
+// Any other pair returns ok = false. NaN and ±Inf pass unchanged as
+// floats; callers that refuse them check IsFinite.
+func (v Value) As(k Kind) (cv Value, ok bool) {
+	switch {
+	case v.kind == k:
+		return v, true
+	case k == KindFloat && v.kind == KindInt:
+		f := float64(v.Int())
+		if f >= -0x1p63 && f < 0x1p63 && int64(f) == v.Int() {
+			return Float(f), true
+		}
+	case k == KindInt && v.kind == KindFloat:
+		f := v.Float()
+		if f >= -0x1p63 && f < 0x1p63 && f == math.Trunc(f) {
+			return Int(int64(f)), true
+		}
+	}
+	return Value{}, false
+}
+
 // IsNaN reports whether v is a float NaN.
 func (v Value) IsNaN() bool { return v.kind == KindFloat && math.IsNaN(v.Float()) }
 
