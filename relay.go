@@ -151,7 +151,7 @@ type localFront struct{ sw *Switch }
 // delivers it.
 func (f localFront) publish(ctx context.Context, stop <-chan struct{}, _ *Session, e *Event) error {
 	sw := f.sw
-	if e.ID != (EventID{}) && sw.seen.add(e.ID) {
+	if e.ID != (EventID{}) && (sw.ids.gave(e.ID) || sw.seen.add(e.ID)) {
 		sw.duplicates.Add(1)
 		return nil
 	}
@@ -194,8 +194,8 @@ func newRelayFront(sw *Switch, relay Relay) *relayFront {
 
 func (f *relayFront) publish(ctx context.Context, _ <-chan struct{}, s *Session, e *Event) error {
 	if e.ID == (EventID{}) {
-		e.ID = newEventID()
-	} else if f.published.add(e.ID) {
+		e.ID = f.sw.ids.next()
+	} else if f.sw.ids.gave(e.ID) || f.published.add(e.ID) {
 		f.sw.duplicates.Add(1)
 		return nil
 	}

@@ -393,6 +393,37 @@ func TestRelayEventID(t *testing.T) {
 					}
 				})
 
+				// An event that went out (a bridge, a CloudEvents endpoint)
+				// and is published again on its first switch with the ID
+				// that switch gave it has been there: a duplicate, however
+				// long ago (issue 19: dedupe by ID holds for round trips).
+				// An ID with the switch's prefix that it has not given yet
+				// is an ordinary caller-set ID.
+				t.Run("an ID the switch gave, published again", func(t *testing.T) {
+					rig := newRelayRig(t, fr.relay())
+					pub := k.open(t, rig, "pub")
+					subS := k.open(t, rig, "sub")
+					sub := subscribe(t, subS, `{type ⊑ Notice}`)
+					require.NoError(t, pub.Publish(ctx, relayNotice("hall", 1)))
+					first := next(t, sub).Event
+
+					again := relayNotice("hall", 1)
+					again.ID = first.ID
+					require.NoError(t, pub.Publish(ctx, again), "a duplicate returns nil")
+					ahead := relayNotice("hall", 2)
+					ahead.ID = first.ID
+					ahead.ID[15] += 100 // the same prefix, a count not given yet
+					require.NoError(t, pub.Publish(ctx, ahead))
+
+					assert.Equal(t, ahead.ID, next(t, sub).Event.ID)
+					if rig.relay != nil {
+						rig.relay.waitDelivered(t, 2) // first and ahead
+					}
+					settle(t, subS)
+					assert.Empty(t, queued(sub), "again was delivered")
+					assert.Equal(t, uint64(1), rig.front.Stats().Duplicates)
+				})
+
 				t.Run("zero ID twice", func(t *testing.T) {
 					rig := newRelayRig(t, fr.relay())
 					pub := k.open(t, rig, "pub")

@@ -118,6 +118,7 @@ type Switch struct {
 	ended   LinkTotals            // routeMu; counters of the links that have ended
 	ending  []*router             // routeMu; out of routers, still shutting down
 	seen    seenIDs               // events that crossed a link, came back from a relay, or were published with a caller-set ID
+	ids     *idSource             // the IDs this switch gives the events it admits
 
 	// installing, set by tests only, is called as a peer's register over
 	// a shared or overlay link or a gateway is being installed, between
@@ -172,6 +173,7 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	sw := &Switch{
+		ids:      newIDSource(),
 		cfg:      cfg,
 		place:    cfg.Place,
 		log:      log,
@@ -378,7 +380,7 @@ func (sw *Switch) inject(ctx context.Context, stop <-chan struct{}, ev *Event, r
 // delivers it.
 func (sw *Switch) enter(ctx context.Context, stop <-chan struct{}, e *Event) error {
 	if e.ID.IsZero() {
-		e.ID = newEventID()
+		e.ID = sw.ids.next()
 	}
 	e.Control.Origin = sw.cfg.Name
 	return sw.deliver(ctx, stop, nil, e)
