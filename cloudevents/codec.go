@@ -153,6 +153,9 @@ func NewCodec(cfg Config) (*Codec, error) {
 // sion.ErrInvalidEvent that names the attribute). e is not modified and
 // e.Data is copied.
 func (c *Codec) ToCloudEvent(e *sion.Event) (event.Event, error) {
+	if e == nil {
+		return event.Event{}, fmt.Errorf("%w: cloudevents: nil event", sion.ErrInvalidEvent)
+	}
 	t, err := c.eventType(e.Type)
 	if err != nil {
 		return event.Event{}, err
@@ -190,14 +193,16 @@ func (c *Codec) ToCloudEvent(e *sion.Event) (event.Event, error) {
 		if !v.IsFinite() {
 			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q is %s; NaN and ±Inf are refused", sion.ErrInvalidEvent, a.Name, v)
 		}
-		switch name {
-		case c.timeAttr:
+		switch {
+		case name == c.timeAttr && decl.Kind != ontology.KindTime, name == c.subjAttr && decl.Kind != ontology.KindString:
+			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q of event type %q is %s; the CloudEvent's time must be a time, its subject a string", sion.ErrInvalidEvent, name, t.Name, decl.Kind)
+		case name == c.timeAttr:
 			if ec.Time != nil {
 				return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q appears twice (names and synonyms count as one)", sion.ErrInvalidEvent, name)
 			}
 			ec.Time = &types.Timestamp{Time: v.Time()}
 			continue
-		case c.subjAttr:
+		case name == c.subjAttr:
 			if ec.Subject != nil {
 				return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q appears twice (names and synonyms count as one)", sion.ErrInvalidEvent, name)
 			}

@@ -3,6 +3,7 @@ package cloudevents_test
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -249,6 +250,23 @@ func TestTimeAndSubject(t *testing.T) {
 		_, err := c.ToCloudEvent(&sion.Event{Type: "reading", Attrs: []ontology.Attr{{Name: "label", Value: ontology.String(" ")}}})
 		require.ErrorIs(t, err, sion.ErrInvalidEvent)
 		assert.Contains(t, err.Error(), `"label"`)
+	})
+	t.Run("a time attribute that is not a time is refused", func(t *testing.T) {
+		odd := newCodec(t, cloudevents.Config{TimeAttribute: "s", SubjectAttribute: "n"})
+		for _, a := range []ontology.Attr{{Name: "s", Value: ontology.String("2023-04-07T00:00:00Z")}, {Name: "n", Value: ontology.Int(1)}} {
+			_, err := odd.ToCloudEvent(&sion.Event{Type: "reading", Attrs: []ontology.Attr{a}})
+			require.ErrorIs(t, err, sion.ErrInvalidEvent)
+			assert.Contains(t, err.Error(), strconv.Quote(a.Name))
+		}
+		ce := validCloudEvent(t, prefix+"reading")
+		ce.SetTime(at)
+		_, err := odd.FromCloudEvent(ce)
+		require.ErrorIs(t, err, sion.ErrInvalidEvent)
+		assert.Contains(t, err.Error(), `"s"`)
+	})
+	t.Run("a nil event is refused", func(t *testing.T) {
+		_, err := c.ToCloudEvent(nil)
+		require.ErrorIs(t, err, sion.ErrInvalidEvent)
 	})
 	t.Run("without the fields they are left out", func(t *testing.T) {
 		plain := newCodec(t, cloudevents.Config{Extensions: map[string]string{"label": "label"}})

@@ -46,6 +46,9 @@
 //     data_base64; the SDK's MarshalJSON keeps JSON payload bytes, while
 //     encoding/json's Marshal compacts them (whitespace goes, the value
 //     stays).
+//   - dataschema (and 0.3's schemaurl and datacontentencoding) have no
+//     counterpart: never written, and on the way in ignored (the SDK has
+//     already decoded a 0.3 base64 payload).
 //   - attributes and extensions: each attribute is an extension attribute
 //     named like it, or as Config.Extensions renames it. CloudEvents
 //     extension names are lower-case ASCII letters and digits; an
