@@ -37,6 +37,13 @@ const readings = `{"types": [
 
 const prefix = "org.example.sion."
 
+func fuzzOntology(f *testing.F) *ontology.Ontology {
+	f.Helper()
+	o, err := ontology.LoadJSON(strings.NewReader(readings), "readings.json")
+	require.NoError(f, err)
+	return o
+}
+
 func readingsOntology(t *testing.T) *ontology.Ontology {
 	t.Helper()
 	o, err := ontology.LoadJSON(strings.NewReader(readings), "readings.json")
