@@ -1,0 +1,102 @@
+// Package cloudevents converts between sion events and CloudEvents 1.0
+// events of the sdk-go SDK (github.com/cloudevents/sdk-go/v2/event.Event),
+// both ways, with a Codec built from a Config. It is a nested module: its
+// dependency on the SDK stays out of sion's core go.mod. It imports the
+// root package and ontology; nothing of sion imports it.
+//
+// # Mapping
+//
+// Each choice below holds both ways unless it says otherwise.
+//
+//   - type: Config.TypePrefix followed by the canonical name of the event
+//     type (a synonym is written as its canonical name). On the way in a
+//     type that lacks the prefix, is not in the ontology, or is one of
+//     sion's reserved "sion." types is refused with an error naming it
+//     (wrapping sion.ErrUnknownEventType).
+//   - id: the EventID as 32 lower-case hexadecimal digits. An event with a
+//     zero ID (not yet published) gets a new random ID on the way out, as
+//     Publish would give it one. On the way in an id of exactly 32
+//     lower-case hex digits, not all zero, is taken as the EventID, so a
+//     sion event sent out and back keeps its identity and deduplicates. Any
+//     other id becomes the first 16 bytes of SHA-256 over the source and
+//     the id (each prefixed with its length), so every retry of one
+//     CloudEvent — same source, same id — gets the same EventID and a
+//     switch drops the copies (see sion.Event.ID). A 32-hex id is taken
+//     whatever its source: two producers that both use such ids share one
+//     ID space, as they would publishing to sion directly.
+//   - source: Config.Source on the way out; when empty, "/sion/" followed
+//     by the path-escaped name of the event's place (Control.Place), or
+//     "/sion" when the event has none. On the way in the source only feeds
+//     the derived ID above; sion's Event has no field for it.
+//   - time and subject: sion's Event has no such fields. When
+//     Config.TimeAttribute names an attribute (kind time), its value is the
+//     CloudEvent's time and the CloudEvent's time comes back as that
+//     attribute; likewise Config.SubjectAttribute (kind string) and
+//     subject. When the name is empty, or the event type's vocabulary
+//     lacks the attribute, the context attribute is left out on the way
+//     out and dropped on the way in. CloudEvents forbids an empty or blank
+//     subject, so such a subject attribute is an error on the way out. An
+//     extension carrying the time or subject attribute is refused on the
+//     way in.
+//   - datacontenttype and data: Event.ContentType and Event.Data, bytes
+//     unchanged (copied both ways). An empty ContentType leaves
+//     datacontenttype out. In the SDK's structured JSON encoding a JSON
+//     payload is written inline, an XML payload that is valid UTF-8 as a
+//     string, anything else (or a payload without a content type) as
+//     data_base64; the SDK's MarshalJSON keeps JSON payload bytes, while
+//     encoding/json's Marshal compacts them (whitespace goes, the value
+//     stays).
+//   - dataschema (and 0.3's schemaurl and datacontentencoding) have no
+//     counterpart: never written, and on the way in ignored (the SDK has
+//     already decoded a 0.3 base64 payload).
+//   - attributes and extensions: each attribute is an extension attribute
+//     named like it, or as Config.Extensions renames it. CloudEvents
+//     extension names are lower-case ASCII letters and digits; an
+//     attribute whose name is not one, that is a context attribute's name
+//     (specversion, id, source, type, subject, time, datacontenttype,
+//     dataschema, datacontentencoding, schemaurl, data), or that starts
+//     with "sion" is an error naming it, unless Config.Extensions renames
+//     it (the time and subject attributes excepted: they travel in their
+//     context attributes). Kinds out: bool → Boolean; time → Timestamp
+//     (RFC 3339 with nanoseconds); int → Integer when the value fits in 32
+//     bits, otherwise its decimal string; float → the string
+//     strconv.FormatFloat(v, 'g', -1, 64), which reads back to the same
+//     bits (-0 stays "-0"); string → String.
+//   - On the way in the vocabulary of the event type decides each
+//     extension's kind, as Publish does: an extension whose attribute the
+//     type's vocabulary lacks is refused, like an attribute Publish
+//     refuses (wrapping sion.ErrInvalidEvent and naming the extension).
+//     Because CloudEvents bindings (HTTP binary mode, structured JSON)
+//     carry values as strings or JSON numbers, each kind accepts its
+//     canonical string as well: an int from an Integer or a decimal string
+//     (parsed exactly, never through float64); a float from a string
+//     (finite; NaN and ±Inf are refused as Publish refuses them) or an
+//     Integer; a bool from a Boolean or exactly "true" or "false"; a time
+//     from a Timestamp or an RFC 3339 string, within the years 1678 to
+//     2262 (ontology.TimeInRange); a string only from a String. Anything
+//     else is an error naming the extension. Attribute synonyms resolve to
+//     canonical names; the attributes come back sorted by name, as Publish
+//     stores them.
+//   - control: on the way out the event's control information travels as
+//     extensions sionorigin, sionplace, sionpath (the places joined by
+//     ","), sionhops, sionttl, sionplacehops and sionplacettl (zero values
+//     and empty strings left out), and a patronage condition as
+//     sioncondition (its canonical source), unless Config.OmitControl is
+//     set. They are for people and logs. On the way in every extension
+//     whose name starts with "sion" is dropped: never trusted, never an
+//     attribute; the event's Control comes back zero and the receiving
+//     switch sets it, as it does for any published event (S1: entities
+//     cannot forge control information).
+//
+// # Errors
+//
+// NewCodec returns errors wrapping sion.ErrInvalidConfig. ToCloudEvent and
+// FromCloudEvent return errors wrapping sion.ErrUnknownEventType (the type)
+// or sion.ErrInvalidEvent (anything else), with the attribute or extension
+// named in the message; test them with errors.Is. Messages start with
+// "cloudevents:".
+//
+// # Concurrency
+//
+// A Codec is immutable after NewCodec and safe for concurrent use.
+package cloudevents
