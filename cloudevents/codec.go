@@ -186,7 +186,7 @@ func (c *Codec) ToCloudEvent(e *sion.Event) (event.Event, error) {
 		if !ok {
 			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q is not in the vocabulary of event type %q", sion.ErrInvalidEvent, a.Name, t.Name)
 		}
-		v, ok := convertKind(a.Value, decl.Kind)
+		v, ok := a.Value.As(decl.Kind)
 		if !ok {
 			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q of event type %q is %s, got %s %s", sion.ErrInvalidEvent, a.Name, t.Name, decl.Kind, a.Value.Kind(), a.Value)
 		}
@@ -490,25 +490,4 @@ func eventID(source, id string) sion.EventID {
 	h.Write([]byte(id))
 	copy(out[:], h.Sum(nil))
 	return out
-}
-
-// convertKind returns v as a value of kind k when it is one, or an int
-// that a float64 holds exactly (for a float attribute), or an integral
-// float within int64 range (for an int attribute): what Publish accepts.
-func convertKind(v ontology.Value, k ontology.Kind) (ontology.Value, bool) {
-	switch {
-	case v.Kind() == k:
-		return v, true
-	case k == ontology.KindFloat && v.Kind() == ontology.KindInt:
-		f := float64(v.Int())
-		if f >= -0x1p63 && f < 0x1p63 && int64(f) == v.Int() {
-			return ontology.Float(f), true
-		}
-	case k == ontology.KindInt && v.Kind() == ontology.KindFloat:
-		f := v.Float()
-		if f >= -0x1p63 && f < 0x1p63 && f == math.Trunc(f) {
-			return ontology.Int(int64(f)), true
-		}
-	}
-	return ontology.Value{}, false
 }

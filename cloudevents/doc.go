@@ -77,6 +77,13 @@
 //     else is an error naming the extension. Attribute synonyms resolve to
 //     canonical names; the attributes come back sorted by name, as Publish
 //     stores them.
+//   - A limit of the SDK, before the Codec sees the event: its structured
+//     JSON reader (event.Event's UnmarshalJSON) turns an extension that is
+//     a JSON number into a 32-bit Integer, cutting a fraction silently
+//     ("mag": 5.7 arrives as 5) and refusing a number beyond 32 bits. The
+//     Codec writes floats and large ints as strings, so sion's own events
+//     come back exact; a foreign producer must send fractional or large
+//     numbers as strings ("mag": "5.7") to keep them.
 //   - control: on the way out the event's control information travels as
 //     extensions sionorigin, sionplace, sionpath (the places joined by
 //     ","), sionhops, sionttl, sionplacehops and sionplacettl (zero values

@@ -36,8 +36,9 @@ const usgsWeekEvents = 2389
 
 // publishedWeek publishes every feature of the USGS week on a switch and
 // returns the events as a subscriber of every hazard receives them (IDs,
-// canonical names, control information set by the switch).
-func publishedWeek(t *testing.T) (*ontology.Ontology, []*sion.Event) {
+// canonical names, control information set by the switch), the switch and
+// the subscriber's session.
+func publishedWeek(t *testing.T) (*ontology.Ontology, []*sion.Event, *sion.Switch, *sion.Subscription) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -75,11 +76,11 @@ func publishedWeek(t *testing.T) (*ontology.Ontology, []*sion.Event) {
 		require.NoError(t, err)
 		got = append(got, d.Event)
 	}
-	return o, got
+	return o, got, sw, sub
 }
 
 func TestUSGSWeekRoundTrip(t *testing.T) {
-	o, week := publishedWeek(t)
+	o, week, first, watched := publishedWeek(t)
 	variants := []struct {
 		name string
 		cfg  cloudevents.Config
@@ -123,6 +124,32 @@ func TestUSGSWeekRoundTrip(t *testing.T) {
 			assert.Equal(t, usgsWeekEvents, n)
 		})
 	}
+
+	// Dedupe by ID holds on the switch the events came from: each comes
+	// back with the ID that switch gave it, and is a duplicate there.
+	t.Run("back on their own switch", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c, err := cloudevents.NewCodec(cloudevents.Config{Ontology: o, TimeAttribute: "time", SubjectAttribute: "place"})
+		require.NoError(t, err)
+		bridge, err := first.Open(ctx, sion.SessionConfig{Name: "bridge"})
+		require.NoError(t, err)
+		before := first.Stats().Duplicates
+		for _, ev := range week {
+			ce, err := c.ToCloudEvent(ev)
+			require.NoError(t, err)
+			back, err := c.FromCloudEvent(ce)
+			require.NoError(t, err)
+			require.NoError(t, bridge.Publish(ctx, &back))
+		}
+		assert.Equal(t, uint64(usgsWeekEvents), first.Stats().Duplicates-before)
+		fresh := &sion.Event{Type: "earthquake", Attrs: []ontology.Attr{{Name: "mag", Value: ontology.Float(9.5)}}}
+		require.NoError(t, bridge.Publish(ctx, fresh))
+		d, err := watched.Next(ctx)
+		require.NoError(t, err)
+		v, _ := d.Event.Value("mag")
+		assert.Equal(t, 9.5, v.Float(), "the fresh event is the next delivery: no duplicate came through")
+	})
 
 	// Dedupe by ID holds: on another switch, each event back from its
 	// CloudEvent is delivered once however often it arrives (here twice,
