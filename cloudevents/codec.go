@@ -144,6 +144,9 @@ func NewCodec(cfg Config) (*Codec, error) {
 	return c, nil
 }
 
+// Ontology returns the ontology the Codec was made with.
+func (c *Codec) Ontology() *ontology.Ontology { return c.o }
+
 // ToCloudEvent returns e as a CloudEvents 1.0 event. The type must be in
 // the ontology and not reserved (else an error wrapping
 // sion.ErrUnknownEventType); every attribute must be in the type's

@@ -95,6 +95,17 @@
 //     switch sets it, as it does for any published event (S1: entities
 //     cannot forge control information).
 //
+// # HTTP
+//
+// Handler is an http.Handler that publishes each POSTed CloudEvent, in
+// binary or structured mode, into a session, answering 204 once Publish
+// returned (a retry of the same CloudEvent is a duplicate by ID and is
+// delivered once) and 4xx with a body naming what was wrong. In
+// structured mode it refuses an extension that is a JSON number with a
+// fraction or beyond 32 bits, which the SDK would change (see above).
+// The body is capped (DefaultMaxBodyBytes, 1 MiB, unless
+// Handler.MaxBodyBytes says otherwise).
+//
 // # Errors
 //
 // NewCodec returns errors wrapping sion.ErrInvalidConfig. ToCloudEvent and

@@ -1,0 +1,123 @@
+package cloudevents
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/sion-go/sion"
+)
+
+// DefaultMaxBodyBytes is the largest request body a Handler reads when
+// its MaxBodyBytes is 0: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Handler is an http.Handler that publishes the CloudEvent of each POST
+// request into a sion session (S1: the HTTP producer is one more entity
+// publishing through a session). It reads binary mode (ce-* headers, the
+// body as data) and structured mode (Content-Type
+// application/cloudevents+json); batch mode is refused.
+//
+// Responses: 204 No Content once Publish returned nil — the event was
+// delivered, or was a duplicate by ID (see sion.Event.ID: a retried
+// CloudEvent keeps its source and id, so it is delivered once); 400 Bad
+// Request with a text body naming what was wrong (not a CloudEvent, a
+// type or extension the Codec refuses, an event Publish refuses); 405 for
+// a method other than POST; 413 for a body over MaxBodyBytes; 415 for
+// batch mode; 503 when the session is closed or the request's context
+// ended; 500 for anything else. A Handler is safe for concurrent use; set
+// its fields before serving.
+type Handler struct {
+	// Codec converts each CloudEvent; required.
+	Codec *Codec
+	// Session publishes each event; required.
+	Session *sion.Session
+	// MaxBodyBytes caps the request body; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// ServeHTTP reads one CloudEvent from r and publishes it (see Handler).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "cloudevents: only POST carries a CloudEvent", http.StatusMethodNotAllowed)
+		return
+	}
+	limit := h.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, fmt.Sprintf("cloudevents: the body is over %d bytes", limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "cloudevents: reading the body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch media {
+	case "application/cloudevents-batch+json":
+		http.Error(w, "cloudevents: batch mode is not supported; send one event per request", http.StatusUnsupportedMediaType)
+		return
+	case "application/cloudevents+json":
+		if err := checkJSONNumbers(body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	ce, err := cehttp.NewEventFromHTTPRequest(r)
+	if err != nil {
+		http.Error(w, "cloudevents: not a CloudEvent: "+strings.TrimSpace(err.Error()), http.StatusBadRequest)
+		return
+	}
+	ev, err := h.Codec.FromCloudEvent(*ce)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	switch err := h.Session.Publish(r.Context(), &ev); {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, sion.ErrInvalidEvent), errors.Is(err, sion.ErrUnknownEventType):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	case errors.Is(err, sion.ErrClosed), r.Context().Err() != nil:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	default:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// checkJSONNumbers refuses a structured-mode event whose extension is a
+// JSON number the SDK would change: one with a fraction or an exponent,
+// or beyond 32 bits (see the package documentation: the SDK cuts the
+// first silently). Context attributes and data are left to the SDK.
+func checkJSONNumbers(body []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return nil // not an object: the SDK says what is wrong
+	}
+	for name, raw := range members {
+		if contextNames[name] || name == "data_base64" || len(raw) == 0 {
+			continue
+		}
+		if c := raw[0]; c != '-' && (c < '0' || c > '9') {
+			continue
+		}
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+			return fmt.Errorf("cloudevents: extension %q is the JSON number %s, which CloudEvents reads as a 32-bit integer: send it as a string (%q)", name, raw, string(raw))
+		}
+	}
+	return nil
+}

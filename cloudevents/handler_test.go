@@ -1,0 +1,179 @@
+package cloudevents_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/cloudevents"
+)
+
+// handlerRig is a Handler on a loopback HTTP server, publishing into a
+// switch of the ontology o, and a subscriber of every hazard there.
+type handlerRig struct {
+	srv  *httptest.Server
+	sw   *sion.Switch
+	pub  *sion.Session
+	sub  *sion.Subscription
+	code *cloudevents.Codec
+}
+
+func newHandlerRig(t *testing.T, c *cloudevents.Codec, filter string, maxBody int64) *handlerRig {
+	t.Helper()
+	ctx := context.Background()
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "http", Ontology: c.Ontology()})
+	require.NoError(t, err)
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "edge", Place: place})
+	require.NoError(t, err)
+	t.Cleanup(func() { sw.Close() })
+	watcher, err := sw.Open(ctx, sion.SessionConfig{Name: "watcher"})
+	require.NoError(t, err)
+	sub, err := watcher.Subscribe(ctx, filter, sion.WithQueue(2*usgsWeekEvents))
+	require.NoError(t, err)
+	pub, err := sw.Open(ctx, sion.SessionConfig{Name: "http"})
+	require.NoError(t, err)
+	srv := httptest.NewServer(&cloudevents.Handler{Codec: c, Session: pub, MaxBodyBytes: maxBody})
+	t.Cleanup(srv.Close)
+	return &handlerRig{srv: srv, sw: sw, pub: pub, sub: sub, code: c}
+}
+
+// post sends req's body to the rig and returns the status and body.
+func (r *handlerRig) post(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := r.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func structured(t *testing.T, url string, body []byte) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/cloudevents+json; charset=utf-8")
+	return req
+}
+
+// TestHandlerUSGSWeek posts every event of the USGS week to the handler
+// in binary mode, then again in structured mode: the subscriber receives
+// each once, equal to what was sent, and the second round is 2,389
+// duplicates by ID (a retried CloudEvent is delivered once).
+func TestHandlerUSGSWeek(t *testing.T) {
+	o, week, _, _ := publishedWeek(t)
+	c, err := cloudevents.NewCodec(cloudevents.Config{Ontology: o, TypePrefix: "gov.usgs.", TimeAttribute: "time", SubjectAttribute: "place"})
+	require.NoError(t, err)
+	rig := newHandlerRig(t, c, `{type ⊑ hazard}`, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	for _, ev := range week {
+		ce, err := c.ToCloudEvent(ev)
+		require.NoError(t, err)
+		req, err := cehttp.NewHTTPRequestFromEvent(ctx, rig.srv.URL, ce)
+		require.NoError(t, err)
+		status, body := rig.post(t, req)
+		require.Equal(t, http.StatusNoContent, status, body)
+	}
+	for i, ev := range week {
+		d, err := rig.sub.Next(ctx)
+		require.NoError(t, err)
+		ev := *ev
+		ev.Control = sion.Control{} // the receiving switch sets its own
+		got := *d.Event
+		got.Control = sion.Control{}
+		require.Equal(t, ev, got, "event %d", i)
+	}
+	for _, ev := range week {
+		ce, err := c.ToCloudEvent(ev)
+		require.NoError(t, err)
+		b, err := json.Marshal(ce)
+		require.NoError(t, err)
+		status, body := rig.post(t, structured(t, rig.srv.URL, b))
+		require.Equal(t, http.StatusNoContent, status, body)
+	}
+	assert.Equal(t, uint64(usgsWeekEvents), rig.sw.Stats().Duplicates)
+	assert.Equal(t, uint64(usgsWeekEvents), rig.sw.Stats().Deliveries)
+}
+
+// TestHandlerRefuses: each bad request gets its status and a body that
+// names what was wrong, and nothing is published.
+func TestHandlerRefuses(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{TypePrefix: "org.example."})
+	rig := newHandlerRig(t, c, `{type ⊑ *}`, 512)
+	good := `{"specversion":"1.0","id":"r1","source":"/test","type":"org.example.reading"`
+	cases := []struct {
+		name   string
+		req    func() *http.Request
+		status int
+		says   string
+	}{
+		{"GET", func() *http.Request {
+			req, _ := http.NewRequest(http.MethodGet, rig.srv.URL, nil)
+			return req
+		}, http.StatusMethodNotAllowed, "only POST"},
+		{"over the body limit", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(good+`,"s":"`+strings.Repeat("x", 600)+`"}`))
+		}, http.StatusRequestEntityTooLarge, "over 512 bytes"},
+		{"batch mode", func() *http.Request {
+			req := structured(t, rig.srv.URL, []byte("["+good+"}]"))
+			req.Header.Set("Content-Type", "application/cloudevents-batch+json")
+			return req
+		}, http.StatusUnsupportedMediaType, "batch mode"},
+		{"not a CloudEvent", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(`{"hello": "world"}`))
+		}, http.StatusBadRequest, "not a CloudEvent"},
+		{"unknown type", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(`{"specversion":"1.0","id":"r1","source":"/test","type":"org.example.parade"}`))
+		}, http.StatusBadRequest, `"parade"`},
+		{"type without the prefix", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(`{"specversion":"1.0","id":"r1","source":"/test","type":"reading"}`))
+		}, http.StatusBadRequest, `prefix "org.example."`},
+		{"a fraction the SDK would cut", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(good+`,"x":5.7}`))
+		}, http.StatusBadRequest, `extension "x" is the JSON number 5.7`},
+		{"a number beyond 32 bits", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(good+`,"n":3000000000}`))
+		}, http.StatusBadRequest, `extension "n" is the JSON number 3000000000`},
+		{"an extension of the wrong kind", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(good+`,"ok":"yes"}`))
+		}, http.StatusBadRequest, `"ok"`},
+		{"an attribute outside the vocabulary", func() *http.Request {
+			return structured(t, rig.srv.URL, []byte(good+`,"colour":"red"}`))
+		}, http.StatusBadRequest, `"colour"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := rig.post(t, tc.req())
+			assert.Equal(t, tc.status, status, body)
+			assert.Contains(t, body, tc.says)
+		})
+	}
+	assert.Equal(t, uint64(0), rig.sw.Stats().Deliveries, "nothing refused was published")
+	t.Run("a whole number stays an Integer", func(t *testing.T) {
+		status, body := rig.post(t, structured(t, rig.srv.URL, []byte(good+`,"n":-7}`)))
+		require.Equal(t, http.StatusNoContent, status, body)
+		d, err := rig.sub.Next(context.Background())
+		require.NoError(t, err)
+		v, _ := d.Event.Value("n")
+		assert.Equal(t, int64(-7), v.Int())
+	})
+	assert.Equal(t, uint64(1), rig.sw.Stats().Deliveries)
+	t.Run("closed session", func(t *testing.T) {
+		require.NoError(t, rig.pub.Close())
+		status, body := rig.post(t, structured(t, rig.srv.URL, []byte(good+`}`)))
+		assert.Equal(t, http.StatusServiceUnavailable, status, body)
+	})
+}
