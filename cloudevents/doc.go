@@ -106,6 +106,14 @@
 // The body is capped (DefaultMaxBodyBytes, 1 MiB, unless
 // Handler.MaxBodyBytes says otherwise).
 //
+// Sender delivers a subscription's events to an HTTP endpoint, one at a
+// time in order, in binary or structured mode, retrying network errors,
+// 408, 429 and 5xx with exponential backoff and jitter (and Retry-After).
+// It drops an event only when the endpoint refuses it (another 4xx) or
+// after SenderConfig.MaxAttempts, counting it and calling
+// SenderConfig.Dropped; an event in flight when Run's context ends is
+// sent first by the next Run.
+//
 // # Errors
 //
 // NewCodec returns errors wrapping sion.ErrInvalidConfig. ToCloudEvent and
