@@ -416,76 +416,101 @@ func usgsOntology(t *testing.T) *ontology.Ontology {
 // must indeed match none.
 func TestCompileFiltersRandom(t *testing.T) {
 	o, week := publishedWeek(t)
-	ctxCodec, _ := usgsCodecs(t, o)
-	all := convertWeek(t, ctxCodec, week)
-	var sample []weekCE
-	for i, w := range all {
-		if w.ev.Type != "earthquake" || i%8 == 0 {
-			sample = append(sample, w)
-		}
+	ctxCodec, extCodec := usgsCodecs(t, o)
+	ctxEvents := convertWeek(t, ctxCodec, week)
+	t0, _ := ceAttr(ctxEvents[0].ce, "time")
+	variants := []struct {
+		name   string
+		c      *cloudevents.Codec
+		leaves []string
+	}{
+		{"time and subject in context attributes", ctxCodec, []string{
+			`{"exact":{"type":"gov.usgs.earthquake"}}`, `{"exact":{"type":"gov.usgs.explosion"}}`,
+			`{"exact":{"type":"gov.usgs.hazard"}}`, `{"exact":{"type":"gov.usgs.natural"}}`,
+			`{"prefix":{"type":"gov.usgs.e"}}`, `{"suffix":{"type":"blast"}}`, `{"suffix":{"type":"quake"}}`,
+			`{"prefix":{"type":"gov.usgs."}}`, `{"exact":{"type":"gov.usgs.other event"}}`,
+			`{"exact":{"tsunami":"0"}}`, `{"exact":{"tsunami":"1"}}`, `{"exact":{"alert":"green"}}`,
+			`{"exact":{"mag":"1.5"}}`, `{"exact":{"mag":"1.4"}}`, `{"prefix":{"subject":"1"}}`,
+			`{"suffix":{"subject":"Alaska"}}`, `{"exact":{"time":` + quote(t0) + `}}`,
+			`{"exact":{"specversion":"1.0"}}`, `{"prefix":{"source":"http://"}}`,
+			`{"exact":{"type":"gov.usgs.explosion","alert":"green"}}`,
+		}},
+		{"all extensions", extCodec, []string{
+			`{"exact":{"type":"earthquake"}}`, `{"exact":{"type":"quarry blast"}}`,
+			`{"exact":{"type":"anthropogenic"}}`, `{"exact":{"type":"hazard"}}`,
+			`{"prefix":{"type":"e"}}`, `{"suffix":{"type":"quake"}}`, `{"prefix":{"type":"ice"}}`,
+			`{"exact":{"tsunami":"1"}}`, `{"exact":{"alert":"green"}}`, `{"exact":{"depth":"10"}}`,
+			`{"prefix":{"place":"1"}}`, `{"suffix":{"place":"CA"}}`, `{"exact":{"origintime":` + quote(t0) + `}}`,
+			`{"exact":{"subject":"x"}}`, `{"prefix":{"time":"2"}}`, `{"exact":{"dataschema":"x"}}`,
+			`{"prefix":{"place":"1","alert":"g"}}`,
+		}},
 	}
-	t0, _ := ceAttr(all[0].ce, "time")
-	leaves := []string{
-		`{"exact":{"type":"gov.usgs.earthquake"}}`, `{"exact":{"type":"gov.usgs.explosion"}}`,
-		`{"exact":{"type":"gov.usgs.hazard"}}`, `{"exact":{"type":"gov.usgs.natural"}}`,
-		`{"prefix":{"type":"gov.usgs.e"}}`, `{"suffix":{"type":"blast"}}`, `{"suffix":{"type":"quake"}}`,
-		`{"prefix":{"type":"gov.usgs."}}`, `{"exact":{"type":"gov.usgs.other event"}}`,
-		`{"exact":{"tsunami":"0"}}`, `{"exact":{"tsunami":"1"}}`, `{"exact":{"alert":"green"}}`,
-		`{"exact":{"mag":"1.5"}}`, `{"exact":{"mag":"1.4"}}`, `{"prefix":{"subject":"1"}}`,
-		`{"suffix":{"subject":"Alaska"}}`, `{"exact":{"time":` + quote(t0) + `}}`,
-		`{"exact":{"specversion":"1.0"}}`, `{"prefix":{"source":"http://"}}`,
-		`{"exact":{"type":"gov.usgs.explosion","alert":"green"}}`,
-	}
-	rng := rand.New(rand.NewPCG(68, 19))
-	var gen func(depth int) string
-	gen = func(depth int) string {
-		if depth == 0 || rng.IntN(3) == 0 {
-			return leaves[rng.IntN(len(leaves))]
-		}
-		switch rng.IntN(3) {
-		case 0:
-			return `{"not":` + gen(depth-1) + `}`
-		default:
-			n := 1 + rng.IntN(3)
-			kids := make([]string, n)
-			for i := range kids {
-				kids[i] = gen(depth - 1)
-			}
-			return `{"` + []string{"all", "any"}[rng.IntN(2)] + `":[` + strings.Join(kids, ",") + `]}`
-		}
-	}
-	const cases = 3000
-	compiled, refused, never := 0, 0, 0
-	for i := range cases {
-		n := 1 + rng.IntN(2)
-		top := make([]string, n)
-		for j := range top {
-			top[j] = gen(3)
-		}
-		src := "[" + strings.Join(top, ",") + "]"
-		fs, err := ctxCodec.CompileFilters([]byte(src))
-		expr := decode(t, src)
-		if err != nil {
-			var fe *cloudevents.FilterError
-			require.ErrorAs(t, err, &fe, src)
-			require.False(t, errors.Is(err, cloudevents.ErrFilterInvalid), "case %d: %s: %v", i, src, err)
-			if errors.Is(err, cloudevents.ErrFilterNeverHolds) && fe.Path == "filters" {
-				never++
-				for _, w := range all {
-					require.False(t, refEval(expr, w.ce), "case %d: %s refused as matching nothing, but matches %s", i, src, w.ev)
+	for vi, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			all := convertWeek(t, v.c, week)
+			var sample []weekCE
+			for i, w := range all {
+				if w.ev.Type != "earthquake" || i%8 == 0 {
+					sample = append(sample, w)
 				}
 			}
-			refused++
-			continue
-		}
-		compiled++
-		match := matcher(t, o, fs)
-		for _, w := range sample {
-			require.Equal(t, refEval(expr, w.ce), match(w.ev), "case %d: %s\nfilters %v\nevent %s", i, src, filterStrings(fs), w.ev)
-		}
+			rng := rand.New(rand.NewPCG(68, uint64(vi)))
+			var gen func(depth int) string
+			gen = func(depth int) string {
+				if depth == 0 || rng.IntN(3) == 0 {
+					return v.leaves[rng.IntN(len(v.leaves))]
+				}
+				if rng.IntN(3) == 0 {
+					return `{"not":` + gen(depth-1) + `}`
+				}
+				kids := make([]string, 1+rng.IntN(3))
+				for i := range kids {
+					kids[i] = gen(depth - 1)
+				}
+				return `{"` + []string{"all", "any"}[rng.IntN(2)] + `":[` + strings.Join(kids, ",") + `]}`
+			}
+			const cases = 2000
+			compiled, refused, never, split := 0, 0, 0, 0
+			for i := range cases {
+				top := make([]string, 1+rng.IntN(2))
+				for j := range top {
+					top[j] = gen(3)
+				}
+				src := "[" + strings.Join(top, ",") + "]"
+				fs, err := v.c.CompileFilters([]byte(src))
+				expr := decode(t, src)
+				if err != nil {
+					var fe *cloudevents.FilterError
+					require.ErrorAs(t, err, &fe, src)
+					require.False(t, errors.Is(err, cloudevents.ErrFilterInvalid), "case %d: %s: %v", i, src, err)
+					if errors.Is(err, cloudevents.ErrFilterNeverHolds) && fe.Path == "filters" {
+						never++
+						for _, w := range all {
+							require.False(t, refEval(expr, w.ce), "case %d: %s refused as matching nothing, but matches %s", i, src, w.ev)
+						}
+					}
+					refused++
+					continue
+				}
+				compiled++
+				match := matcher(t, o, fs)
+				n := 0
+				for _, w := range sample {
+					want := refEval(expr, w.ce)
+					require.Equal(t, want, match(w.ev), "case %d: %s\nfilters %v\nevent %s", i, src, filterStrings(fs), w.ev)
+					if want {
+						n++
+					}
+				}
+				if n > 0 && n < len(sample) {
+					split++
+				}
+			}
+			t.Logf("%d compiled and checked on %d events (%d matching some but not all), %d refused (%d as matching nothing)", compiled, len(sample), split, refused, never)
+			assert.Greater(t, compiled, cases/4, "enough of them compile")
+			assert.Greater(t, split, compiled/4, "enough of them split the sample")
+			assert.Positive(t, never)
+			assert.Equal(t, cases, compiled+refused)
+		})
 	}
-	t.Logf("%d compiled and checked on %d events, %d refused (%d as matching nothing)", compiled, len(sample), refused, never)
-	assert.Greater(t, compiled, cases/4, "enough of them compile")
-	assert.Positive(t, never)
-	assert.Equal(t, cases, compiled+refused)
 }
