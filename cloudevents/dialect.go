@@ -545,6 +545,12 @@ const event1 = "1.0"
 // name, or why none does.
 func (c *Codec) extensionAttribute(name string) (string, string) {
 	if a, ok := c.fromExt[name]; ok {
+		switch a {
+		case c.timeAttr:
+			return "", fmt.Sprintf("attribute %q travels as the CloudEvent's time", a)
+		case c.subjAttr:
+			return "", fmt.Sprintf("attribute %q travels as the CloudEvent's subject", a)
+		}
 		return a, ""
 	}
 	switch {

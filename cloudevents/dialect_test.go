@@ -333,6 +333,19 @@ func TestCompileFiltersRefused(t *testing.T) {
 		{"two exact types", false, `[{"exact":{"type":"gov.usgs.earthquake"}},{"exact":{"type":"gov.usgs.explosion"}}]`, cloudevents.ErrFilterNeverHolds, "filters", "matches no event"},
 		{"type absent below", false, `[{"exact":{"type":"gov.usgs.earthquake"}},{"not":{"prefix":{"type":"gov.usgs."}}}]`, cloudevents.ErrFilterNeverHolds, "filters", "matches no event"},
 	}
+	// The subject attribute renamed as an extension still travels as the
+	// subject.
+	renamed, err := cloudevents.NewCodec(cloudevents.Config{Ontology: hz, SubjectAttribute: "place", Extensions: map[string]string{"place": "where"}})
+	require.NoError(t, err)
+	ev := &sion.Event{Type: "earthquake", Attrs: []ontology.Attr{{Name: "place", Value: ontology.String("here")}}}
+	ce, err := renamed.ToCloudEvent(ev)
+	require.NoError(t, err)
+	require.Equal(t, "here", ce.Subject())
+	require.NotContains(t, ce.Extensions(), "where")
+	_, err = renamed.CompileFilters([]byte(`[{"exact":{"where":"here"}}]`))
+	assert.ErrorIs(t, err, cloudevents.ErrFilterNeverHolds)
+	assert.ErrorContains(t, err, `cloudevents: filters[0].exact.where: no CloudEvent of this Codec carries extension "where": attribute "place" travels as the CloudEvent's subject`)
+
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := c
