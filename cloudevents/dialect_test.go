@@ -3,6 +3,7 @@ package cloudevents_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -526,4 +527,38 @@ func TestCompileFiltersRandom(t *testing.T) {
 			assert.Equal(t, cases, compiled+refused)
 		})
 	}
+}
+
+func ExampleCodec_CompileFilters() {
+	o, err := ontology.New([]ontology.TypeDef{
+		{Name: "hazard", Attributes: []ontology.Attribute{{Name: "mag", Kind: ontology.KindFloat}, {Name: "place", Kind: ontology.KindString}}},
+		{Name: "earthquake", Parents: []string{"hazard"}},
+		{Name: "explosion", Parents: []string{"hazard"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	c, err := cloudevents.NewCodec(cloudevents.Config{Ontology: o, TypePrefix: "gov.usgs.", SubjectAttribute: "place"})
+	if err != nil {
+		panic(err)
+	}
+	fs, err := c.CompileFilters([]byte(`[
+		{"any": [{"exact": {"type": "gov.usgs.earthquake"}}, {"exact": {"type": "gov.usgs.explosion"}}]},
+		{"not": {"exact": {"mag": "2.5"}}},
+		{"suffix": {"subject": "Alaska"}}
+	]`))
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range fs {
+		fmt.Println(f)
+	}
+	_, err = c.CompileFilters([]byte(`[{"not": {"prefix": {"subject": "10 km"}}}]`))
+	fmt.Println(err)
+	// Output:
+	// {type ⊑ earthquake; mag != 2.5; place suffix "Alaska"}
+	// {type ⊑ explosion; mag != 2.5; place suffix "Alaska"}
+	// {type ⊑ earthquake; mag not exists; place suffix "Alaska"}
+	// {type ⊑ explosion; mag not exists; place suffix "Alaska"}
+	// cloudevents: filters[0].not.prefix.subject: not prefix: sion has no negated prefix
 }
