@@ -67,11 +67,13 @@ func ferr(sentinel error, path, format string, args ...any) *FilterError {
 // (subscriptions spec, section 3.2.4: the dialects exact, prefix, suffix,
 // all, any and not) into sion filters against the Codec's ontology. An
 // event of this Codec passes the CloudEvents filters — as ToCloudEvent
-// writes it — exactly when at least one returned filter matches it: a
-// subscription holds them as several filters, OR-ed. The filters are
-// resolved (filter.Resolve) against the ontology, ready for
-// Session.SubscribeFilter or an Index; an empty array gives one filter
-// that matches every event ({}).
+// writes it — exactly when at least one returned filter matches it
+// (their OR). The filters are resolved (filter.Resolve) against the
+// ontology, ready for Session.SubscribeFilter or an Index; an empty
+// array gives one filter that matches every event ({type ⊑ *}). Held as
+// subscriptions of one Session, the session fires once per event, but
+// the filters may overlap, and each subscription that matched receives
+// the event: a reader of several of them deduplicates by Event.ID.
 //
 // filters is JSON text ([]byte or json.RawMessage: the array, or one
 // filter expression, which counts as an array of one) or the same value
