@@ -192,7 +192,7 @@ func usgsCodecs(t *testing.T, o *ontology.Ontology) (ctx, ext *cloudevents.Codec
 }
 
 func TestCompileFiltersUSGS(t *testing.T) {
-	o, week := publishedWeek(t)
+	o, week, _, _ := publishedWeek(t)
 	ctxCodec, extCodec := usgsCodecs(t, o)
 	ctxEvents, extEvents := convertWeek(t, ctxCodec, week), convertWeek(t, extCodec, week)
 	t0, _ := ceAttr(ctxEvents[0].ce, "time")
@@ -429,7 +429,7 @@ func usgsOntology(t *testing.T) *ontology.Ontology {
 // (unsupported or never holding), and one refused as matching no event
 // must indeed match none.
 func TestCompileFiltersRandom(t *testing.T) {
-	o, week := publishedWeek(t)
+	o, week, _, _ := publishedWeek(t)
 	ctxCodec, extCodec := usgsCodecs(t, o)
 	ctxEvents := convertWeek(t, ctxCodec, week)
 	t0, _ := ceAttr(ctxEvents[0].ce, "time")

@@ -114,6 +114,16 @@
 // SenderConfig.Dropped; an event in flight when Run's context ends is
 // sent first by the next Run.
 //
+// # Filters
+//
+// Codec.CompileFilters compiles the filters of a CloudEvents
+// Subscriptions API subscription (the dialects exact, prefix, suffix,
+// all, any and not) into sion filters whose OR passes exactly the events
+// the expression passes, and refuses, naming the construct and its path
+// ("filters[1].any[0].prefix"), what sion cannot say exactly (errors
+// wrapping ErrFilterInvalid, ErrFilterUnsupported or
+// ErrFilterNeverHolds). The sql dialect (CESQL) is not compiled yet.
+//
 // # Errors
 //
 // NewCodec returns errors wrapping sion.ErrInvalidConfig. ToCloudEvent and
