@@ -200,13 +200,21 @@ func (s *Sender) try(req *http.Request) (time.Duration, error) {
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	resp.Body.Close()
+	if resp.Request != nil && resp.Request.Method != req.Method {
+		// The client followed a 301, 302 or 303 with a GET, which carries
+		// no event: whatever that answered, the event was not taken.
+		return -1, fmt.Errorf("cloudevents: %s redirected the POST to a %s of %s, which carries no event", s.cfg.Target, resp.Request.Method, resp.Request.URL.Redacted())
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return 0, nil
 	}
 	err = fmt.Errorf("cloudevents: %s answered %s: %s", s.cfg.Target, resp.Status, bytes.TrimSpace(msg))
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if secs, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && secs > 0 {
+		if secs, perr := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64); perr == nil && secs > 0 {
+			if secs > int64(s.cfg.MaxBackoff/time.Second) { // also keeps secs·1s from overflowing
+				return s.cfg.MaxBackoff, err
+			}
 			return min(time.Duration(secs)*time.Second, s.cfg.MaxBackoff), err
 		}
 		return 0, err
