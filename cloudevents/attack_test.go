@@ -2,8 +2,10 @@ package cloudevents_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,4 +103,58 @@ func TestSenderRedirectToGETIsNotSent(t *testing.T) {
 	require.Eventually(t, func() bool { st := s.Stats(); return st.Sent+st.Dropped == 1 }, 10*time.Second, time.Millisecond)
 	assert.ErrorIs(t, stop(), context.Canceled)
 	assert.Equal(t, uint64(0), s.Stats().Sent, "a redirect to GET delivered nothing")
+}
+
+// TestCompileFiltersHostileSizeIsBounded: a Subscriptions API filter
+// from the network can be megabytes. Deep nesting ([[[[... or
+// {"not":{"not":...) made every path below a level a copy of the path
+// above it (quadratic memory: 100,000 '[' were killed for memory), and
+// an all of n exact tests copied the growing conjunction n times
+// (quadratic time: 8,000 tests, 190 kB, took 4.7 s; 1 MB minutes). Each
+// must be refused quickly, naming the limit.
+func TestCompileFiltersHostileSizeIsBounded(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{TypePrefix: "org.example."})
+	var wide strings.Builder
+	wide.WriteString(`[{"all":[`)
+	for i := range 40000 {
+		if i > 0 {
+			wide.WriteString(",")
+		}
+		fmt.Fprintf(&wide, `{"exact":{"s":"v%d"}}`, i)
+	}
+	wide.WriteString(`]}]`)
+	for name, src := range map[string]string{
+		"deep arrays":  strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20),
+		"deep not":     strings.Repeat(`{"not":`, 150000) + `{"exact":{"s":"x"}}` + strings.Repeat("}", 150000),
+		"wide all":     wide.String(),
+		"deep objects": strings.Repeat(`{"a":`, 200000) + `1` + strings.Repeat("}", 200000),
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := c.CompileFilters([]byte(src))
+			assert.Less(t, time.Since(start), 2*time.Second)
+			require.ErrorIs(t, err, cloudevents.ErrFilterUnsupported)
+			assert.Contains(t, err.Error(), "MaxFilter")
+		})
+	}
+	// Go values nest as deep as JSON text.
+	var deep any = map[string]any{"exact": map[string]any{"s": "x"}}
+	for range 100000 {
+		deep = map[string]any{"not": deep}
+	}
+	_, err := c.CompileFilters([]any{deep})
+	require.ErrorIs(t, err, cloudevents.ErrFilterUnsupported)
+	// At the limits it compiles.
+	var ok strings.Builder
+	ok.WriteString(`[{"all":[`)
+	for i := range cloudevents.MaxFilterTests {
+		if i > 0 {
+			ok.WriteString(",")
+		}
+		fmt.Fprintf(&ok, `{"exact":{"s":"v%d"}}`, i)
+	}
+	ok.WriteString(`]}]`)
+	fs, err := c.CompileFilters([]byte(ok.String()))
+	require.NoError(t, err)
+	assert.Len(t, fs, 1)
 }
