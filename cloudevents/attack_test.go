@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/cloudevents"
+	"github.com/sion-go/sion/ontology"
 )
 
 // TestHandlerContentTypeParamsCannotSlipAFractionPast: a Content-Type
@@ -157,4 +159,54 @@ func TestCompileFiltersHostileSizeIsBounded(t *testing.T) {
 	fs, err := c.CompileFilters([]byte(ok.String()))
 	require.NoError(t, err)
 	assert.Len(t, fs, 1)
+}
+
+// TestSenderBinaryModeNeverChangesOrStallsOnHeaderValues: in binary mode
+// a string travels in an HTTP header, which loses leading and trailing
+// whitespace (" lead" arrived as "lead", silently) and cannot hold a
+// control character (net/http refused "line\nbreak" before sending, an
+// error the Sender retried forever with the default MaxAttempts, so every
+// later event waited behind it). Such an event must be dropped, counted,
+// with a reason naming the value; the events after it are sent.
+func TestSenderBinaryModeNeverChangesOrStallsOnHeaderValues(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{TypePrefix: "org.example.", SubjectAttribute: "label"})
+	rig := newHandlerRig(t, c, `{type ⊑ *}`, 0)
+	pub, sub := sourceSwitch(t, c)
+	var mu sync.Mutex
+	var drops []string
+	s, err := cloudevents.NewSender(cloudevents.SenderConfig{Codec: c, Target: rig.srv.URL, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+		Dropped: func(ev *sion.Event, err error) { mu.Lock(); drops = append(drops, err.Error()); mu.Unlock() }})
+	require.NoError(t, err)
+	stop := runSender(t, s, sub)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bad := []ontology.Attr{
+		{Name: "s", Value: ontology.String(" lead")},
+		{Name: "s", Value: ontology.String("trail ")},
+		{Name: "s", Value: ontology.String("line\nbreak")},
+		{Name: "label", Value: ontology.String("x\x00y")},
+	}
+	for i, a := range bad {
+		ev := reading(byte(i+1), 1)
+		ev.Attrs = append(ev.Attrs, a)
+		require.NoError(t, pub.Publish(ctx, ev))
+	}
+	good := reading(9, 1)
+	good.Attrs = append(good.Attrs, ontology.Attr{Name: "s", Value: ontology.String("in\tside, 50% €")})
+	require.NoError(t, pub.Publish(ctx, good))
+	d, err := rig.sub.Next(ctx)
+	require.NoError(t, err, "the event after the bad ones arrives")
+	assert.Equal(t, good.ID, d.Event.ID, "no bad event arrives changed")
+	v, _ := d.Event.Value("s")
+	assert.Equal(t, "in\tside, 50% €", v.Str())
+	require.Eventually(t, func() bool { return s.Stats().Sent == 1 }, 10*time.Second, time.Millisecond)
+	assert.ErrorIs(t, stop(), context.Canceled)
+	assert.Equal(t, cloudevents.SenderStats{Sent: 1, Dropped: 4}, s.Stats())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, drops, 4)
+	for i, msg := range drops {
+		assert.Contains(t, msg, strconv.Quote(bad[i].Value.Str()))
+		assert.Contains(t, msg, "Structured")
+	}
 }
