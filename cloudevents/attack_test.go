@@ -210,3 +210,30 @@ func TestSenderBinaryModeNeverChangesOrStallsOnHeaderValues(t *testing.T) {
 		assert.Contains(t, msg, "Structured")
 	}
 }
+
+// TestHandlerBinaryModePercentDecodes: the HTTP binding (1.0.2, section
+// 3.1.3.2) has a producer percent-encode space, '"', '%' and non-ASCII
+// in string header values, and a receiver percent-decode them once. The
+// SDK does neither, so the Handler keeps "50%25%20off" as those 11
+// bytes: a spec-following producer's "50% off" arrives changed, silently.
+// (And the Sender, through the SDK, writes raw values a spec-following
+// receiver would decode.) Fixing one side alone breaks the SDK-to-SDK
+// case, so this is left as a test.
+func TestHandlerBinaryModePercentDecodes(t *testing.T) {
+	t.Skip(`fault: binary mode neither percent-encodes nor percent-decodes string header values (HTTP binding 3.1.3.2): "ce-s: 50%25%20off" arrives as "50%25%20off", not "50% off"`)
+	c := newCodec(t, cloudevents.Config{TypePrefix: "org.example."})
+	rig := newHandlerRig(t, c, `{type ⊑ *}`, 0)
+	req, err := http.NewRequest(http.MethodPost, rig.srv.URL, nil)
+	require.NoError(t, err)
+	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "p1", "ce-source": "/test", "ce-type": "org.example.reading", "ce-s": "50%25%20off%20%E2%82%AC"} {
+		req.Header.Set(k, v)
+	}
+	status, body := rig.post(t, req)
+	require.Equal(t, http.StatusNoContent, status, body)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := rig.sub.Next(ctx)
+	require.NoError(t, err)
+	v, _ := d.Event.Value("s")
+	assert.Equal(t, "50% off €", v.Str())
+}

@@ -109,10 +109,13 @@
 // Sender delivers a subscription's events to an HTTP endpoint, one at a
 // time in order, in binary or structured mode, retrying network errors,
 // 408, 429 and 5xx with exponential backoff and jitter (and Retry-After).
-// It drops an event only when the endpoint refuses it (another 4xx) or
-// after SenderConfig.MaxAttempts, counting it and calling
-// SenderConfig.Dropped; an event in flight when Run's context ends is
-// sent first by the next Run.
+// It drops an event only when the endpoint refuses it (another 4xx, or a
+// redirect the client followed with a GET), when binary mode would change
+// it (a subject or extension value with leading or trailing whitespace
+// or a control character, which an HTTP header cannot carry; the SDK
+// does not percent-encode), or after SenderConfig.MaxAttempts, counting
+// it and calling SenderConfig.Dropped; an event in flight when Run's
+// context ends is sent first by the next Run.
 //
 // # Filters
 //
@@ -122,7 +125,10 @@
 // the expression passes, and refuses, naming the construct and its path
 // ("filters[1].any[0].prefix"), what sion cannot say exactly (errors
 // wrapping ErrFilterInvalid, ErrFilterUnsupported or
-// ErrFilterNeverHolds). The sql dialect (CESQL) is not compiled yet.
+// ErrFilterNeverHolds). Hostile input costs bounded time and memory:
+// nesting beyond MaxFilterDepth, more than MaxFilterTests attribute
+// tests and more than MaxFilters filters are refused. The sql dialect
+// (CESQL) is not compiled yet.
 //
 // # Errors
 //
