@@ -2,6 +2,7 @@ package cloudevents_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -236,4 +238,54 @@ func TestHandlerBinaryModePercentDecodes(t *testing.T) {
 	require.NoError(t, err)
 	v, _ := d.Event.Value("s")
 	assert.Equal(t, "50% off €", v.Str())
+}
+
+// TestStructuredPlusJSONPayloadIsJSON: the JSON event format has a
+// payload whose datacontenttype is JSON — "+json" media types included
+// (application/geo+json, application/problem+json) — written as the JSON
+// value itself. The Codec took "+json" for inline JSON, but the SDK's
+// MarshalJSON inlines only application/json and text/json and wrote the
+// payload as a JSON string ("data":"{\"a\":1}"), which a receiver
+// following the spec reads as a string, not the object. It must be the
+// JSON value or data_base64, and read back the same bytes.
+func TestStructuredPlusJSONPayloadIsJSON(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{})
+	for _, ct := range []string{"application/geo+json", "application/problem+json; charset=utf-8", "application/json", "text/json"} {
+		ev := reading(1, 1)
+		ev.ContentType, ev.Data = ct, []byte(`{"a":1}`)
+		ce, err := c.ToCloudEvent(ev)
+		require.NoError(t, err)
+		b, err := ce.MarshalJSON()
+		require.NoError(t, err)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(b, &m))
+		if d, ok := m["data"]; ok {
+			assert.Equal(t, byte('{'), d[0], "%s: data is %s", ct, d)
+		} else {
+			assert.Contains(t, m, "data_base64", ct)
+		}
+		var back event.Event
+		require.NoError(t, json.Unmarshal(b, &back))
+		got, err := c.FromCloudEvent(back)
+		require.NoError(t, err)
+		assert.Equal(t, ev.Data, got.Data, ct)
+	}
+}
+
+// TestHandlerStructuredPlusJSONInline: a foreign producer's structured
+// event with datacontenttype application/geo+json and its payload inline
+// as a JSON object is valid (JSON event format 3.1), but the SDK reads
+// the data of a media type it does not list as JSON as a string, and the
+// Handler answers 400 "not a CloudEvent".
+func TestHandlerStructuredPlusJSONInline(t *testing.T) {
+	t.Skip(`fault: structured mode refuses a valid "+json" payload written inline ("datacontenttype":"application/geo+json","data":{"a":1}): 400, the SDK expects a string`)
+	c := newCodec(t, cloudevents.Config{TypePrefix: "org.example."})
+	rig := newHandlerRig(t, c, `{type ⊑ *}`, 0)
+	status, body := rig.post(t, structured(t, rig.srv.URL, []byte(`{"specversion":"1.0","id":"g1","source":"/test","type":"org.example.reading","datacontenttype":"application/geo+json","data":{"a":1}}`)))
+	require.Equal(t, http.StatusNoContent, status, body)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := rig.sub.Next(ctx)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"a":1}`, string(d.Event.Data))
 }

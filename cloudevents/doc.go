@@ -41,11 +41,14 @@
 //   - datacontenttype and data: Event.ContentType and Event.Data, bytes
 //     unchanged (copied both ways). An empty ContentType leaves
 //     datacontenttype out. In the SDK's structured JSON encoding a JSON
-//     payload is written inline, an XML payload that is valid UTF-8 as a
-//     string, anything else (or a payload without a content type) as
-//     data_base64; the SDK's MarshalJSON keeps JSON payload bytes, while
-//     encoding/json's Marshal compacts them (whitespace goes, the value
-//     stays).
+//     payload (application/json or text/json) is written inline, an XML
+//     payload that is valid UTF-8 as a string, anything else (a "+json"
+//     type too, which the SDK would write as a string; or a payload
+//     without a content type) as data_base64. On the way in the SDK
+//     reads an inline "+json" payload as a string and refuses an object
+//     (a Handler answers 400). The SDK's MarshalJSON keeps JSON payload
+//     bytes, while encoding/json's Marshal compacts them (whitespace
+//     goes, the value stays).
 //   - dataschema (and 0.3's schemaurl and datacontentencoding) have no
 //     counterpart: never written, and on the way in ignored (the SDK has
 //     already decoded a 0.3 base64 payload).
