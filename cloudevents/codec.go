@@ -250,14 +250,20 @@ func (c *Codec) ToCloudEvent(e *sion.Event) (event.Event, error) {
 }
 
 // inline reports whether data can be written in the SDK's structured JSON
-// encoding as it is (JSON) or as a string (XML in UTF-8) and read back
-// unchanged; otherwise it goes as data_base64.
+// encoding as it is (application/json, text/json) or as a string (XML in
+// UTF-8) and read back unchanged, by the SDK and by a receiver following
+// the JSON format; otherwise it goes as data_base64.
 func inline(mediaType, contentType string, data []byte) bool {
 	if contentType == "" {
 		return false // the SDK would take it for JSON
 	}
-	if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") || mediaType == "text/json" {
-		return true
+	if mediaType == "application/json" || mediaType == "text/json" {
+		return true // the SDK writes these inline
+	}
+	if strings.HasSuffix(mediaType, "+json") {
+		// The SDK would write it as a JSON string, which the JSON format
+		// reads as a string, not the payload's JSON value: base64 is exact.
+		return false
 	}
 	return (mediaType == "application/xml" || mediaType == "text/xml" || strings.HasSuffix(mediaType, "+xml")) && utf8.Valid(data)
 }

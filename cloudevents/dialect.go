@@ -23,6 +23,19 @@ import (
 // it.
 const MaxFilters = 64
 
+// MaxFilterDepth is the deepest nesting CompileFilters reads, of JSON
+// arrays and objects and of filter expressions (all, any, not), and
+// MaxFilterTests the most attribute tests (keys of exact, prefix and
+// suffix objects) in one expression: more is refused
+// (ErrFilterUnsupported) where it passed the limit, so that hostile
+// input costs bounded time and memory (each nesting level lengthens
+// every path below it, and each test is carried through every
+// conjunction).
+const (
+	MaxFilterDepth = 64
+	MaxFilterTests = 256
+)
+
 // Errors of CompileFilters. Each comes wrapped in a *FilterError that
 // names the place in the expression; test with errors.Is.
 var (
@@ -33,7 +46,8 @@ var (
 	// ErrFilterUnsupported: the expression is valid but sion's filters
 	// cannot say exactly what it says (a type test that would take in
 	// subtypes it excludes, a negated prefix or suffix, an attribute sion
-	// does not carry, the sql dialect, more than MaxFilters filters).
+	// does not carry, the sql dialect, more than MaxFilters filters,
+	// nesting deeper than MaxFilterDepth, more than MaxFilterTests tests).
 	ErrFilterUnsupported = errors.New("cloudevents: filter expression not expressible in sion")
 	// ErrFilterNeverHolds: a test can never hold on a CloudEvent this
 	// Codec writes — a type value that selects no type of the ontology,
@@ -166,8 +180,9 @@ func (c *Codec) CompileFilters(filters any) ([]*filter.Filter, error) {
 		return nil, ferr(ErrFilterInvalid, "filters", "want an array of filter expressions, got %s", describe(v))
 	}
 	root := &expr{op: opAll, path: "filters"}
+	var ps parser
 	for i, e := range list {
-		k, err := parseExpr(e, fmt.Sprintf("filters[%d]", i))
+		k, err := ps.parseExpr(e, fmt.Sprintf("filters[%d]", i), 0)
 		if err != nil {
 			return nil, err
 		}

@@ -17,7 +17,7 @@ import (
 func decodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeValue(dec, "filters")
+	v, err := decodeValue(dec, "filters", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -27,16 +27,21 @@ func decodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder, path string) (any, error) {
+func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, ferr(ErrFilterInvalid, path, "not JSON: %v", err)
+	}
+	if tok == json.Delim('[') || tok == json.Delim('{') {
+		if depth++; depth > MaxFilterDepth {
+			return nil, ferr(ErrFilterUnsupported, path, "nested more than %d deep (MaxFilterDepth)", MaxFilterDepth)
+		}
 	}
 	switch tok {
 	case json.Delim('['):
 		out := []any{}
 		for i := 0; dec.More(); i++ {
-			v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, i))
+			v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, i), depth)
 			if err != nil {
 				return nil, err
 			}
@@ -57,7 +62,7 @@ func decodeValue(dec *json.Decoder, path string) (any, error) {
 			if _, dup := out[k]; dup {
 				return nil, ferr(ErrFilterInvalid, path, "key %q appears twice", k)
 			}
-			v, err := decodeValue(dec, path+"."+k)
+			v, err := decodeValue(dec, path+"."+k, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +119,14 @@ type expr struct {
 // dialects lists the dialect names for error messages.
 const dialects = "exact, prefix, suffix, all, any, not"
 
-func parseExpr(v any, path string) (*expr, error) {
+// parser counts what parseExpr has read, against MaxFilterDepth and
+// MaxFilterTests.
+type parser struct{ tests int }
+
+func (ps *parser) parseExpr(v any, path string, depth int) (*expr, error) {
+	if depth++; depth > MaxFilterDepth {
+		return nil, ferr(ErrFilterUnsupported, path, "expressions nested more than %d deep (MaxFilterDepth)", MaxFilterDepth)
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, ferr(ErrFilterInvalid, path, "a filter expression is an object with one key, its dialect; got %s", describe(v))
@@ -137,6 +149,9 @@ func parseExpr(v any, path string) (*expr, error) {
 		}
 		if len(obj) == 0 {
 			return nil, ferr(ErrFilterInvalid, p, "names no attribute")
+		}
+		if ps.tests += len(obj); ps.tests > MaxFilterTests {
+			return nil, ferr(ErrFilterUnsupported, p, "more than %d attribute tests (MaxFilterTests)", MaxFilterTests)
 		}
 		e := &expr{op: opAll, path: p}
 		for _, k := range slices.Sorted(mapKeys(obj)) {
@@ -168,7 +183,7 @@ func parseExpr(v any, path string) (*expr, error) {
 			e.op = opAny
 		}
 		for i, x := range arr {
-			k, err := parseExpr(x, fmt.Sprintf("%s[%d]", p, i))
+			k, err := ps.parseExpr(x, fmt.Sprintf("%s[%d]", p, i), depth)
 			if err != nil {
 				return nil, err
 			}
@@ -176,7 +191,7 @@ func parseExpr(v any, path string) (*expr, error) {
 		}
 		return e, nil
 	case "not":
-		k, err := parseExpr(body, p)
+		k, err := ps.parseExpr(body, p, depth)
 		if err != nil {
 			return nil, err
 		}

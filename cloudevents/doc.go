@@ -41,11 +41,14 @@
 //   - datacontenttype and data: Event.ContentType and Event.Data, bytes
 //     unchanged (copied both ways). An empty ContentType leaves
 //     datacontenttype out. In the SDK's structured JSON encoding a JSON
-//     payload is written inline, an XML payload that is valid UTF-8 as a
-//     string, anything else (or a payload without a content type) as
-//     data_base64; the SDK's MarshalJSON keeps JSON payload bytes, while
-//     encoding/json's Marshal compacts them (whitespace goes, the value
-//     stays).
+//     payload (application/json or text/json) is written inline, an XML
+//     payload that is valid UTF-8 as a string, anything else (a "+json"
+//     type too, which the SDK would write as a string; or a payload
+//     without a content type) as data_base64. On the way in the SDK
+//     reads an inline "+json" payload as a string and refuses an object
+//     (a Handler answers 400). The SDK's MarshalJSON keeps JSON payload
+//     bytes, while encoding/json's Marshal compacts them (whitespace
+//     goes, the value stays).
 //   - dataschema (and 0.3's schemaurl and datacontentencoding) have no
 //     counterpart: never written, and on the way in ignored (the SDK has
 //     already decoded a 0.3 base64 payload).
@@ -109,10 +112,13 @@
 // Sender delivers a subscription's events to an HTTP endpoint, one at a
 // time in order, in binary or structured mode, retrying network errors,
 // 408, 429 and 5xx with exponential backoff and jitter (and Retry-After).
-// It drops an event only when the endpoint refuses it (another 4xx) or
-// after SenderConfig.MaxAttempts, counting it and calling
-// SenderConfig.Dropped; an event in flight when Run's context ends is
-// sent first by the next Run.
+// It drops an event only when the endpoint refuses it (another 4xx, or a
+// redirect the client followed with a GET), when binary mode would change
+// it (a subject or extension value with leading or trailing whitespace
+// or a control character, which an HTTP header cannot carry; the SDK
+// does not percent-encode), or after SenderConfig.MaxAttempts, counting
+// it and calling SenderConfig.Dropped; an event in flight when Run's
+// context ends is sent first by the next Run.
 //
 // # Filters
 //
@@ -122,7 +128,10 @@
 // the expression passes, and refuses, naming the construct and its path
 // ("filters[1].any[0].prefix"), what sion cannot say exactly (errors
 // wrapping ErrFilterInvalid, ErrFilterUnsupported or
-// ErrFilterNeverHolds). The sql dialect (CESQL) is not compiled yet.
+// ErrFilterNeverHolds). Hostile input costs bounded time and memory:
+// nesting beyond MaxFilterDepth, more than MaxFilterTests attribute
+// tests and more than MaxFilters filters are refused. The sql dialect
+// (CESQL) is not compiled yet.
 //
 // # Errors
 //

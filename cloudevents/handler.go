@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -65,7 +64,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cloudevents: reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	// The media type as the SDK reads it (format.Lookup): up to the first
+	// ';', trimmed, lower-cased — not mime.ParseMediaType, which gives ""
+	// for parameters it cannot parse while the SDK still reads the type.
+	media, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	media = strings.ToLower(strings.TrimSpace(media))
 	switch media {
 	case "application/cloudevents-batch+json":
 		http.Error(w, "cloudevents: batch mode is not supported; send one event per request", http.StatusUnsupportedMediaType)

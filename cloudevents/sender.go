@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/cloudevents/sdk-go/v2/types"
 
 	"github.com/sion-go/sion"
 )
@@ -42,7 +45,10 @@ type SenderConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Dropped, if set, is called with each event given up and why: a
 	// 4xx answer other than 408 and 429 (the endpoint refuses it: retrying
-	// cannot help), or MaxAttempts reached. It runs on Run's goroutine.
+	// cannot help), a redirect the client followed with a GET, in binary
+	// mode a subject or extension value an HTTP header would change or
+	// cannot hold (leading or trailing whitespace, a control character),
+	// or MaxAttempts reached. It runs on Run's goroutine.
 	Dropped func(ev *sion.Event, err error)
 }
 
@@ -139,6 +145,12 @@ func (s *Sender) send(ctx context.Context, ev *sion.Event) error {
 		s.drop(ev, err)
 		return nil
 	}
+	if !s.cfg.Structured {
+		if err := headerSafe(ce); err != nil {
+			s.drop(ev, err)
+			return nil
+		}
+	}
 	var body []byte
 	if s.cfg.Structured {
 		if body, err = ce.MarshalJSON(); err != nil { // keeps a JSON payload's bytes, as json.Marshal does not
@@ -190,6 +202,36 @@ func (s *Sender) send(ctx context.Context, ev *sion.Event) error {
 	}
 }
 
+// headerSafe refuses a CloudEvent that binary mode would change or could
+// not send: an HTTP header value loses leading and trailing whitespace,
+// and cannot hold control characters (net/http refuses the request, and
+// retrying would never end). The SDK does not percent-encode.
+func headerSafe(ce event.Event) error {
+	check := func(what, v string) error {
+		bad := strings.Trim(v, " \t") != v
+		for i := 0; i < len(v) && !bad; i++ {
+			bad = (v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f
+		}
+		if bad {
+			return fmt.Errorf("cloudevents: binary mode cannot carry %s %q in an HTTP header unchanged (leading or trailing whitespace, or a control character); SenderConfig.Structured can", what, v)
+		}
+		return nil
+	}
+	if err := check("the subject", ce.Subject()); err != nil {
+		return err
+	}
+	for name, v := range ce.Extensions() {
+		str, err := types.Format(v)
+		if err != nil {
+			return fmt.Errorf("cloudevents: extension %q: %v", name, err)
+		}
+		if err := check("extension "+strconv.Quote(name)+"'s value", str); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // try sends req once. It returns nil when the endpoint accepted it; else
 // the error and how long to wait before trying again: -1 for never, 0
 // for the backoff, more when the answer's Retry-After asks for it.
@@ -200,13 +242,21 @@ func (s *Sender) try(req *http.Request) (time.Duration, error) {
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	resp.Body.Close()
+	if resp.Request != nil && resp.Request.Method != req.Method {
+		// The client followed a 301, 302 or 303 with a GET, which carries
+		// no event: whatever that answered, the event was not taken.
+		return -1, fmt.Errorf("cloudevents: %s redirected the POST to a %s of %s, which carries no event", s.cfg.Target, resp.Request.Method, resp.Request.URL.Redacted())
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return 0, nil
 	}
 	err = fmt.Errorf("cloudevents: %s answered %s: %s", s.cfg.Target, resp.Status, bytes.TrimSpace(msg))
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if secs, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && secs > 0 {
+		if secs, perr := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64); perr == nil && secs > 0 {
+			if secs > int64(s.cfg.MaxBackoff/time.Second) { // also keeps secs·1s from overflowing
+				return s.cfg.MaxBackoff, err
+			}
 			return min(time.Duration(secs)*time.Second, s.cfg.MaxBackoff), err
 		}
 		return 0, err
