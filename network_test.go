@@ -122,6 +122,21 @@ func (n *network) link(child, parent int) {
 	sl, err := n.sws[child].Link(ctx, n.tr, n.addrs[parent], n.linkCfg)
 	require.NoError(n.t, err, "link sw%d to sw%d", child, parent)
 	n.links[child] = sl
+	// Link returns when the child's end is up; the parent's end comes up
+	// when the child's Synced reaches it, a moment later. (A parent that
+	// is no switch of n — fakePeer — is left alone.)
+	if parent >= len(n.sws) || n.sws[parent] == nil {
+		return
+	}
+	name := n.sws[child].Name()
+	require.Eventually(n.t, func() bool {
+		for _, l := range n.sws[parent].Links() {
+			if l.Peer == name && l.State == sion.LinkUp {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "sw%d's end of the link from sw%d did not come up", parent, child)
 }
 
 // dist returns the number of links between switches a and b.
