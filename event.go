@@ -60,11 +60,6 @@ func (s *idSource) gave(id EventID) bool {
 	return c != 0 && c <= s.n.Load()
 }
 
-// testIDs gives the IDs of events tests make by hand.
-var testIDs = newIDSource()
-
-func newEventID() EventID { return testIDs.next() }
-
 // Control is an event's control information (S1): what routing depends
 // on. The switch sets it at Publish from the place's defaults and keeps it
 // up to date as the event travels; what a publisher writes here is

@@ -7,6 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// testIDs gives the IDs of events tests make by hand (a switch gives its
+// own: Switch.ids).
+var testIDs = newIDSource()
+
+func newEventID() EventID { return testIDs.next() }
+
 // seenModel is what seenIDs must do, written plainly: two generations of
 // Go maps.
 type seenModel struct{ cur, old map[EventID]struct{} }

@@ -31,18 +31,7 @@ type handlerRig struct {
 
 func newHandlerRig(t *testing.T, c *cloudevents.Codec, filter string, maxBody int64) *handlerRig {
 	t.Helper()
-	ctx := context.Background()
-	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "http", Ontology: c.Ontology()})
-	require.NoError(t, err)
-	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "edge", Place: place})
-	require.NoError(t, err)
-	t.Cleanup(func() { sw.Close() })
-	watcher, err := sw.Open(ctx, sion.SessionConfig{Name: "watcher"})
-	require.NoError(t, err)
-	sub, err := watcher.Subscribe(ctx, filter, sion.WithQueue(2*usgsWeekEvents))
-	require.NoError(t, err)
-	pub, err := sw.Open(ctx, sion.SessionConfig{Name: "http"})
-	require.NoError(t, err)
+	sw, pub, sub := switchWith(t, c, "edge", filter)
 	srv := httptest.NewServer(&cloudevents.Handler{Codec: c, Session: pub, MaxBodyBytes: maxBody})
 	t.Cleanup(srv.Close)
 	return &handlerRig{srv: srv, sw: sw, pub: pub, sub: sub, code: c}

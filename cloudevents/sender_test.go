@@ -38,19 +38,28 @@ func runSender(t *testing.T, s *cloudevents.Sender, sub *sion.Subscription) (sto
 // it and a subscription of every event there, for a Sender to read.
 func sourceSwitch(t *testing.T, c *cloudevents.Codec) (*sion.Session, *sion.Subscription) {
 	t.Helper()
+	_, pub, sub := switchWith(t, c, "source", `{type ⊑ *}`)
+	return pub, sub
+}
+
+// switchWith returns a switch named name of c's ontology, a session
+// publishing on it, and a subscription with filter there (a queue of
+// twice the USGS week).
+func switchWith(t *testing.T, c *cloudevents.Codec, name, filter string) (*sion.Switch, *sion.Session, *sion.Subscription) {
+	t.Helper()
 	ctx := context.Background()
-	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "source", Ontology: c.Ontology()})
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: name, Ontology: c.Ontology()})
 	require.NoError(t, err)
-	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "source", Place: place})
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: name, Place: place})
 	require.NoError(t, err)
 	t.Cleanup(func() { sw.Close() })
-	out, err := sw.Open(ctx, sion.SessionConfig{Name: "sender"})
+	watcher, err := sw.Open(ctx, sion.SessionConfig{Name: "watcher"})
 	require.NoError(t, err)
-	sub, err := out.Subscribe(ctx, `{type ⊑ *}`, sion.WithQueue(2*usgsWeekEvents))
+	sub, err := watcher.Subscribe(ctx, filter, sion.WithQueue(2*usgsWeekEvents))
 	require.NoError(t, err)
-	pub, err := sw.Open(ctx, sion.SessionConfig{Name: "feed"})
+	pub, err := sw.Open(ctx, sion.SessionConfig{Name: "publisher"})
 	require.NoError(t, err)
-	return pub, sub
+	return sw, pub, sub
 }
 
 // TestSenderBridgesUSGSWeek: a Sender on one switch and a Handler on
