@@ -17,9 +17,10 @@
 //   - Session: an entity's connection to a switch. It publishes, registers
 //     subscriptions, has a profile and a look-in spool. Its filters are
 //     OR-ed: it fires at most once per event.
-//   - Subscription: one filter of a session with its own bounded queue; it
-//     receives each event that matches once, however its filter overlaps
-//     with others (inheritance, "*", content).
+//   - Subscription: one or more filters of a session, OR-ed, with its own
+//     bounded queue (Session.Subscribe, SubscribeFilter, SubscribeFilters);
+//     it receives each event that matches once, however its filters
+//     overlap with each other and with others (inheritance, "*", content).
 //   - Delivery: an event as a session receives it, with the subscriptions
 //     that matched and their scores (the control information given to the
 //     receiver).

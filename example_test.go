@@ -94,6 +94,38 @@ func ExampleWithHandler() {
 	// Output: seasonal: BGM
 }
 
+// One subscription with two filters, OR-ed: cheap music, or anything
+// seasonal. A BGM event at $15 matches both and arrives once.
+func ExampleSession_SubscribeFilters() {
+	sw, _ := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: musicPlace()})
+	defer sw.Close()
+	ctx := context.Background()
+	s, _ := sw.Open(ctx, sion.SessionConfig{Name: "app"})
+	sub, err := s.SubscribeFilters(ctx, []*filter.Filter{
+		filter.MustCompile(`{type ⊑ music; price < 20}`),
+		filter.MustCompile(`{type ⊑ seasonal}`),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, ev := range []*sion.Event{
+		{Type: "BGM", Attrs: price(15)},
+		{Type: "popular", Attrs: price(30)},
+		{Type: "popular", Attrs: price(10)},
+		{Type: "seasonal"},
+	} {
+		s.Publish(ctx, ev)
+	}
+	for len(sub.C()) > 0 {
+		d := <-sub.C()
+		fmt.Println(d.Event.Type, len(d.Matched))
+	}
+	// Output:
+	// BGM 1
+	// popular 1
+	// seasonal 1
+}
+
 // A look-in subscriber is away; its events wait in its session's spool
 // until it pulls them (S1 look-in).
 func ExampleSession_Pull() {

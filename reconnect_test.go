@@ -40,16 +40,25 @@ func restartable(t *testing.T, tr transport.Transport) func(addr string) (*sion.
 	t.Helper()
 	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "test", Ontology: ont1(t)})
 	require.NoError(t, err)
-	return func(addr string) (*sion.Switch, string, func()) {
-		sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
-		require.NoError(t, err)
-		var l transport.Listener
-		require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, 10*time.Second, 10*time.Millisecond)
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- sw.Serve(ctx, l) }()
-		return sw, l.Addr().String(), func() { cancel(); <-served; sw.Close() }
-	}
+	return func(addr string) (*sion.Switch, string, func()) { return serveOn(t, tr, addr, place) }
+}
+
+// serveOn starts a switch of place serving remote sessions on tr at addr
+// (waiting until the address is free), and returns it, the address
+// listened on and a stop function, also called at cleanup.
+func serveOn(t *testing.T, tr transport.Transport, addr string, place *sion.EventPlace) (*sion.Switch, string, func()) {
+	t.Helper()
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "sw1", Place: place})
+	require.NoError(t, err)
+	var l transport.Listener
+	require.Eventually(t, func() bool { l, err = tr.Listen(addr); return err == nil }, waitFor, 10*time.Millisecond)
+	sctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sw.Serve(sctx, l) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-served; sw.Close() }) }
+	t.Cleanup(stop)
+	return sw, l.Addr().String(), stop
 }
 
 // fastReconnect retries at once, so that tests do not wait for backoff.

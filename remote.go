@@ -151,8 +151,11 @@ type remoteClient struct {
 	reregistering int
 	reconnected   *ConnectionEvent
 	subs          map[uint64]*Subscription // mu
-	closed        bool                     // mu
-	done          chan struct{}            // closed when closed is set
+	// release holds the IDs of filters the switch may still hold for a
+	// subscription ended by endSub, for ackLoop to release. mu.
+	release []uint64
+	closed  bool          // mu
+	done    chan struct{} // closed when closed is set
 
 	pullMu   sync.Mutex
 	pullWait chan wire.Message // pullMu; the reply of a pull whose caller gave up
@@ -332,13 +335,12 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 		rc.log.Warn("sion: undeliverable event from the switch", "session", rc.sess.name, "err", err)
 		return
 	}
-	d := Delivery{Event: ev, Matched: fromWireMatches(m.Matched)}
+	d := Delivery{Event: ev}
+	var subs []*Subscription
+	d.Matched, subs = rc.regroup(fromWireMatches(m.Matched))
 	var spilled []*Subscription
-	for _, mt := range d.Matched {
-		rc.mu.Lock()
-		sub := rc.subs[mt.Subscription]
-		rc.mu.Unlock()
-		if sub != nil && !sub.cfg.lookIn {
+	for _, sub := range subs {
+		if !sub.cfg.lookIn {
 			if spill, _ := sub.enqueue(context.Background(), nil, d); spill {
 				spilled = append(spilled, sub)
 			}
@@ -347,6 +349,42 @@ func (rc *remoteClient) deliver(m *wire.Deliver) {
 	if len(spilled) > 0 { // Spill policy: this side's spool, which Pull reads first
 		rc.sess.spool.put(d, spilled...)
 	}
+}
+
+// regroup returns ms, matches of this side's subscriptions as the switch
+// lists them, with each member (see Subscription.group) replaced by its
+// group, each subscription once with its best score, in ID order; and the
+// subscriptions of this side they name. A match naming no subscription of
+// this side (cancelled meanwhile) stays as it is. ms may be reused.
+func (rc *remoteClient) regroup(ms []Match) ([]Match, []*Subscription) {
+	subs := make([]*Subscription, 0, len(ms))
+	out := ms[:0]
+	grouped := false
+	rc.mu.Lock()
+	for _, mt := range ms {
+		sub := rc.subs[mt.Subscription]
+		if sub == nil {
+			out = append(out, mt)
+			continue
+		}
+		g := sub.owner()
+		grouped = grouped || g != sub
+		if i := slices.Index(subs, g); i >= 0 {
+			for j := range out {
+				if out[j].Subscription == g.id {
+					out[j].Score = max(out[j].Score, mt.Score)
+				}
+			}
+			continue
+		}
+		subs = append(subs, g)
+		out = append(out, Match{Subscription: g.id, Score: mt.Score})
+	}
+	rc.mu.Unlock()
+	if grouped {
+		slices.SortFunc(out, func(a, b Match) int { return compareUint64(a.Subscription, b.Subscription) })
+	}
+	return out, subs
 }
 
 // The backend of remote sessions.
@@ -484,7 +522,8 @@ func (rc *remoteClient) pull(ctx context.Context, s *Session, limit int) ([]Deli
 					rc.log.Warn("sion: undeliverable pulled event", "session", s.name, "err", err)
 					continue
 				}
-				rc.late = append(rc.late, Delivery{Event: ev, Matched: fromWireMatches(wd.Matched)})
+				matched, _ := rc.regroup(fromWireMatches(wd.Matched))
+				rc.late = append(rc.late, Delivery{Event: ev, Matched: matched})
 			}
 			return take(), nil
 		case *wire.Error:

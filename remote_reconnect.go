@@ -275,9 +275,14 @@ func (rc *remoteClient) ackLoop() {
 		}
 		rc.mu.Lock()
 		conn, n := rc.conn, rc.received.Load()
+		release := rc.release
+		rc.release = nil
 		rc.mu.Unlock()
 		if conn != nil && n > rc.acked.Load() {
 			rc.confirm(conn, n)
+		}
+		for _, id := range release {
+			rc.unsubscribe(id)
 		}
 	}
 }
@@ -447,11 +452,28 @@ func (rc *remoteClient) notify(ev ConnectionEvent) {
 	}
 }
 
-// endSub ends a subscription the switch refused after a reconnect.
-func (rc *remoteClient) endSub(sub *Subscription, err error) {
+// endSub ends a subscription the switch refused after a reconnect: the
+// subscription sub is, or, for a member, its whole group. The group's
+// other filters the switch may hold are released by ackLoop (endSub may
+// run with sendMu held).
+func (rc *remoteClient) endSub(refused *Subscription, err error) {
+	sub := refused.owner()
 	rc.mu.Lock()
-	delete(rc.subs, sub.id)
+	for _, r := range sub.registrations() {
+		if _, ok := rc.subs[r.id]; ok {
+			delete(rc.subs, r.id)
+			if r != refused {
+				rc.release = append(rc.release, r.id)
+			}
+		}
+	}
 	rc.mu.Unlock()
+	if len(sub.members) > 0 {
+		select {
+		case rc.ackWake <- struct{}{}:
+		default:
+		}
+	}
 	s := rc.sess
 	s.mu.Lock()
 	delete(s.subs, sub.id)
@@ -472,6 +494,7 @@ func (rc *remoteClient) lost(cs []wire.Count) (uint64, []*Subscription) {
 		sub := rc.subs[c.Sub]
 		rc.mu.Unlock()
 		if sub != nil { // matched on the switch, lost there
+			sub = sub.owner()
 			sub.matched.Add(c.N)
 			sub.drop(c.N)
 			slow = append(slow, sub)

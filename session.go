@@ -160,8 +160,29 @@ func (s *Session) Subscribe(ctx context.Context, src string, opts ...SubscribeOp
 // the place's ContractTimeout or ctx ends first (nothing is left
 // installed); ErrClosed.
 func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ...SubscribeOption) (*Subscription, error) {
-	if f == nil {
-		return nil, fmt.Errorf("%w: nil filter", ErrInvalidFilter)
+	return s.SubscribeFilters(ctx, []*filter.Filter{f}, opts...)
+}
+
+// SubscribeFilters registers one subscription with the filters fs, OR-ed
+// (S1: a subscription is one or more filters): an event any of them
+// matches reaches the subscription once, and Delivery.Matched lists the
+// subscription once, with the best score among its filters that matched.
+// Each filter is registered, propagated and granted as SubscribeFilter's
+// is, concurrently; SubscribeFilters returns when every one of them is
+// granted, and on any error nothing is left installed. Options apply to
+// the subscription as a whole: one queue, one handler, one TTL for every
+// filter. In Switch.Stats each filter counts as a subscription and a
+// filter of the index. fs is not kept (the filters are: they are
+// immutable). Errors: as SubscribeFilter's, the first one met; and
+// ErrInvalidFilter for an empty fs or a nil filter, naming its position.
+func (s *Session) SubscribeFilters(ctx context.Context, fs []*filter.Filter, opts ...SubscribeOption) (*Subscription, error) {
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("%w: no filters", ErrInvalidFilter)
+	}
+	for i, f := range fs {
+		if f == nil {
+			return nil, fmt.Errorf("%w: filter %d of %d is nil", ErrInvalidFilter, i+1, len(fs))
+		}
 	}
 	cfg := subConfig{queue: DefaultQueue, ttl: -1}
 	for _, o := range opts {
@@ -175,7 +196,10 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 	if cfg.lookIn && (cfg.handler != nil || cfg.overflow != DropNewest) {
 		return nil, fmt.Errorf("%w: a look-in subscription has no handler and no overflow policy (the spool's limit applies)", ErrInvalidConfig)
 	}
-	sub := newSubscription(s, f, cfg, 0, nil)
+	sub := newSubscription(s, fs[0], cfg, 0, nil)
+	for _, f := range fs[1:] {
+		sub.members = append(sub.members, newMember(sub, f))
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -187,7 +211,7 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 		s.wg.Go(sub.runHandler)
 	}
 	s.mu.Unlock()
-	err := s.be.register(ctx, sub)
+	err := s.register(ctx, sub)
 	if err == nil {
 		s.mu.Lock()
 		if s.subs[sub.id] != sub { // Close ran meanwhile and may have missed the registration
@@ -201,6 +225,28 @@ func (s *Session) SubscribeFilter(ctx context.Context, f *filter.Filter, opts ..
 		return nil, err
 	}
 	return sub, nil
+}
+
+// register registers sub's filters with the backend: its own, and its
+// members' concurrently. It returns the first error; the caller then
+// unregisters them all.
+func (s *Session) register(ctx context.Context, sub *Subscription) error {
+	if len(sub.members) == 0 {
+		return s.be.register(ctx, sub)
+	}
+	regs := sub.registrations()
+	errs := make([]error, len(regs))
+	var wg sync.WaitGroup
+	for i, r := range regs {
+		wg.Go(func() { errs[i] = s.be.register(ctx, r) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Sync returns once every event published on the switch before Sync was
@@ -285,7 +331,7 @@ func (s *Session) Drain(ctx context.Context) error {
 	if err := s.be.sync(ctx); err != nil { // deliveries in flight reach the queues
 		return err
 	}
-	s.be.unregister(subs...)
+	s.be.unregister(registrations(subs)...)
 	for _, sub := range subs {
 		if sub.handled != nil {
 			sub.closeQueue() // the handler takes what is queued, then returns
@@ -366,7 +412,7 @@ func (s *Session) shut(cause error) {
 	for _, sub := range subs {
 		all = append(all, sub)
 	}
-	s.be.unregister(all...)
+	s.be.unregister(registrations(all)...)
 	for _, sub := range all {
 		sub.end(cause)
 	}
@@ -399,12 +445,23 @@ func (s *Session) isClosed() bool {
 	}
 }
 
-// forget takes sub out of the session and the switch.
+// forget takes sub out of the session, and its filters out of the switch.
 func (s *Session) forget(sub *Subscription) {
 	s.mu.Lock()
 	delete(s.subs, sub.id)
 	s.mu.Unlock()
-	s.be.unregister(sub)
+	s.be.unregister(sub.registrations()...)
+}
+
+// registrations returns the registrations of subs (see
+// Subscription.registrations).
+func registrations(subs []*Subscription) []*Subscription {
+	out := make([]*Subscription, 0, len(subs))
+	for _, sub := range subs {
+		out = append(out, sub)
+		out = append(out, sub.members...)
+	}
+	return out
 }
 
 func compareUint64(a, b uint64) int {

@@ -3,6 +3,7 @@ package sion
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // sink is where a session's matches go (DESIGN.md "Seams"). Switch.deliver
@@ -89,6 +90,27 @@ func newDelivery(e *Event, hits []hitSub) Delivery {
 	return d
 }
 
+// groupHits returns hits with each member (see Subscription.group)
+// replaced by its group, each subscription once with its best score, in ID
+// order. It returns hits itself, allocating nothing, when none is a
+// member.
+func groupHits(hits []hitSub) []hitSub {
+	if !slices.ContainsFunc(hits, func(h hitSub) bool { return h.sub.group != nil }) {
+		return hits
+	}
+	out := make([]hitSub, 0, len(hits))
+	for _, h := range hits {
+		g := h.sub.owner()
+		if i := slices.IndexFunc(out, func(o hitSub) bool { return o.sub == g }); i >= 0 {
+			out[i].score = max(out[i].score, h.score)
+			continue
+		}
+		out = append(out, hitSub{sub: g, id: g.id, score: h.score})
+	}
+	slices.SortFunc(out, func(a, b hitSub) int { return compareUint64(a.id, b.id) })
+	return out
+}
+
 // localSink delivers a session's events into its subscriptions' queues
 // (under their overflow policies) and its look-in spool: one spool entry
 // for all the look-in and spilled subscriptions an event matched. It holds
@@ -100,6 +122,7 @@ var _ sink = localSink{}
 func (localSink) patron(s *Session, e *Event) bool { return patronOf(s, e) }
 
 func (localSink) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *Event, hits []hitSub, _ *eventFrames) error {
+	hits = groupHits(hits)
 	d := newDelivery(e, hits)
 	var spool []*Subscription // look-in, and spilled: one spool entry for all
 	var errs []error

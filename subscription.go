@@ -180,8 +180,8 @@ func WithSlowConsumer(fn func(SubscriptionStats)) SubscribeOption {
 // SubscriptionStats counts what happened to a subscription's events.
 type SubscriptionStats struct {
 	ID uint64
-	// Matched counts the events its filter matched (and the patronage
-	// condition allowed).
+	// Matched counts the events its filters matched (and the patronage
+	// condition allowed), once per event.
 	Matched uint64
 	// Delivered counts the events placed in its queue (or passed to its
 	// handler, or spooled for a look-in subscription) and not evicted.
@@ -199,10 +199,12 @@ type SubscriptionStats struct {
 	Slow bool
 }
 
-// Subscription is one filter registered by a session, with its own
-// bounded queue (S1 filter; DESIGN.md "Delivery"). Its events arrive on
-// C, through Next, to its handler (WithHandler), or in the session's spool
-// (WithLookIn). A Subscription is safe for concurrent use.
+// Subscription is one or more filters registered by a session, OR-ed,
+// with its own bounded queue (S1 filter; DESIGN.md "Delivery"). Its events
+// arrive on C, through Next, to its handler (WithHandler), or in the
+// session's spool (WithLookIn); an event that several of its filters
+// match arrives once, with the best of their scores. A Subscription is
+// safe for concurrent use.
 type Subscription struct {
 	id   uint64
 	sess *Session
@@ -234,6 +236,20 @@ type Subscription struct {
 	// public is the ID the subscription's owner knows it by: id, or on a
 	// switch the ID a remote session's entity gave it (see Dial).
 	public uint64
+
+	// group is, for a member, the subscription it belongs to; nil
+	// otherwise. A subscription made with several filters
+	// (Session.SubscribeFilters) registers its first filter itself and
+	// each further one as a member: an ordinary registration everywhere
+	// it goes (index, routing, contracts, the wire of a remote session),
+	// with no queue and no handler. The sink that hands an event to the
+	// session's queues (localSink, and a remote session's entity side)
+	// maps each member to its group, so the group receives the event
+	// once, however many of its filters matched.
+	group *Subscription
+	// members are a group's members, in filter order; set before it is
+	// registered, then read-only.
+	members []*Subscription
 }
 
 // newSubscription returns a subscription of session s with filter f and
@@ -253,15 +269,53 @@ func newSubscription(s *Session, f *filter.Filter, cfg subConfig, remote uint64,
 	return sub
 }
 
+// newMember returns a member of group with filter f (see group): it
+// shares the group's options, but not its queue or handler.
+func newMember(group *Subscription, f *filter.Filter) *Subscription {
+	cfg := group.cfg
+	cfg.handler, cfg.onSlow = nil, nil
+	s := group.sess
+	m := &Subscription{id: s.be.nextSubID(), sess: s, f: f, cfg: cfg, done: make(chan struct{}), ttl: group.ttl, group: group}
+	m.public = m.id
+	return m
+}
+
+// owner returns the subscription that receives sub's matches: its group,
+// or sub itself.
+func (sub *Subscription) owner() *Subscription {
+	if sub.group != nil {
+		return sub.group
+	}
+	return sub
+}
+
+// registrations returns sub and its members: what is registered for it.
+func (sub *Subscription) registrations() []*Subscription {
+	return append([]*Subscription{sub}, sub.members...)
+}
+
 // publicID returns the ID the subscription's owner knows it by.
 func (sub *Subscription) publicID() uint64 { return sub.public }
 
 // ID returns the subscription's ID, unique within its switch; it is the
-// filter ID in Delivery.Matched.
+// ID in Delivery.Matched.
 func (sub *Subscription) ID() uint64 { return sub.id }
 
-// Filter returns the subscription's filter as given to Subscribe.
+// Filter returns the subscription's filter as given to Subscribe; for a
+// subscription with several filters (SubscribeFilters), the first.
 func (sub *Subscription) Filter() *filter.Filter { return sub.f }
+
+// Filters returns the subscription's filters as given to Subscribe or
+// SubscribeFilters, in order: one or more. The slice is new; the
+// filters are shared (a Filter is immutable).
+func (sub *Subscription) Filters() []*filter.Filter {
+	fs := make([]*filter.Filter, 0, 1+len(sub.members))
+	fs = append(fs, sub.f)
+	for _, m := range sub.members {
+		fs = append(fs, m.f)
+	}
+	return fs
+}
 
 // C returns the channel the subscription's events arrive on: its queue. It
 // is nil for subscriptions with a handler or look-in, and closed when the
@@ -335,9 +389,13 @@ func (sub *Subscription) Cancel() error {
 // the index.
 func (sub *Subscription) cancel() { sub.end(nil) }
 
-// end stops the subscription's queue, for cause (nil: by Cancel or its
-// session's Close); the caller has taken it out of the index.
+// end stops the subscription's queue, and its members, for cause (nil: by
+// Cancel or its session's Close); the caller has taken its registrations
+// out of the index.
 func (sub *Subscription) end(cause error) {
+	for _, m := range sub.members {
+		m.end(cause)
+	}
 	if cause != nil && !chanClosed(sub.done) {
 		sub.cause.CompareAndSwap(nil, &cause) // before done closes, so that Err sees it
 	}

@@ -583,7 +583,8 @@ type Stats struct {
 	// filter.Index (equal to Subscriptions when no call is in progress).
 	// They include the routers' sessions and the proxy filters peers
 	// registered over shared links, and remote sessions kept while their
-	// entities are away (see ReconnectPolicy).
+	// entities are away (see ReconnectPolicy). A subscription with several
+	// filters (Session.SubscribeFilters) counts once per filter here.
 	Sessions, Subscriptions, Filters int
 	// The counters below count over the switch's life: they never
 	// decrease. EventsIn counts the events published on the switch or
