@@ -61,8 +61,13 @@ var (
 // for a construct, with ".key" added for one attribute test
 // ("filters[0].exact.type"). Err is ErrFilterInvalid,
 // ErrFilterUnsupported or ErrFilterNeverHolds.
+//
+// In the sql dialect (and CompileSQL) Pos is the 1-based byte offset in
+// the CESQL expression of the construct refused, and Msg starts with
+// "at Pos: "; Pos is 0 elsewhere.
 type FilterError struct {
 	Path string
+	Pos  int
 	Msg  string
 	Err  error
 }
@@ -192,7 +197,7 @@ func (c *Codec) CompileFilters(filters any) ([]*filter.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.build(d)
+	return c.build(d, "filters")
 }
 
 // conj is one conjunction of the disjunctive normal form: a type set
@@ -213,17 +218,58 @@ type dnf []conj
 
 var dnfTrue = dnf{{}}
 
+// predKey identifies p: its operator, operand and every value (a range's
+// ends and openness, a set's members).
 func predKey(p filter.Predicate) string {
-	return p.Op.String() + "\x00" + p.Operand.Name + "\x00" + p.Value.Kind().String() + "\x00" + p.Value.String()
+	var b strings.Builder
+	b.WriteString(p.Op.String() + "\x00" + p.Operand.Name)
+	for _, v := range append([]ontology.Value{p.Value, p.Hi}, p.Set...) {
+		b.WriteString("\x00" + v.Kind().String() + "\x00" + v.String())
+	}
+	b.WriteString("\x00" + strconv.FormatBool(p.LoOpen) + strconv.FormatBool(p.HiOpen))
+	return b.String()
 }
 
 func single(p filter.Predicate) dnf {
 	return dnf{{preds: []filter.Predicate{p}, keys: []string{predKey(p)}}}
 }
 
-// dnf returns e (negated when neg) in disjunctive normal form.
+// dnf returns e (negated when neg) in disjunctive normal form. The sql
+// dialect's trees share nodes, so each node keeps its results.
 func (c *Codec) dnf(e *expr, neg bool) (dnf, error) {
+	i := 0
+	if neg {
+		i = 1
+	}
+	if m := e.memo[i]; m != nil {
+		return m.d, m.err
+	}
+	d, err := c.dnfOf(e, neg)
+	e.memo[i] = &dnfMemo{d, err}
+	return d, err
+}
+
+type dnfMemo struct {
+	d   dnf
+	err error
+}
+
+func (c *Codec) dnfOf(e *expr, neg bool) (dnf, error) {
 	switch e.op {
+	case opSQL:
+		t, err := c.compileSQL(e)
+		if err != nil {
+			return nil, err
+		}
+		return c.dnf(t, neg)
+	case opAtom:
+		if e.atom.err != nil {
+			return nil, e.atom.err
+		}
+		if neg {
+			return c.negate(e.atom.d, e.path)
+		}
+		return e.atom.d, nil
 	case opLeaf:
 		return c.leaf(e, neg)
 	case opNot:
@@ -535,8 +581,9 @@ type group struct {
 	preds  []filter.Predicate
 }
 
-// build turns the DNF into filters.
-func (c *Codec) build(d dnf) ([]*filter.Filter, error) {
+// build turns the DNF into filters; path names the whole expression in
+// errors.
+func (c *Codec) build(d dnf, path string) ([]*filter.Filter, error) {
 	var groups []*group
 	byKey := map[string]*group{}
 	for _, x := range d {
@@ -584,16 +631,16 @@ func (c *Codec) build(d dnf) ([]*filter.Filter, error) {
 				f, err = filter.Resolve(c.o, f)
 			}
 			if err != nil {
-				return nil, ferr(ErrFilterUnsupported, "filters", "%v", err)
+				return nil, ferr(ErrFilterUnsupported, path, "%v", err)
 			}
 			out = append(out, f)
 		}
 	}
 	if len(out) > MaxFilters {
-		return nil, ferr(ErrFilterUnsupported, "filters", "%d filters, more than %d (MaxFilters)", len(out), MaxFilters)
+		return nil, ferr(ErrFilterUnsupported, path, "%d filters, more than %d (MaxFilters)", len(out), MaxFilters)
 	}
 	if len(out) == 0 {
-		return nil, ferr(ErrFilterNeverHolds, "filters", "the expression matches no event of any type of the ontology")
+		return nil, ferr(ErrFilterNeverHolds, path, "the expression matches no event of any type of the ontology")
 	}
 	return out, nil
 }

@@ -1,0 +1,938 @@
+package cloudevents
+
+// The compilation of a CESQL expression (cesql_parse.go) into the DNF of
+// dialect.go. Each boolean node becomes a pair of trees: t holds where
+// the node is true without an evaluation error, f where it is false
+// without one; where neither holds, CESQL raised an error (a missing
+// attribute, a failed cast), and a filter whose expression raised one
+// never passes (subscriptions spec 3.2.4.1.2).
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/ontology"
+)
+
+// CompileSQL compiles a CloudEvents SQL expression (CESQL v1) into sion
+// filters, as CompileFilters compiles {"sql": src}: an event of this
+// Codec passes the expression — it evaluates to TRUE on the CloudEvent
+// ToCloudEvent writes, without an evaluation error — exactly when at
+// least one returned filter matches it. The subset compiled, what is
+// refused and why, are in the package documentation (Filters). Errors
+// are *FilterError values with Path "sql" and Pos the byte offset of the
+// construct refused, wrapping ErrFilterInvalid, ErrFilterUnsupported or
+// ErrFilterNeverHolds. CompileSQL only reads the Codec and is safe for
+// concurrent use. Source: CloudEvents CESQL v1 and S1's filters.
+func (c *Codec) CompileSQL(src string) ([]*filter.Filter, error) {
+	var tests int
+	n, err := parseSQL(src, "sql", 0, &tests)
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.dnf(&expr{op: opSQL, path: "sql", sql: n}, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.build(d, "sql")
+}
+
+// atom is a DNF as a leaf of an expr tree, or the error that refuses it
+// where it is needed.
+type atom struct {
+	d   dnf
+	err error
+}
+
+func atomOf(d dnf) *expr      { return &expr{op: opAtom, atom: &atom{d: d}} }
+func atomErr(err error) *expr { return &expr{op: opAtom, atom: &atom{err: err}} }
+
+// pair is a boolean node: t where it is true, f where it is false, both
+// without error.
+type pair struct{ t, f *expr }
+
+func constPair(b bool) pair {
+	if b {
+		return pair{atomOf(dnfTrue), atomOf(nil)}
+	}
+	return pair{atomOf(nil), atomOf(dnfTrue)}
+}
+
+// errPair is a node that is an evaluation error on every event.
+func errPair() pair { return pair{atomOf(nil), atomOf(nil)} }
+
+// predPair makes a pair from a DNF each.
+func predPair(t, f dnf) pair { return pair{atomOf(t), atomOf(f)} }
+
+// conjOf returns the DNF of the conjunction of preds.
+func conjOf(preds ...filter.Predicate) dnf {
+	x := conj{}
+	for _, p := range preds {
+		k := predKey(p)
+		j, found := slices.BinarySearch(x.keys, k)
+		if !found {
+			x.keys = slices.Insert(x.keys, j, k)
+			x.preds = slices.Insert(x.preds, j, p)
+		}
+	}
+	return dnf{x}
+}
+
+// sqlCompiler compiles one sql expression at path.
+type sqlCompiler struct {
+	c    *Codec
+	path string
+}
+
+func (sc *sqlCompiler) fail(sentinel error, pos int, format string, args ...any) error {
+	e := ferr(sentinel, sc.path, format, args...)
+	e.Pos = pos
+	e.Msg = "at " + strconv.Itoa(pos) + ": " + e.Msg
+	return e
+}
+
+// at adds pos to a FilterError made by dialect.go's helpers.
+func (sc *sqlCompiler) at(err error, pos int) error {
+	if fe, ok := err.(*FilterError); ok && fe.Pos == 0 {
+		fe.Path, fe.Pos, fe.Msg = sc.path, pos, "at "+strconv.Itoa(pos)+": "+fe.Msg
+	}
+	return err
+}
+
+func (sc *sqlCompiler) node(t, f *expr) pair {
+	t.path, f.path = sc.path, sc.path
+	return pair{t, f}
+}
+
+func (sc *sqlCompiler) all(kids ...*expr) *expr {
+	return &expr{op: opAll, path: sc.path, kids: kids}
+}
+
+func (sc *sqlCompiler) any(kids ...*expr) *expr {
+	return &expr{op: opAny, path: sc.path, kids: kids}
+}
+
+// compileSQL returns the tree of where e's expression passes.
+func (c *Codec) compileSQL(e *expr) (*expr, error) {
+	if len(e.kids) == 1 {
+		return e.kids[0], nil
+	}
+	sc := &sqlCompiler{c: c, path: e.path}
+	n := e.sql
+	var p pair
+	var err error
+	switch n.kind {
+	case sqlLit:
+		if n.val.typ != sqlBoolean {
+			return nil, sc.fail(ErrFilterNeverHolds, n.pos, "the expression is the %s %s, not a Boolean: it never passes", n.val.typ, n.val)
+		}
+	case sqlIdent:
+		o, err := sc.operand(n)
+		if err != nil {
+			return nil, err
+		}
+		if o.kind != opdAttr || o.k != ontology.KindBool {
+			return nil, sc.fail(ErrFilterNeverHolds, n.pos, "the expression is attribute %s, which is not a Boolean: it never passes", n.name)
+		}
+	}
+	if p, err = sc.boolean(n); err != nil {
+		return nil, err
+	}
+	e.kids = []*expr{p.t}
+	return p.t, nil
+}
+
+// boolean compiles n where CESQL expects a Boolean.
+func (sc *sqlCompiler) boolean(n *sqlNode) (pair, error) {
+	switch n.kind {
+	case sqlLit:
+		if n.val.typ != sqlBoolean {
+			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "the %s %s where a Boolean is expected: CESQL's casts to Boolean are not compiled (its spec and its TCK disagree on Integers)", n.val.typ, n.val)
+		}
+		return constPair(n.val.b), nil
+	case sqlIdent:
+		o, err := sc.operand(n)
+		if err != nil {
+			return pair{}, err
+		}
+		switch {
+		case o.kind == opdMissing:
+			return errPair(), nil
+		case o.kind == opdAttr && o.k == ontology.KindBool:
+			op := filter.Attr(o.attr)
+			return sc.node(atomOf(single(op.EQ(ontology.Bool(true)))), atomOf(single(op.EQ(ontology.Bool(false))))), nil
+		}
+		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "attribute %s where a Boolean is expected: only a bool attribute is compiled there", n.name)
+	case sqlNot:
+		p, err := sc.boolean(n.kids[0])
+		return pair{p.f, p.t}, err
+	case sqlLogic:
+		return sc.logic(n)
+	case sqlCmp:
+		return sc.cmp(n)
+	case sqlLike:
+		p, err := sc.like(n)
+		if n.not {
+			p.t, p.f = p.f, p.t
+		}
+		return p, err
+	case sqlIn:
+		p, err := sc.in(n)
+		if n.not {
+			p.t, p.f = p.f, p.t
+		}
+		return p, err
+	}
+	return sc.exists(n)
+}
+
+// logic folds a chain of one operator left to right. AND and OR are
+// short-circuit (CESQL 3.4.2): false AND x is false and true OR x true
+// whatever x, even an error; XOR reads both sides.
+func (sc *sqlCompiler) logic(n *sqlNode) (pair, error) {
+	acc, err := sc.boolean(n.kids[0])
+	if err != nil {
+		return pair{}, err
+	}
+	for _, k := range n.kids[1:] {
+		b, err := sc.boolean(k)
+		if err != nil {
+			return pair{}, err
+		}
+		switch n.op {
+		case "AND":
+			acc = sc.node(sc.all(acc.t, b.t), sc.any(acc.f, sc.all(acc.t, b.f)))
+		case "OR":
+			acc = sc.node(sc.any(acc.t, sc.all(acc.f, b.t)), sc.all(acc.f, b.f))
+		default:
+			acc = sc.node(sc.any(sc.all(acc.t, b.f), sc.all(acc.f, b.t)), sc.any(sc.all(acc.t, b.t), sc.all(acc.f, b.f)))
+		}
+	}
+	return acc, nil
+}
+
+type operandKind uint8
+
+const (
+	opdConst   operandKind = iota // the same value on every event: val
+	opdMissing                    // never written: an error on every event
+	opdType                       // the CloudEvent's type
+	opdAttr                       // attribute attr of kind k
+)
+
+type operand struct {
+	kind operandKind
+	val  sqlValue
+	attr string
+	k    ontology.Kind
+}
+
+// operand resolves identifier n as dialect.go's leaf resolves a key.
+func (sc *sqlCompiler) operand(n *sqlNode) (operand, error) {
+	c := sc.c
+	switch n.name {
+	case "type":
+		return operand{kind: opdType}, nil
+	case "specversion":
+		return operand{kind: opdConst, val: sqlValue{typ: sqlString, s: event1}}, nil
+	case "source":
+		if c.cfg.Source == "" {
+			return operand{}, sc.fail(ErrFilterUnsupported, n.pos, "the source follows each event's place (Config.Source is empty), which sion's filters do not read")
+		}
+		u, err := url.Parse(c.cfg.Source)
+		if err != nil {
+			return operand{}, sc.fail(ErrFilterUnsupported, n.pos, "Config.Source %q: %v", c.cfg.Source, err)
+		}
+		return operand{kind: opdConst, val: sqlValue{typ: sqlString, s: (&types.URIRef{URL: *u}).String()}}, nil
+	case "dataschema", "schemaurl", "datacontentencoding":
+		return operand{kind: opdMissing}, nil
+	case "id", "datacontenttype", "data":
+		_, err := c.leaf(&expr{path: sc.path, key: n.name}, false)
+		return operand{}, sc.at(err, n.pos)
+	case "time", "subject":
+		attr, kind := c.timeAttr, ontology.KindTime
+		if n.name == "subject" {
+			attr, kind = c.subjAttr, ontology.KindString
+		}
+		if attr == "" {
+			return operand{kind: opdMissing}, nil
+		}
+		k, err := c.attrKind(&expr{path: sc.path}, attr)
+		if err != nil {
+			return operand{}, sc.at(err, n.pos)
+		}
+		if k != kind {
+			return operand{}, sc.fail(ErrFilterUnsupported, n.pos, "attribute %q travels as the CloudEvent's %s but is %s", attr, n.name, k)
+		}
+		return operand{kind: opdAttr, attr: attr, k: k}, nil
+	}
+	if strings.HasPrefix(n.name, controlPrefix) {
+		return operand{}, sc.fail(ErrFilterUnsupported, n.pos, "%s: the sion* extensions carry control information, which is never trusted and cannot be filtered", n.name)
+	}
+	attr, why := c.extensionAttribute(n.name)
+	if why != "" {
+		return operand{}, sc.fail(ErrFilterNeverHolds, n.pos, "no CloudEvent of this Codec carries extension %q: %s", n.name, why)
+	}
+	k, err := c.attrKind(&expr{path: sc.path}, attr)
+	if err != nil {
+		return operand{}, sc.at(err, n.pos)
+	}
+	return operand{kind: opdAttr, attr: attr, k: k}, nil
+}
+
+// exists compiles EXISTS n.name.
+func (sc *sqlCompiler) exists(n *sqlNode) (pair, error) {
+	switch n.name {
+	case "id", "type", "specversion", "source":
+		return constPair(true), nil // required (CESQL 3.4.4)
+	}
+	o, err := sc.operand(n)
+	if err != nil {
+		return pair{}, err
+	}
+	switch o.kind {
+	case opdConst, opdType:
+		return constPair(true), nil
+	case opdMissing:
+		return constPair(false), nil
+	}
+	op := filter.Attr(o.attr)
+	return sc.node(atomOf(single(op.Exists())), atomOf(single(op.NotExists()))), nil
+}
+
+// side returns the attribute and the literal of a two-sided operation,
+// refusing what is neither.
+func (sc *sqlCompiler) side(n, k *sqlNode, what string) error {
+	switch k.kind {
+	case sqlLit, sqlIdent:
+		return nil
+	case sqlNot:
+		return sc.fail(ErrFilterUnsupported, k.pos, "NOT applies to %s alone (it binds tighter than %s): write NOT ( … ) around the whole test", describeSQL(k.kids[0]), what)
+	}
+	return sc.fail(ErrFilterUnsupported, k.pos, "%s as an operand of %s: sion's filters compare an attribute with literals", describeSQL(k), what)
+}
+
+func describeSQL(n *sqlNode) string {
+	switch n.kind {
+	case sqlLit:
+		return n.val.String()
+	case sqlIdent:
+		return n.name
+	case sqlNot:
+		return "NOT " + describeSQL(n.kids[0])
+	case sqlCmp:
+		return describeSQL(n.kids[0]) + " " + n.op + " " + describeSQL(n.kids[1])
+	case sqlLogic:
+		return "(… " + n.op + " …)"
+	case sqlLike:
+		return describeSQL(n.kids[0]) + notWord(n.not) + " LIKE " + strconv.Quote(n.pattern)
+	case sqlIn:
+		return describeSQL(n.kids[0]) + notWord(n.not) + " IN (…)"
+	}
+	return "EXISTS " + n.name
+}
+
+func notWord(not bool) string {
+	if not {
+		return " NOT"
+	}
+	return ""
+}
+
+// cmp compiles a comparison.
+func (sc *sqlCompiler) cmp(n *sqlNode) (pair, error) {
+	l, r := n.kids[0], n.kids[1]
+	for _, k := range n.kids {
+		if err := sc.side(n, k, n.op); err != nil {
+			return pair{}, err
+		}
+	}
+	if l.kind == sqlIdent && r.kind == sqlIdent {
+		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s %s %s compares two attributes: sion's filters compare an attribute with literals", l.name, n.op, r.name)
+	}
+	if l.kind == sqlLit && r.kind == sqlLit {
+		res, st := sqlCompare(l.val, n.op, r.val)
+		return sc.outcome(n, res, st)
+	}
+	id, lit, attrLeft := l, r.val, true
+	if l.kind == sqlLit {
+		id, lit, attrLeft = r, l.val, false
+	}
+	o, err := sc.operand(id)
+	if err != nil {
+		return pair{}, err
+	}
+	ordering := n.op != "=" && n.op != "!=" && n.op != "<>"
+	eval := func(v sqlValue, op string) (bool, castStatus) {
+		if attrLeft {
+			return sqlCompare(v, op, lit)
+		}
+		return sqlCompare(lit, op, v)
+	}
+	if o.kind != opdAttr || o.k == ontology.KindBool {
+		eq := "="
+		if ordering {
+			eq = n.op
+		}
+		p, err := sc.finite(n, o, func(v sqlValue) (bool, castStatus) { return eval(v, eq) }, ordering)
+		if err != nil || ordering || n.op == "=" {
+			return p, err
+		}
+		return pair{p.f, p.t}, nil
+	}
+	var p pair
+	if ordering {
+		p, err = sc.order(n, o, lit, attrLeft)
+	} else {
+		p, err = sc.equal(n, o, lit, attrLeft)
+		if n.op != "=" {
+			p.t, p.f = p.f, p.t
+		}
+	}
+	return p, err
+}
+
+// outcome is the pair of a comparison of two literals.
+func (sc *sqlCompiler) outcome(n *sqlNode, res bool, st castStatus) (pair, error) {
+	switch st {
+	case castContested:
+		return pair{}, sc.contested(n)
+	case castFailed:
+		return errPair(), nil
+	}
+	return constPair(res), nil
+}
+
+func (sc *sqlCompiler) contested(n *sqlNode) error {
+	return sc.fail(ErrFilterUnsupported, n.pos, "%s casts an Integer to a Boolean, which CESQL's spec allows and its TCK refuses (NOT 10 is a cast error)", describeSQL(n))
+}
+
+// finite compiles a test of an operand whose values are few — a
+// constant, a missing attribute, the type, a bool attribute — by
+// evaluating it on each value. ordering says whether an error on every
+// value is the refusal (an ordering) rather than a test that never holds.
+func (sc *sqlCompiler) finite(n *sqlNode, o operand, test func(sqlValue) (bool, castStatus), ordering bool) (pair, error) {
+	c := sc.c
+	var vals []sqlValue
+	switch o.kind {
+	case opdMissing:
+		return errPair(), nil
+	case opdConst:
+		vals = []sqlValue{o.val}
+	case opdType:
+		for id := ontology.NumReserved; id < c.o.NumTypes(); id++ {
+			vals = append(vals, sqlValue{typ: sqlString, s: c.cfg.TypePrefix + c.o.Type(id).Name})
+		}
+	default:
+		vals = []sqlValue{{typ: sqlBoolean, b: false}, {typ: sqlBoolean, b: true}}
+	}
+	ts, fs := make([]bool, len(vals)), make([]bool, len(vals))
+	nt, nerr := 0, 0
+	for i, v := range vals {
+		res, st := test(v)
+		switch st {
+		case castContested:
+			return pair{}, sc.contested(n)
+		case castFailed:
+			nerr++
+			continue
+		}
+		ts[i], fs[i] = res, !res
+		if res {
+			nt++
+		}
+	}
+	switch {
+	case o.kind == opdConst:
+		if nerr > 0 {
+			return errPair(), nil
+		}
+		return constPair(ts[0]), nil
+	case nerr == len(vals):
+		return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s is an evaluation error (a failed cast) on every event", describeSQL(n))
+	case nt == 0 && !ordering:
+		what := "type"
+		if o.kind == opdAttr {
+			what = "attribute " + o.attr
+		}
+		return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s holds for no %s a CloudEvent of this Codec carries (a CloudEvent's type is %q followed by a canonical type name)", describeSQL(n), what, c.cfg.TypePrefix)
+	}
+	if o.kind == opdType {
+		typeSet := func(in []bool) *expr {
+			set := make([]bool, c.o.NumTypes())
+			any := false
+			for i, b := range in {
+				set[ontology.NumReserved+i] = b
+				any = any || b
+			}
+			if !any {
+				return atomOf(nil)
+			}
+			text := fmt.Sprintf("%s at %d", sc.path, n.pos)
+			return atomOf(dnf{{types: set, leaves: []typeTest{{sc.path, text}}}})
+		}
+		return sc.node(typeSet(ts), typeSet(fs)), nil
+	}
+	boolSet := func(in []bool) *expr {
+		op := filter.Attr(o.attr)
+		switch {
+		case in[0] && in[1]:
+			return atomOf(single(op.Exists()))
+		case in[0]:
+			return atomOf(single(op.EQ(ontology.Bool(false))))
+		case in[1]:
+			return atomOf(single(op.EQ(ontology.Bool(true))))
+		}
+		return atomOf(nil)
+	}
+	return sc.node(boolSet(ts), boolSet(fs)), nil
+}
+
+const (
+	minInt32 = math.MinInt32
+	maxInt32 = math.MaxInt32
+)
+
+// in32 is "attr is an Integer in the CloudEvent": the Codec writes an int
+// attribute beyond 32 bits as its decimal String.
+func in32(op filter.Operand) filter.Predicate {
+	return op.Range(ontology.Int(minInt32), ontology.Int(maxInt32), false, false)
+}
+
+// equal compiles attr = lit (or lit = attr when !attrLeft) for an
+// attribute of kind string, int, float or time. CESQL casts the left
+// operand to the right one's type (3.7).
+func (sc *sqlCompiler) equal(n *sqlNode, o operand, lit sqlValue, attrLeft bool) (pair, error) {
+	op := filter.Attr(o.attr)
+	// stringEq: the attribute's CloudEvents string equals s.
+	stringEq := func(s string) (pair, error) {
+		v, err := exactValue(&expr{path: sc.path, value: s}, o.attr, o.k)
+		if err != nil {
+			return pair{}, sc.at(err, n.pos)
+		}
+		return sc.node(atomOf(single(op.EQ(v))), atomOf(single(op.NE(v)))), nil
+	}
+	if !attrLeft {
+		// lit is cast to the attribute's type: a String, or, for an int
+		// attribute within 32 bits, an Integer.
+		s, _ := sqlCast(lit, sqlString)
+		if o.k != ontology.KindInt {
+			return stringEq(s.s)
+		}
+		if i, st := sqlCast(lit, sqlInteger); st == castOK {
+			v := ontology.Int(i.i)
+			return sc.node(atomOf(single(op.EQ(v))), atomOf(single(op.NE(v)))), nil
+		}
+		// a cast error on every Integer; equal to a String beyond 32 bits
+		d, err := strconv.ParseInt(lit.s, 10, 64)
+		if err != nil || strconv.FormatInt(d, 10) != lit.s {
+			return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s: %q is not an int the Codec writes, and CESQL casts it to an Integer to compare with %s", describeSQL(n), lit.s, o.attr)
+		}
+		v := ontology.Int(d)
+		f := append(conjOf(op.LT(ontology.Int(minInt32)), op.NE(v)), conjOf(op.GT(ontology.Int(maxInt32)), op.NE(v))...)
+		return sc.node(atomOf(single(op.EQ(v))), atomOf(f)), nil
+	}
+	switch lit.typ {
+	case sqlString:
+		return stringEq(lit.s)
+	case sqlBoolean:
+		if o.k == ontology.KindInt {
+			return pair{}, sc.contested(n)
+		}
+		if o.k == ontology.KindString {
+			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s casts string attribute %s to a Boolean, which takes any case (\"True\", \"tRUE\", …)", describeSQL(n), o.attr)
+		}
+		return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s casts %s attribute %s to a Boolean, which fails on every value the Codec writes", describeSQL(n), o.k, o.attr)
+	}
+	// lit is an Integer: the attribute is cast to an Integer.
+	c := ontology.Int(lit.i)
+	switch o.k {
+	case ontology.KindInt:
+		return sc.node(atomOf(single(op.EQ(c))), atomOf(conjOf(in32(op), op.NE(c)))), nil
+	case ontology.KindFloat:
+		s := strconv.FormatFloat(float64(lit.i), 'g', -1, 64)
+		if i, err := strconv.ParseInt(s, 10, 32); err != nil || i != lit.i {
+			return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s: the Codec writes %s of float attribute %s as %q, which is not an Integer", describeSQL(n), s, o.attr, s)
+		}
+		return sc.node(atomOf(single(op.EQ(ontology.Float(float64(lit.i))))),
+			atomErr(sc.fail(ErrFilterUnsupported, n.pos, "NOT of %s: false needs float attribute %s to be written as an Integer (whole, below 10^6), which sion cannot test", describeSQL(n), o.attr))), nil
+	case ontology.KindString:
+		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s casts string attribute %s to an Integer, which infinitely many strings (\"5\", \"05\", \"+5\") give", describeSQL(n), o.attr)
+	}
+	return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s casts %s attribute %s to an Integer, which fails on every value the Codec writes", describeSQL(n), o.k, o.attr)
+}
+
+// order compiles an ordering (<, <=, >, >=), which CESQL defines on
+// Integers only: both sides are cast to Integers.
+func (sc *sqlCompiler) order(n *sqlNode, o operand, lit sqlValue, attrLeft bool) (pair, error) {
+	i, st := sqlCast(lit, sqlInteger)
+	if st != castOK {
+		return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s: %s cannot be cast to an Integer, an evaluation error on every event", describeSQL(n), lit)
+	}
+	switch o.k {
+	case ontology.KindTime:
+		return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s: CESQL orders Integers only, and time attribute %s is a String (RFC 3339) that never casts to one", describeSQL(n), o.attr)
+	case ontology.KindString, ontology.KindFloat:
+		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s: CESQL orders Integers only, casting %s attribute %s's String to one, which sion cannot test", describeSQL(n), o.k, o.attr)
+	}
+	opr := n.op
+	if !attrLeft {
+		opr = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<="}[opr]
+	}
+	op := filter.Attr(o.attr)
+	c := ontology.Int(i.i)
+	rel := map[string]func(ontology.Value) filter.Predicate{"<": op.LT, "<=": op.LE, ">": op.GT, ">=": op.GE}
+	neg := map[string]string{"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+	return sc.node(atomOf(conjOf(in32(op), rel[opr](c))), atomOf(conjOf(in32(op), rel[neg[opr]](c)))), nil
+}
+
+// likeItem is one element of a LIKE pattern: a literal rune, '%' or '_'.
+type likeItem struct {
+	r        rune
+	wildcard bool
+}
+
+// likePattern reads a LIKE pattern: \% and \_ are the characters,
+// another backslash is itself (CESQL 3.4.3; its TCK matches 'ab\c' by
+// 'ab\c'); \\ is refused, since the spec does not say whether it escapes
+// the backslash.
+func (sc *sqlCompiler) likePattern(n *sqlNode) ([]likeItem, error) {
+	rs := []rune(n.pattern)
+	var out []likeItem
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '\\' && i+1 < len(rs) && (rs[i+1] == '%' || rs[i+1] == '_'):
+			out = append(out, likeItem{r: rs[i+1]})
+			i++
+		case r == '\\' && i+1 < len(rs) && rs[i+1] == '\\':
+			return nil, sc.fail(ErrFilterUnsupported, n.pos, "the LIKE pattern %q has \\\\, which CESQL's spec leaves unclear (an escaped backslash, or two)", n.pattern)
+		case r == '%' || r == '_':
+			out = append(out, likeItem{r: r, wildcard: true})
+		default:
+			out = append(out, likeItem{r: r})
+		}
+	}
+	return out, nil
+}
+
+func likeRegexp(items []likeItem) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString(`(?s)^`)
+	for _, it := range items {
+		switch {
+		case it.wildcard && it.r == '%':
+			b.WriteString(`.*`)
+		case it.wildcard:
+			b.WriteString(`.`)
+		default:
+			b.WriteString(regexp.QuoteMeta(string(it.r)))
+		}
+	}
+	b.WriteString(`$`)
+	return regexp.MustCompile(b.String())
+}
+
+// like compiles x LIKE pattern (the caller swaps for NOT LIKE). The left
+// side is cast to a String, which never fails.
+func (sc *sqlCompiler) like(n *sqlNode) (pair, error) {
+	k := n.kids[0]
+	if err := sc.side(n, k, "LIKE"); err != nil {
+		return pair{}, err
+	}
+	items, err := sc.likePattern(n)
+	if err != nil {
+		return pair{}, err
+	}
+	re := likeRegexp(items)
+	test := func(v sqlValue) (bool, castStatus) {
+		s, _ := sqlCast(v, sqlString)
+		return re.MatchString(s.s), castOK
+	}
+	if k.kind == sqlLit {
+		return constPair(re.MatchString(mustString(k.val))), nil
+	}
+	o, err := sc.operand(k)
+	if err != nil {
+		return pair{}, err
+	}
+	if o.kind != opdAttr || o.k == ontology.KindBool {
+		return sc.finite(n, o, test, false)
+	}
+	// The shape: literal text between leading and trailing runs of %.
+	lo, hi := 0, len(items)
+	for lo < hi && items[lo].wildcard && items[lo].r == '%' {
+		lo++
+	}
+	for hi > lo && items[hi-1].wildcard && items[hi-1].r == '%' {
+		hi--
+	}
+	var lit strings.Builder
+	for _, it := range items[lo:hi] {
+		if it.wildcard {
+			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "the LIKE pattern %q has %q inside it: sion tests a prefix, a suffix or a substring, not a pattern", n.pattern, string(it.r))
+		}
+		lit.WriteRune(it.r)
+	}
+	s := lit.String()
+	op := filter.Attr(o.attr)
+	lead, trail := lo > 0, hi < len(items)
+	switch {
+	case lo == len(items): // only %: any String
+		return sc.node(atomOf(single(op.Exists())), atomOf(nil)), nil
+	case !lead && !trail:
+		return sc.equal(n, o, sqlValue{typ: sqlString, s: s}, true)
+	case o.k != ontology.KindString:
+		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "LIKE %q on %s attribute %s: sion tests prefixes, suffixes and substrings of strings only", n.pattern, o.k, o.attr)
+	}
+	var t filter.Predicate
+	what := "substring"
+	switch {
+	case lead && trail:
+		t = op.Contains(s)
+	case lead:
+		t, what = op.Suffix(s), "suffix"
+	default:
+		t, what = op.Prefix(s), "prefix"
+	}
+	return sc.node(atomOf(single(t)), atomErr(sc.fail(ErrFilterUnsupported, n.pos, "NOT of LIKE %q: sion has no negated %s", n.pattern, what))), nil
+}
+
+func mustString(v sqlValue) string {
+	s, _ := sqlCast(v, sqlString)
+	return s.s
+}
+
+// in compiles x IN (…) (the caller swaps for NOT IN). Each member is cast
+// to x's type (CESQL 3.4.5); a member whose cast can fail is refused,
+// since CESQL does not say whether a failed cast is an error when
+// another member matches.
+func (sc *sqlCompiler) in(n *sqlNode) (pair, error) {
+	k := n.kids[0]
+	if err := sc.side(n, k, "IN"); err != nil {
+		return pair{}, err
+	}
+	set := n.kids[1:]
+	for _, m := range set {
+		if m.kind != sqlLit {
+			return pair{}, sc.fail(ErrFilterUnsupported, m.pos, "%s in an IN list: sion's filters compare an attribute with literals", describeSQL(m))
+		}
+	}
+	member := func(x sqlValue) (bool, castStatus) {
+		for _, m := range set {
+			v, st := sqlCast(m.val, x.typ)
+			if st != castOK {
+				return false, st
+			}
+			if v == x {
+				return true, castOK
+			}
+		}
+		return false, castOK
+	}
+	if k.kind == sqlLit {
+		res, st := member(k.val)
+		return sc.outcome(n, res, st)
+	}
+	o, err := sc.operand(k)
+	if err != nil {
+		return pair{}, err
+	}
+	if o.kind != opdAttr || o.k == ontology.KindBool {
+		failed := false
+		strict := func(x sqlValue) (bool, castStatus) {
+			res, st := member(x)
+			if st == castFailed {
+				failed = true
+			}
+			return res, st
+		}
+		p, err := sc.finite(n, o, strict, false)
+		if failed {
+			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "a member of the IN list cannot be cast to the type of %s, and CESQL does not say whether that is an error when another member matches", k.name)
+		}
+		return p, err
+	}
+	op := filter.Attr(o.attr)
+	var vals []ontology.Value
+	for _, m := range set {
+		if o.k == ontology.KindInt {
+			// An Integer within 32 bits takes the member cast to an
+			// Integer; beyond, the String never equals a member that
+			// casts to one.
+			i, st := sqlCast(m.val, sqlInteger)
+			if st != castOK {
+				return pair{}, sc.fail(ErrFilterUnsupported, m.pos, "%s cannot be cast to an Integer, which int attribute %s is within 32 bits, and CESQL does not say whether that is an error when another member matches", describeSQL(m), o.attr)
+			}
+			vals = append(vals, ontology.Int(i.i))
+			continue
+		}
+		s, _ := sqlCast(m.val, sqlString)
+		if o.k == ontology.KindString {
+			vals = append(vals, ontology.String(s.s))
+			continue
+		}
+		v, err := exactValue(&expr{path: sc.path, value: s.s}, o.attr, o.k)
+		if err != nil {
+			return pair{}, sc.at(err, m.pos)
+		}
+		vals = append(vals, v)
+	}
+	return sc.node(atomOf(single(op.In(vals...))), atomOf(single(op.NotIn(vals...)))), nil
+}
+
+type castStatus uint8
+
+const (
+	castOK        castStatus = iota
+	castFailed               // a CastError
+	castContested            // Integer to Boolean: see contested
+)
+
+// sqlCast casts v to t as CESQL 3.7 says.
+func sqlCast(v sqlValue, t sqlType) (sqlValue, castStatus) {
+	if v.typ == t {
+		return v, castOK
+	}
+	switch t {
+	case sqlString:
+		if v.typ == sqlInteger {
+			return sqlValue{typ: t, s: strconv.FormatInt(v.i, 10)}, castOK
+		}
+		return sqlValue{typ: t, s: strconv.FormatBool(v.b)}, castOK
+	case sqlInteger:
+		if v.typ == sqlBoolean {
+			if v.b {
+				return sqlValue{typ: t, i: 1}, castOK
+			}
+			return sqlValue{typ: t}, castOK
+		}
+		i, err := strconv.ParseInt(v.s, 10, 32)
+		if err != nil {
+			return sqlValue{typ: t}, castFailed
+		}
+		return sqlValue{typ: t, i: i}, castOK
+	}
+	if v.typ == sqlInteger {
+		return sqlValue{typ: t}, castContested
+	}
+	switch strings.ToLower(v.s) {
+	case "true":
+		return sqlValue{typ: t, b: true}, castOK
+	case "false":
+		return sqlValue{typ: t}, castOK
+	}
+	return sqlValue{typ: t}, castFailed
+}
+
+// sqlCompare evaluates x op y: equality casts x to y's type, an ordering
+// both to Integers (CESQL 3.4.2, 3.7).
+func sqlCompare(x sqlValue, op string, y sqlValue) (bool, castStatus) {
+	switch op {
+	case "=", "!=", "<>":
+		cx, st := sqlCast(x, y.typ)
+		if st != castOK {
+			return false, st
+		}
+		return (cx == y) == (op == "="), castOK
+	}
+	cx, st := sqlCast(x, sqlInteger)
+	if st != castOK {
+		return false, st
+	}
+	cy, st := sqlCast(y, sqlInteger)
+	if st != castOK {
+		return false, st
+	}
+	switch op {
+	case "<":
+		return cx.i < cy.i, castOK
+	case "<=":
+		return cx.i <= cy.i, castOK
+	case ">":
+		return cx.i > cy.i, castOK
+	}
+	return cx.i >= cy.i, castOK
+}
+
+// negate returns NOT d, for the not dialect around a sql expression:
+// each predicate's negation, or-ed with its attribute missing.
+func (c *Codec) negate(d dnf, path string) (dnf, error) {
+	acc := dnfTrue
+	for _, x := range d {
+		var alts dnf
+		if x.types != nil {
+			set := make([]bool, len(x.types))
+			some := false
+			for id := ontology.NumReserved; id < len(set); id++ {
+				set[id] = !x.types[id]
+				some = some || set[id]
+			}
+			if some {
+				leaves := make([]typeTest, len(x.leaves))
+				for i, l := range x.leaves {
+					leaves[i] = typeTest{l.path, "not " + l.text}
+				}
+				alts = append(alts, conj{types: set, leaves: leaves})
+			}
+		}
+		for _, p := range x.preds {
+			np, err := negPred(p, path)
+			if err != nil {
+				return nil, err
+			}
+			alts = append(alts, np...)
+		}
+		acc = c.and(acc, alts)
+		if len(acc) > MaxFilters {
+			return nil, ferr(ErrFilterUnsupported, path, "not: more than %d filters in disjunctive normal form (MaxFilters)", MaxFilters)
+		}
+	}
+	return acc, nil
+}
+
+// negPred returns NOT p as a DNF.
+func negPred(p filter.Predicate, path string) (dnf, error) {
+	op := p.Operand
+	missing := single(op.NotExists())
+	switch p.Op {
+	case filter.OpExists:
+		return missing, nil
+	case filter.OpNotExists:
+		return single(op.Exists()), nil
+	case filter.OpEQ:
+		return append(single(op.NE(p.Value)), missing...), nil
+	case filter.OpNE:
+		return append(single(op.EQ(p.Value)), missing...), nil
+	case filter.OpLT:
+		return append(single(op.GE(p.Value)), missing...), nil
+	case filter.OpLE:
+		return append(single(op.GT(p.Value)), missing...), nil
+	case filter.OpGT:
+		return append(single(op.LE(p.Value)), missing...), nil
+	case filter.OpGE:
+		return append(single(op.LT(p.Value)), missing...), nil
+	case filter.OpIn:
+		return append(single(op.NotIn(p.Set...)), missing...), nil
+	case filter.OpNotIn:
+		return append(single(op.In(p.Set...)), missing...), nil
+	case filter.OpRange:
+		lo, hi := op.LT(p.Value), op.GT(p.Hi)
+		if p.LoOpen {
+			lo = op.LE(p.Value)
+		}
+		if p.HiOpen {
+			hi = op.GE(p.Hi)
+		}
+		return append(append(single(lo), single(hi)...), missing...), nil
+	}
+	return nil, ferr(ErrFilterUnsupported, path, "not around a sql expression that tests %s %s: sion has no negated %s", op.Name, p.Op, p.Op)
+}
