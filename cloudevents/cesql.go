@@ -112,14 +112,6 @@ func (sc *sqlCompiler) node(t, f *expr) pair {
 	return pair{t, f}
 }
 
-func (sc *sqlCompiler) all(kids ...*expr) *expr {
-	return &expr{op: opAll, path: sc.path, kids: kids}
-}
-
-func (sc *sqlCompiler) any(kids ...*expr) *expr {
-	return &expr{op: opAny, path: sc.path, kids: kids}
-}
-
 // compileSQL returns the tree of where e's expression passes.
 func (c *Codec) compileSQL(e *expr) (*expr, error) {
 	if len(e.kids) == 1 {
@@ -207,13 +199,15 @@ func (sc *sqlCompiler) logic(n *sqlNode) (pair, error) {
 		if err != nil {
 			return pair{}, err
 		}
+		all := func(kids ...*expr) *expr { return &expr{op: opAll, path: sc.path, pos: n.pos, kids: kids} }
+		any := func(kids ...*expr) *expr { return &expr{op: opAny, path: sc.path, pos: n.pos, kids: kids} }
 		switch n.op {
 		case "AND":
-			acc = sc.node(sc.all(acc.t, b.t), sc.any(acc.f, sc.all(acc.t, b.f)))
+			acc = sc.node(all(acc.t, b.t), any(acc.f, all(acc.t, b.f)))
 		case "OR":
-			acc = sc.node(sc.any(acc.t, sc.all(acc.f, b.t)), sc.all(acc.f, b.f))
+			acc = sc.node(any(acc.t, all(acc.f, b.t)), all(acc.f, b.f))
 		default:
-			acc = sc.node(sc.any(sc.all(acc.t, b.f), sc.all(acc.f, b.t)), sc.any(sc.all(acc.t, b.t), sc.all(acc.f, b.f)))
+			acc = sc.node(any(all(acc.t, b.f), all(acc.f, b.t)), any(all(acc.t, b.t), all(acc.f, b.f)))
 		}
 	}
 	return acc, nil
@@ -686,7 +680,7 @@ func (sc *sqlCompiler) like(n *sqlNode) (pair, error) {
 	op := filter.Attr(o.attr)
 	lead, trail := lo > 0, hi < len(items)
 	switch {
-	case lo == len(items): // only %: any String
+	case len(items) > 0 && lo == len(items): // only %: any String
 		return sc.node(atomOf(single(op.Exists())), atomOf(nil)), nil
 	case !lead && !trail:
 		return sc.equal(n, o, sqlValue{typ: sqlString, s: s}, true)

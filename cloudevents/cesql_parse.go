@@ -170,6 +170,9 @@ func (p *sqlParser) next() error {
 		if i < len(s) && isWordByte(s[i]) && c != '+' && c != '-' {
 			break // a word that starts with digits: an identifier
 		}
+		if i < len(s) && s[i] == '.' {
+			return p.fail(ErrFilterInvalid, start+1, "CESQL has no decimal numbers: write %s as a string ('%s')", s[start:i]+".…", s[start:i]+".…")
+		}
 		p.off = i
 		p.tok.kind, p.tok.text = 'i', s[start:i]
 		n, err := strconv.ParseInt(p.tok.text, 10, 32)

@@ -291,7 +291,11 @@ func (c *Codec) dnfOf(e *expr, neg bool) (dnf, error) {
 			acc = or(acc, d)
 		}
 		if len(acc) > MaxFilters {
-			return nil, ferr(ErrFilterUnsupported, e.path, "more than %d filters in disjunctive normal form (MaxFilters)", MaxFilters)
+			fe := ferr(ErrFilterUnsupported, e.path, "more than %d filters in disjunctive normal form (MaxFilters)", MaxFilters)
+			if e.pos > 0 {
+				fe.Pos, fe.Msg = e.pos, fmt.Sprintf("at %d: %s", e.pos, fe.Msg)
+			}
+			return nil, fe
 		}
 	}
 	return acc, nil

@@ -114,6 +114,7 @@ type expr struct {
 	op   exprOp
 	kids []*expr
 	path string
+	pos  int // in a sql expression, the byte offset of the operator
 	// leaves
 	dialect, key, value string
 	sql                 *sqlNode // opSQL
