@@ -69,9 +69,6 @@ func constPair(b bool) pair {
 // errPair is a node that is an evaluation error on every event.
 func errPair() pair { return pair{atomOf(nil), atomOf(nil)} }
 
-// predPair makes a pair from a DNF each.
-func predPair(t, f dnf) pair { return pair{atomOf(t), atomOf(f)} }
-
 // conjOf returns the DNF of the conjunction of preds.
 func conjOf(preds ...filter.Predicate) dnf {
 	x := conj{}
@@ -582,10 +579,28 @@ func (sc *sqlCompiler) order(n *sqlNode, o operand, lit sqlValue, attrLeft bool)
 		opr = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<="}[opr]
 	}
 	op := filter.Attr(o.attr)
-	c := ontology.Int(i.i)
-	rel := map[string]func(ontology.Value) filter.Predicate{"<": op.LT, "<=": op.LE, ">": op.GT, ">=": op.GE}
 	neg := map[string]string{"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-	return sc.node(atomOf(conjOf(in32(op), rel[opr](c))), atomOf(conjOf(in32(op), rel[neg[opr]](c)))), nil
+	return sc.node(atomOf(range32(op, opr, i.i)), atomOf(range32(op, neg[opr], i.i))), nil
+}
+
+// range32 is "attr op c" where attr is an Integer (within 32 bits): one
+// range, or false when it is empty.
+func range32(op filter.Operand, rel string, c int64) dnf {
+	lo, hi, loOpen, hiOpen := int64(minInt32), int64(maxInt32), false, false
+	switch rel {
+	case "<":
+		hi, hiOpen = c, true
+	case "<=":
+		hi = c
+	case ">":
+		lo, loOpen = c, true
+	default:
+		lo = c
+	}
+	if lo == hi && (loOpen || hiOpen) {
+		return nil
+	}
+	return single(op.Range(ontology.Int(lo), ontology.Int(hi), loOpen, hiOpen))
 }
 
 // likeItem is one element of a LIKE pattern: a literal rune, '%' or '_'.

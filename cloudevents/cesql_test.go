@@ -177,12 +177,13 @@ func TestCompileSQLKinds(t *testing.T) {
 	o, c, events := kindsOntology(t)
 	for _, src := range []string{
 		"n = 5", "n != 5", "5 = n", "5 <> n", "n = '5'", "'5' = n", "'05' = n", "'2147483648' = n", "NOT ('2147483648' = n)",
-		"n = '2147483648'", "n < 0", "NOT (n < 0)", "0 <= n", "n > -2147483648", "n >= '-2147483648'", "n IN (0, 1, '5', TRUE)",
+		"n = '2147483648'", "n < 0", "NOT (n < 0)", "0 <= n", "n > -2147483648", "n >= '-2147483648'", "NOT (n < -2147483648)", "n <= -2147483648", "NOT (2147483647 < n)", "n >= 2147483647", "NOT (n > 2147483647)", "n IN (0, 1, '5', TRUE)",
 		"n NOT IN (0, 1)", "NOT (n = 5)", "EXISTS n", "n LIKE '%'", "n LIKE '2147483648'",
 		"ok", "NOT ok", "ok = TRUE", "ok = 'true'", "'TRUE' = ok", "ok != FALSE", "ok = 1", "ok < 1", "ok IN (TRUE)", "ok LIKE 'tr%'",
 		"ok AND n = 1", "NOT ok OR s = 'abc'", "ok XOR n > 0",
 		"s = 'abc'", "5 = s", "TRUE = s", "s IN ('abc', 5, TRUE)", "s LIKE 'a\\%b'", "s LIKE 'a\\_b'", "s LIKE 'a\\b'",
 		"s LIKE 'a%'", "s LIKE ''", "s NOT IN ('', 'abc')", "NOT (s = '')",
+		"s = 'a\\b'", `s = "a\\b"`, `s IN ('a\'b', "a\"b", 'a%b')`, "s LIKE '%\\_%'", "s LIKE '%\\%%'",
 		"x = 2", "x = 0", "x = '1.5'", "'1.5' = x", "'-2' = x", "x IN ('1.5', 2, -2)", "x = 999999", "x <> '3'",
 		"time = '2024-01-02T03:04:05.6Z'", "NOT (time = '2024-01-02T03:04:06.6Z')", "EXISTS time", "time LIKE '%'",
 		"type = 'org.example.alarm'", "type LIKE '%m'", "type IN ('org.example.alarm') AND ok", "NOT (type = 'org.example.reading')",

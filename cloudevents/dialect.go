@@ -41,13 +41,15 @@ const (
 var (
 	// ErrFilterInvalid: the expression breaks the CloudEvents
 	// Subscriptions API (a wrong JSON shape, an unknown dialect, an empty
-	// attribute name or value, an empty all or any, a duplicate key).
+	// attribute name or value, an empty all or any, a duplicate key) or
+	// CESQL's grammar (a parse error).
 	ErrFilterInvalid = errors.New("cloudevents: invalid filter expression")
 	// ErrFilterUnsupported: the expression is valid but sion's filters
 	// cannot say exactly what it says (a type test that would take in
 	// subtypes it excludes, a negated prefix or suffix, an attribute sion
-	// does not carry, the sql dialect, more than MaxFilters filters,
-	// nesting deeper than MaxFilterDepth, more than MaxFilterTests tests).
+	// does not carry, a CESQL construct outside the compiled subset,
+	// more than MaxFilters filters, nesting deeper than MaxFilterDepth,
+	// more than MaxFilterTests tests, CESQL longer than MaxSQLBytes).
 	ErrFilterUnsupported = errors.New("cloudevents: filter expression not expressible in sion")
 	// ErrFilterNeverHolds: a test can never hold on a CloudEvent this
 	// Codec writes — a type value that selects no type of the ontology,
@@ -56,15 +58,16 @@ var (
 	ErrFilterNeverHolds = errors.New("cloudevents: filter expression never holds")
 )
 
-// FilterError reports what CompileFilters refused and where. Path is the
+// FilterError reports what CompileFilters or CompileSQL refused and where. Path is the
 // place in the expression, from "filters": "filters[1].any[0].prefix"
 // for a construct, with ".key" added for one attribute test
 // ("filters[0].exact.type"). Err is ErrFilterInvalid,
 // ErrFilterUnsupported or ErrFilterNeverHolds.
 //
-// In the sql dialect (and CompileSQL) Pos is the 1-based byte offset in
-// the CESQL expression of the construct refused, and Msg starts with
-// "at Pos: "; Pos is 0 elsewhere.
+// In the sql dialect Pos is the 1-based byte offset in the CESQL
+// expression of the construct refused, and Msg starts with "at Pos: ";
+// Pos is 0 elsewhere, and for a refusal of the whole expression.
+// CompileSQL's errors have Path "sql".
 type FilterError struct {
 	Path string
 	Pos  int
@@ -84,7 +87,7 @@ func ferr(sentinel error, path, format string, args ...any) *FilterError {
 
 // CompileFilters compiles a CloudEvents Subscriptions API "filters" value
 // (subscriptions spec, section 3.2.4: the dialects exact, prefix, suffix,
-// all, any and not) into sion filters against the Codec's ontology. An
+// all, any, not and sql) into sion filters against the Codec's ontology. An
 // event of this Codec passes the CloudEvents filters — as ToCloudEvent
 // writes it — exactly when at least one returned filter matches it
 // (their OR). The filters are resolved (filter.Resolve) against the
@@ -147,8 +150,13 @@ func ferr(sentinel error, path, format string, args ...any) *FilterError {
 //     (missing: a test on them is false, its not true). id,
 //     datacontenttype, source when it follows the event's place, the
 //     sion* control extensions (never trusted) and data are refused
-//     (ErrFilterUnsupported); so is the sql dialect. An extension key
+//     (ErrFilterUnsupported). An extension key
 //     that no attribute travels as is refused (ErrFilterNeverHolds).
+//   - sql holds a CESQL expression, compiled as CompileSQL compiles it;
+//     the filter holds when the expression is TRUE without an
+//     evaluation error, and not around it holds otherwise (an error
+//     included), as the subscriptions spec (3.2.4.1.2) defines the sql
+//     filter's result. See the package documentation (CESQL).
 //   - When no conjunction is left — the expression can never hold for
 //     a type of the ontology — it is refused (ErrFilterNeverHolds,
 //     path "filters"). Contradictory attribute tests within one
