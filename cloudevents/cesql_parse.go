@@ -253,6 +253,9 @@ func (p *sqlParser) parseLogic() (*sqlNode, error) {
 			}
 			return n, nil
 		}
+		if err := p.count(p.tok.pos); err != nil {
+			return nil, err
+		}
 		if err := p.next(); err != nil {
 			return nil, err
 		}

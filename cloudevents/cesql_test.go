@@ -2,6 +2,7 @@ package cloudevents_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func kindsOntology(t testing.TB) (*ontology.Ontology, *cloudevents.Codec, []week
 	c, err := cloudevents.NewCodec(cloudevents.Config{Ontology: o, TypePrefix: "org.example.", TimeAttribute: "at"})
 	require.NoError(t, err)
 	ints := []int64{0, 1, -1, 5, 2147483647, 2147483648, -2147483648, -2147483649, 1 << 40, -1 << 40, 9223372036854775807}
-	floats := []float64{0, 2, 1.5, -2, 999999, 1e6, 3}
+	floats := []float64{0, 2, 1.5, -2, 999999, 1e6, 3, math.Copysign(0, -1)}
 	strs := []string{"", "true", "TRUE", "5", "05", "abc", "a%b", "a_b", `a\b`}
 	at := time.Date(2024, 1, 2, 3, 4, 5, 600000000, time.UTC)
 	var out []weekCE
@@ -412,6 +413,8 @@ func TestCompileSQLHostile(t *testing.T) {
 		{"huge IN list", "alert IN (" + many(10000, ",", func(i int) string { return "'a'" }) + ")", cloudevents.ErrFilterUnsupported, "MaxFilterTests"},
 		{"giant string", "alert = '" + strings.Repeat("é", 1<<20) + "'", cloudevents.ErrFilterUnsupported, "MaxSQLBytes"},
 		{"long AND chain", many(1000, " AND ", func(i int) string { return "alert = 'a'" }), cloudevents.ErrFilterUnsupported, "MaxFilterTests"},
+		{"long chain of constants", many(6000, " AND ", func(i int) string { return "TRUE" }), cloudevents.ErrFilterUnsupported, "MaxFilterTests"},
+		{"long chain of NOT", many(4000, " OR ", func(i int) string { return "NOT (TRUE)" }), cloudevents.ErrFilterUnsupported, "MaxFilterTests"},
 		{"DNF explosion", many(8, " AND ", func(i int) string { return "(tsunami = 1 OR alert = 'x')" }), cloudevents.ErrFilterUnsupported, "MaxFilters"},
 		{"XOR explosion", many(12, " XOR ", func(i int) string { return "tsunami = 1" }), cloudevents.ErrFilterUnsupported, "MaxFilters"},
 	} {

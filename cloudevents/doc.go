@@ -199,7 +199,7 @@
 // the place; type sets not closed under subtypes (as in the other
 // dialects); an expression longer than MaxSQLBytes, nested deeper than
 // MaxFilterDepth or with more than MaxFilterTests tests (each
-// comparison, LIKE, EXISTS and IN member counts). NOT binds tighter
+// comparison, LIKE, EXISTS, IN member, AND, OR and XOR counts). NOT binds tighter
 // than a comparison: NOT a = 1 is (NOT a) = 1, refused; write
 // NOT (a = 1).
 //
