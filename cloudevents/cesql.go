@@ -8,7 +8,6 @@ package cloudevents
 // never passes (subscriptions spec 3.2.4.1.2).
 
 import (
-	"fmt"
 	"math"
 	"net/url"
 	"slices"
@@ -103,8 +102,15 @@ func (sc *sqlCompiler) at(err error, pos int) error {
 	return err
 }
 
-func (sc *sqlCompiler) node(t, f *expr) pair {
+// node names the trees of node n for errors.
+func (sc *sqlCompiler) node(n *sqlNode, t, f *expr) pair {
 	t.path, f.path = sc.path, sc.path
+	if t.pos == 0 {
+		t.pos = n.pos
+	}
+	if f.pos == 0 {
+		f.pos = n.pos
+	}
 	return pair{t, f}
 }
 
@@ -157,7 +163,7 @@ func (sc *sqlCompiler) boolean(n *sqlNode) (pair, error) {
 			return errPair(), nil
 		case o.kind == opdAttr && o.k == ontology.KindBool:
 			op := filter.Attr(o.attr)
-			return sc.node(atomOf(single(op.EQ(ontology.Bool(true)))), atomOf(single(op.EQ(ontology.Bool(false))))), nil
+			return sc.node(n, atomOf(single(op.EQ(ontology.Bool(true)))), atomOf(single(op.EQ(ontology.Bool(false))))), nil
 		}
 		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "attribute %s where a Boolean is expected: only a bool attribute is compiled there", n.name)
 	case sqlNot:
@@ -200,11 +206,11 @@ func (sc *sqlCompiler) logic(n *sqlNode) (pair, error) {
 		any := func(kids ...*expr) *expr { return &expr{op: opAny, path: sc.path, pos: n.pos, kids: kids} }
 		switch n.op {
 		case "AND":
-			acc = sc.node(all(acc.t, b.t), any(acc.f, all(acc.t, b.f)))
+			acc = sc.node(n, all(acc.t, b.t), any(acc.f, all(acc.t, b.f)))
 		case "OR":
-			acc = sc.node(any(acc.t, all(acc.f, b.t)), all(acc.f, b.f))
+			acc = sc.node(n, any(acc.t, all(acc.f, b.t)), all(acc.f, b.f))
 		default:
-			acc = sc.node(any(all(acc.t, b.f), all(acc.f, b.t)), any(all(acc.t, b.t), all(acc.f, b.f)))
+			acc = sc.node(n, any(all(acc.t, b.f), all(acc.f, b.t)), any(all(acc.t, b.t), all(acc.f, b.f)))
 		}
 	}
 	return acc, nil
@@ -297,7 +303,7 @@ func (sc *sqlCompiler) exists(n *sqlNode) (pair, error) {
 		return constPair(false), nil
 	}
 	op := filter.Attr(o.attr)
-	return sc.node(atomOf(single(op.Exists())), atomOf(single(op.NotExists()))), nil
+	return sc.node(n, atomOf(single(op.Exists())), atomOf(single(op.NotExists()))), nil
 }
 
 // side returns the attribute and the literal of a two-sided operation,
@@ -466,10 +472,10 @@ func (sc *sqlCompiler) finite(n *sqlNode, o operand, test func(sqlValue) (bool, 
 			if !any {
 				return atomOf(nil)
 			}
-			text := fmt.Sprintf("%s at %d", sc.path, n.pos)
-			return atomOf(dnf{{types: set, leaves: []typeTest{{sc.path, text}}}})
+			text := describeSQL(n)
+			return atomOf(dnf{{types: set, leaves: []typeTest{{path: sc.path, text: text, pos: n.pos}}}})
 		}
-		return sc.node(typeSet(ts), typeSet(fs)), nil
+		return sc.node(n, typeSet(ts), typeSet(fs)), nil
 	}
 	boolSet := func(in []bool) *expr {
 		op := filter.Attr(o.attr)
@@ -483,7 +489,7 @@ func (sc *sqlCompiler) finite(n *sqlNode, o operand, test func(sqlValue) (bool, 
 		}
 		return atomOf(nil)
 	}
-	return sc.node(boolSet(ts), boolSet(fs)), nil
+	return sc.node(n, boolSet(ts), boolSet(fs)), nil
 }
 
 const (
@@ -508,7 +514,7 @@ func (sc *sqlCompiler) equal(n *sqlNode, o operand, lit sqlValue, attrLeft bool)
 		if err != nil {
 			return pair{}, sc.at(err, n.pos)
 		}
-		return sc.node(atomOf(single(op.EQ(v))), atomOf(single(op.NE(v)))), nil
+		return sc.node(n, atomOf(single(op.EQ(v))), atomOf(single(op.NE(v)))), nil
 	}
 	if !attrLeft {
 		// lit is cast to the attribute's type: a String, or, for an int
@@ -519,7 +525,7 @@ func (sc *sqlCompiler) equal(n *sqlNode, o operand, lit sqlValue, attrLeft bool)
 		}
 		if i, st := sqlCast(lit, sqlInteger); st == castOK {
 			v := ontology.Int(i.i)
-			return sc.node(atomOf(single(op.EQ(v))), atomOf(single(op.NE(v)))), nil
+			return sc.node(n, atomOf(single(op.EQ(v))), atomOf(single(op.NE(v)))), nil
 		}
 		// a cast error on every Integer; equal to a String beyond 32 bits
 		d, err := strconv.ParseInt(lit.s, 10, 64)
@@ -528,7 +534,7 @@ func (sc *sqlCompiler) equal(n *sqlNode, o operand, lit sqlValue, attrLeft bool)
 		}
 		v := ontology.Int(d)
 		f := append(conjOf(op.LT(ontology.Int(minInt32)), op.NE(v)), conjOf(op.GT(ontology.Int(maxInt32)), op.NE(v))...)
-		return sc.node(atomOf(single(op.EQ(v))), atomOf(f)), nil
+		return sc.node(n, atomOf(single(op.EQ(v))), atomOf(f)), nil
 	}
 	switch lit.typ {
 	case sqlString:
@@ -546,13 +552,13 @@ func (sc *sqlCompiler) equal(n *sqlNode, o operand, lit sqlValue, attrLeft bool)
 	c := ontology.Int(lit.i)
 	switch o.k {
 	case ontology.KindInt:
-		return sc.node(atomOf(single(op.EQ(c))), atomOf(conjOf(in32(op), op.NE(c)))), nil
+		return sc.node(n, atomOf(single(op.EQ(c))), atomOf(conjOf(in32(op), op.NE(c)))), nil
 	case ontology.KindFloat:
 		s := strconv.FormatFloat(float64(lit.i), 'g', -1, 64)
 		if i, err := strconv.ParseInt(s, 10, 32); err != nil || i != lit.i {
 			return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s: the Codec writes %s of float attribute %s as %q, which is not an Integer", describeSQL(n), s, o.attr, s)
 		}
-		return sc.node(atomOf(single(op.EQ(ontology.Float(float64(lit.i))))),
+		return sc.node(n, atomOf(single(op.EQ(ontology.Float(float64(lit.i))))),
 			atomErr(sc.fail(ErrFilterUnsupported, n.pos, "NOT of %s: false needs float attribute %s to be written as an Integer (whole, below 10^6), which sion cannot test", describeSQL(n), o.attr))), nil
 	case ontology.KindString:
 		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s casts string attribute %s to an Integer, which infinitely many strings (\"5\", \"05\", \"+5\") give", describeSQL(n), o.attr)
@@ -579,7 +585,7 @@ func (sc *sqlCompiler) order(n *sqlNode, o operand, lit sqlValue, attrLeft bool)
 	}
 	op := filter.Attr(o.attr)
 	neg := map[string]string{"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-	return sc.node(atomOf(range32(op, opr, i.i)), atomOf(range32(op, neg[opr], i.i))), nil
+	return sc.node(n, atomOf(range32(op, opr, i.i)), atomOf(range32(op, neg[opr], i.i))), nil
 }
 
 // range32 is "attr op c" where attr is an Integer (within 32 bits): one

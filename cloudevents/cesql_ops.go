@@ -106,7 +106,7 @@ func (sc *sqlCompiler) like(n *sqlNode) (pair, error) {
 	lead, trail := lo > 0, hi < len(items)
 	switch {
 	case len(items) > 0 && lo == len(items): // only %: any String
-		return sc.node(atomOf(single(op.Exists())), atomOf(nil)), nil
+		return sc.node(n, atomOf(single(op.Exists())), atomOf(nil)), nil
 	case !lead && !trail:
 		return sc.equal(n, o, sqlValue{typ: sqlString, s: s}, true)
 	case o.k != ontology.KindString:
@@ -122,7 +122,7 @@ func (sc *sqlCompiler) like(n *sqlNode) (pair, error) {
 	default:
 		t, what = op.Prefix(s), "prefix"
 	}
-	return sc.node(atomOf(single(t)), atomErr(sc.fail(ErrFilterUnsupported, n.pos, "NOT of LIKE %q: sion has no negated %s", n.pattern, what))), nil
+	return sc.node(n, atomOf(single(t)), atomErr(sc.fail(ErrFilterUnsupported, n.pos, "NOT of LIKE %q: sion has no negated %s", n.pattern, what))), nil
 }
 
 func mustString(v sqlValue) string {
@@ -205,7 +205,7 @@ func (sc *sqlCompiler) in(n *sqlNode) (pair, error) {
 		}
 		vals = append(vals, v)
 	}
-	return sc.node(atomOf(single(op.In(vals...))), atomOf(single(op.NotIn(vals...)))), nil
+	return sc.node(n, atomOf(single(op.In(vals...))), atomOf(single(op.NotIn(vals...)))), nil
 }
 
 type castStatus uint8
@@ -298,7 +298,7 @@ func (c *Codec) negate(d dnf, path string) (dnf, error) {
 			if some {
 				leaves := make([]typeTest, len(x.leaves))
 				for i, l := range x.leaves {
-					leaves[i] = typeTest{l.path, "not " + l.text}
+					leaves[i] = typeTest{path: l.path, text: "not " + l.text, pos: l.pos}
 				}
 				alts = append(alts, conj{types: set, leaves: leaves})
 			}

@@ -343,7 +343,7 @@ func TestCompileSQLRefused(t *testing.T) {
 		{"datacontenttype", false, "EXISTS datacontenttype", cloudevents.ErrFilterUnsupported, 1, "datacontenttype"},
 		{"control extension", false, "sionorigin = 'x'", cloudevents.ErrFilterUnsupported, 1, "never trusted"},
 		{"source following the place", true, "source LIKE '/sion%'", cloudevents.ErrFilterUnsupported, 1, "place"},
-		{"type with subtypes", false, "type = 'gov.usgs.seismic'", cloudevents.ErrFilterUnsupported, 0, `not its subtype "earthquake"`},
+		{"type with subtypes", false, "type = 'gov.usgs.seismic'", cloudevents.ErrFilterUnsupported, 6, `not its subtype "earthquake"`},
 		{"too long", false, "alert = '" + strings.Repeat("x", cloudevents.MaxSQLBytes) + "'", cloudevents.ErrFilterUnsupported, 1, "MaxSQLBytes"},
 
 		{"string literal root", false, "'true'", cloudevents.ErrFilterNeverHolds, 1, "not a Boolean"},
@@ -383,6 +383,15 @@ func TestCompileSQLRefused(t *testing.T) {
 			assert.Equal(t, tc.pos, fe.Pos, "%v", err)
 		})
 	}
+	t.Run("not dialect around a prefix", func(t *testing.T) {
+		_, err := c.CompileFilters([]byte(`[{"not":{"sql":"tsunami = 1 AND alert LIKE 'g%'"}}]`))
+		assert.ErrorIs(t, err, cloudevents.ErrFilterUnsupported)
+		var fe *cloudevents.FilterError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, "filters[0].not.sql", fe.Path)
+		assert.Equal(t, 23, fe.Pos)
+		assert.ErrorContains(t, err, "at 23: not around a sql expression that tests alert prefix: sion has no negated prefix")
+	})
 	t.Run("sql not a string", func(t *testing.T) {
 		_, err := c.CompileFilters([]byte(`[{"sql": 5}]`))
 		assert.ErrorIs(t, err, cloudevents.ErrFilterInvalid)

@@ -218,8 +218,12 @@ type conj struct {
 	keys   []string // predKey of each of preds
 }
 
-// typeTest is a type test as errors name it.
-type typeTest struct{ path, text string }
+// typeTest is a type test as errors name it; pos is its offset in a sql
+// expression (0 elsewhere).
+type typeTest struct {
+	path, text string
+	pos        int
+}
 
 // dnf is a disjunction of conjunctions; nil is false, {{}} is true.
 type dnf []conj
@@ -275,7 +279,11 @@ func (c *Codec) dnfOf(e *expr, neg bool) (dnf, error) {
 			return nil, e.atom.err
 		}
 		if neg {
-			return c.negate(e.atom.d, e.path)
+			d, err := c.negate(e.atom.d, e.path)
+			if fe, ok := err.(*FilterError); ok && e.pos > 0 {
+				fe.Pos, fe.Msg = e.pos, fmt.Sprintf("at %d: %s", e.pos, fe.Msg)
+			}
+			return d, err
 		}
 		return e.atom.d, nil
 	case opLeaf:
@@ -582,7 +590,7 @@ func (c *Codec) typeLeaf(e *expr, neg bool) (dnf, error) {
 	if neg {
 		desc = "not " + desc
 	}
-	return dnf{{types: set, leaves: []typeTest{{e.path, desc}}}}, nil
+	return dnf{{types: set, leaves: []typeTest{{path: e.path, text: desc}}}}, nil
 }
 
 // group is the conjunctions of the DNF that share their predicates, with
@@ -681,8 +689,12 @@ func (c *Codec) roots(g *group) ([]int, error) {
 				for i, l := range g.leaves {
 					texts[i] = l.text
 				}
-				return nil, ferr(ErrFilterUnsupported, g.leaves[0].path, "the types selected by %s include %q but not its subtype %q, and sion's type ⊑ %s would deliver %q events too",
+				fe := ferr(ErrFilterUnsupported, g.leaves[0].path, "the types selected by %s include %q but not its subtype %q, and sion's type ⊑ %s would deliver %q events too",
 					strings.Join(texts, " and "), c.o.Type(id).Name, c.o.Type(d).Name, c.o.Type(id).Name, c.o.Type(d).Name)
+				if l := g.leaves[0]; l.pos > 0 {
+					fe.Pos, fe.Msg = l.pos, fmt.Sprintf("at %d: %s", l.pos, fe.Msg)
+				}
+				return nil, fe
 			}
 		}
 		maximal := true
