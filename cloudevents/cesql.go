@@ -202,15 +202,15 @@ func (sc *sqlCompiler) logic(n *sqlNode) (pair, error) {
 		if err != nil {
 			return pair{}, err
 		}
-		all := func(kids ...*expr) *expr { return &expr{op: opAll, path: sc.path, pos: n.pos, kids: kids} }
-		any := func(kids ...*expr) *expr { return &expr{op: opAny, path: sc.path, pos: n.pos, kids: kids} }
+		both := func(x, y *expr) *expr { return &expr{op: opAll, path: sc.path, pos: n.pos, kids: []*expr{x, y}} }
+		either := func(x, y *expr) *expr { return &expr{op: opAny, path: sc.path, pos: n.pos, kids: []*expr{x, y}} }
 		switch n.op {
 		case "AND":
-			acc = sc.node(n, all(acc.t, b.t), any(acc.f, all(acc.t, b.f)))
+			acc = sc.node(n, both(acc.t, b.t), either(acc.f, both(acc.t, b.f)))
 		case "OR":
-			acc = sc.node(n, any(acc.t, all(acc.f, b.t)), all(acc.f, b.f))
+			acc = sc.node(n, either(acc.t, both(acc.f, b.t)), both(acc.f, b.f))
 		default:
-			acc = sc.node(n, any(all(acc.t, b.f), all(acc.f, b.t)), any(all(acc.t, b.t), all(acc.f, b.f)))
+			acc = sc.node(n, either(both(acc.t, b.f), both(acc.f, b.t)), either(both(acc.t, b.t), both(acc.f, b.f)))
 		}
 	}
 	return acc, nil

@@ -210,6 +210,14 @@ func TestCompileSQLRandom(t *testing.T) {
 			sample = append(sample, w)
 		}
 	}
+	_, extCodec := usgsCodecs(t, o)
+	extAll := convertWeek(t, extCodec, week)
+	var extSample []weekCE
+	for i, w := range extAll {
+		if w.ev.Type != "earthquake" || i%8 == 0 {
+			extSample = append(extSample, w)
+		}
+	}
 	_, kc, kevents := kindsOntology(t)
 	variants := []struct {
 		name   string
@@ -223,6 +231,11 @@ func TestCompileSQLRandom(t *testing.T) {
 			"tsunami = 1", "tsunami != 0", "0 < tsunami", "tsunami IN (0)", "alert = 'green'", "alert LIKE 'y%'",
 			"EXISTS alert", "mag = '1.5'", "mag = 2", "mag IN ('1.4', '1.5')", "subject LIKE '1%'", "subject LIKE '%Alaska'",
 			"time = '" + t0 + "'", "EXISTS time", "dataschema = 'x'", "TRUE", "FALSE", "specversion = '1.0'",
+		}},
+		{"usgs extensions", extCodec, extSample, []string{
+			"type = 'earthquake'", "type IN ('quarry blast', 'explosion', 'chemical explosion')", "type LIKE 'e%'",
+			"tsunami = 1", "'0' = tsunami", "tsunami >= 1", "alert = 'green'", "NOT EXISTS alert", "place LIKE '%CA'",
+			"place = 'x'", "origintime = '" + t0 + "'", "EXISTS time", "subject = 'x'", "depth = '10'", "mag IN (2, '1.5')",
 		}},
 		{"kinds", kc, kevents, []string{
 			"n = 5", "5 = n", "n < 0", "'2147483648' = n", "n IN (0, 1)", "EXISTS n", "ok", "ok = FALSE", "ok < 1",
