@@ -150,7 +150,10 @@
 // Integer within 32 bits and its decimal String beyond (the Codec writes
 // it so); float, string and time attributes, type, source and
 // specversion Strings (a time in RFC 3339, UTC, as types.FormatTime
-// writes it).
+// writes it). So for an int attribute n beyond 32 bits n = 5 and n < 5
+// are errors (n is cast to an Integer and fails), 5 = n is false (5 is
+// cast to n's String), and n = '8589934592' compares the decimal
+// Strings.
 //
 // Compiled:
 //
