@@ -25,7 +25,7 @@ import (
 // Codec passes the expression — it evaluates to TRUE on the CloudEvent
 // ToCloudEvent writes, without an evaluation error — exactly when at
 // least one returned filter matches it. The subset compiled, what is
-// refused and why, are in the package documentation (Filters). Errors
+// refused and why are in the package documentation (CESQL). Errors
 // are *FilterError values with Path "sql" and Pos the byte offset of the
 // construct refused, wrapping ErrFilterInvalid, ErrFilterUnsupported or
 // ErrFilterNeverHolds. CompileSQL only reads the Codec and is safe for

@@ -170,7 +170,7 @@
 //     for itself);
 //   - IN and NOT IN with a list of literals, each cast to the attribute's
 //     type; EXISTS; NOT; AND, OR and XOR; parentheses; string literals
-//     in '…' or "…" (' and " escape the quote; other backslashes stay),
+//     in '…' or "…" (\' and \" escape the quote; other backslashes stay),
 //     32-bit integers, TRUE and FALSE; keywords and attribute names in
 //     any case (names are lower-cased, as the spec's TCK reads
 //     EXISTS SOURCE).
@@ -185,8 +185,8 @@
 // because sion's filters cannot say it exactly: functions (UPPER, ABS,
 // INT, …) and arithmetic (+ - * / %, unary minus); a comparison of two
 // attributes or of an expression; a LIKE pattern with _ or an inner % on
-// an attribute of many values, or \ (the spec does not say whether it
-// escapes); NOT LIKE of a prefix, suffix or substring (sion has no
+// an attribute of many values, or \\ (the spec does not say whether it
+// escapes a backslash); NOT LIKE of a prefix, suffix or substring (sion has no
 // negated prefix); a string attribute compared with an Integer or a
 // Boolean (the cast takes "5", "05" and "+5", or "True" and "TRUE");
 // an Integer cast to a Boolean (the spec's table allows it, its TCK
@@ -202,9 +202,9 @@
 // the place; type sets not closed under subtypes (as in the other
 // dialects); an expression longer than MaxSQLBytes, nested deeper than
 // MaxFilterDepth or with more than MaxFilterTests tests (each
-// comparison, LIKE, EXISTS, IN member, AND, OR and XOR counts). NOT binds tighter
-// than a comparison: NOT a = 1 is (NOT a) = 1, refused; write
-// NOT (a = 1).
+// comparison, LIKE, EXISTS, IN member, AND, OR and XOR counts). NOT
+// binds tighter than a comparison: NOT a = 1 is (NOT a) = 1, refused;
+// write NOT (a = 1).
 //
 // Refused as never holding (ErrFilterNeverHolds), as the other dialects
 // refuse a likely mistake even under a NOT: an extension no event
