@@ -153,7 +153,12 @@
 // writes it). So for an int attribute n beyond 32 bits n = 5 and n < 5
 // are errors (n is cast to an Integer and fails), 5 = n is false (5 is
 // cast to n's String), and n = '8589934592' compares the decimal
-// Strings.
+// Strings. The filters decide on the CloudEvent as ToCloudEvent writes
+// it, where a subscription manager evaluates the expression; a consumer
+// that evaluates it again on the event as received in HTTP binary mode
+// sees every extension as a String and may decide otherwise where a cast
+// depends on the type ('05' = n is TRUE for the Integer 5, FALSE for the
+// String "5").
 //
 // Compiled:
 //
