@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/ontology"
@@ -109,6 +110,8 @@ func (sc *sqlCompiler) like(n *sqlNode) (pair, error) {
 		return sc.node(n, atomOf(single(op.Exists())), atomOf(nil)), nil
 	case !lead && !trail:
 		return sc.equal(n, o, sqlValue{typ: sqlString, s: s}, true)
+	case o.k == ontology.KindTime && !lead && trail:
+		return sc.timePrefix(n, o, s)
 	case o.k != ontology.KindString:
 		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "LIKE %q on %s attribute %s: sion tests prefixes, suffixes and substrings of strings only", n.pattern, o.k, o.attr)
 	}
@@ -123,6 +126,49 @@ func (sc *sqlCompiler) like(n *sqlNode) (pair, error) {
 		t, what = op.Prefix(s), "prefix"
 	}
 	return sc.node(n, atomOf(single(t)), atomErr(sc.fail(ErrFilterUnsupported, n.pos, "NOT of LIKE %q: sion has no negated %s", n.pattern, what))), nil
+}
+
+// timeFields are the prefixes of a time's CloudEvents string that end
+// at a field: its layout, the separator that follows it, and the end of
+// the interval that starts at t.
+var timeFields = []struct {
+	layout, sep string
+	next        func(t time.Time) time.Time
+}{
+	{"2006", "-", func(t time.Time) time.Time { return t.AddDate(1, 0, 0) }},
+	{"2006-01", "-", func(t time.Time) time.Time { return t.AddDate(0, 1, 0) }},
+	{"2006-01-02", "T", func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }},
+	{"2006-01-02T15", ":", func(t time.Time) time.Time { return t.Add(time.Hour) }},
+	{"2006-01-02T15:04", ":", func(t time.Time) time.Time { return t.Add(time.Minute) }},
+	{"2006-01-02T15:04:05", "", func(t time.Time) time.Time { return t.Add(time.Second) }},
+}
+
+// timePrefix compiles t LIKE 'p%' on a time attribute: the Codec writes
+// a time as RFC 3339 in UTC with a four-digit year, so a prefix that
+// ends at a field (a year, a month, … a second, with or without the
+// separator after it) selects one interval [lo, hi).
+func (sc *sqlCompiler) timePrefix(n *sqlNode, o operand, p string) (pair, error) {
+	for _, f := range timeFields {
+		s := p
+		if f.sep != "" && len(s) == len(f.layout)+1 && strings.HasSuffix(s, f.sep) {
+			s = s[:len(s)-1]
+		}
+		if len(s) != len(f.layout) {
+			continue
+		}
+		lo, err := time.Parse(f.layout, s)
+		if err != nil || lo.Format(f.layout) != s {
+			return pair{}, sc.fail(ErrFilterNeverHolds, n.pos, "%s: no time the Codec writes (RFC 3339, UTC) starts with %q", describeSQL(n), p)
+		}
+		hi := f.next(lo)
+		if lo.Before(ontology.MinTime) || hi.After(ontology.MaxTime) {
+			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s: the times it selects reach beyond the years 1678 to 2262 that sion holds", describeSQL(n))
+		}
+		op := filter.Attr(o.attr)
+		tlo, thi := ontology.Time(lo), ontology.Time(hi)
+		return sc.node(n, atomOf(single(op.Range(tlo, thi, false, true))), atomOf(append(single(op.LT(tlo)), single(op.GE(thi))...))), nil
+	}
+	return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "LIKE %q on time attribute %s: only a prefix that ends at a field (a year, a month, … a second) selects an interval sion can test", n.pattern, o.attr)
 }
 
 func mustString(v sqlValue) string {

@@ -96,6 +96,8 @@ func TestCompileSQLUSGS(t *testing.T) {
 		{"subject equal with quotes", false, "subject = " + sq(place3), -1},
 		{"subject not equal", false, "subject <> " + sq(place3), -1},
 		{"time equal", false, "time = '" + t0 + "'", -1},
+		{"time LIKE a day", false, "time LIKE '" + t0[:10] + "%'", -1},
+		{"time NOT LIKE an hour", false, "time NOT LIKE '" + t0[:14] + "%'", -1},
 		{"time IN", false, "time IN ('" + t0 + "')", -1},
 		{"exists", false, "EXISTS alert", 16},
 		{"not exists", false, "NOT EXISTS alert", 2389 - 16},
@@ -189,6 +191,8 @@ func TestCompileSQLKinds(t *testing.T) {
 		"s = 'a\\b'", `s = "a\\b"`, `s IN ('a\'b', "a\"b", 'a%b')`, "s LIKE '%\\_%'", "s LIKE '%\\%%'",
 		"x = 2", "x = 0", "x = '1.5'", "'1.5' = x", "'-2' = x", "x IN ('1.5', 2, -2)", "x = 999999", "x <> '3'",
 		"time = '2024-01-02T03:04:05.6Z'", "NOT (time = '2024-01-02T03:04:06.6Z')", "EXISTS time", "time LIKE '%'",
+		"time LIKE '2024%'", "time LIKE '2024-01-%'", "time LIKE '2024-01-02T03:04:05%'", "time NOT LIKE '2024-01-02T03:04:06%'",
+		"time LIKE '2024-01-02T03:04:06%' OR NOT (time NOT LIKE '2024-01-02T03:04:07%')", "time NOT LIKE '2024-01-02T03%'",
 		"type = 'org.example.alarm'", "type LIKE '%m'", "type IN ('org.example.alarm') AND ok", "NOT (type = 'org.example.reading')",
 	} {
 		t.Run(src, func(t *testing.T) {
@@ -285,7 +289,7 @@ func TestCompileSQLRandom(t *testing.T) {
 		{"kinds", kc, kevents, []string{
 			"n = 5", "5 = n", "n < 0", "'2147483648' = n", "n IN (0, 1)", "EXISTS n", "ok", "ok = FALSE", "ok < 1",
 			"s = 'abc'", "5 = s", "s LIKE 'a%'", "s IN ('', 'true')", "x = 2", "x = '1.5'", "time = '2024-01-02T03:04:05.6Z'",
-			"type = 'org.example.alarm'", "type LIKE 'org.example.%'",
+			"type = 'org.example.alarm'", "type LIKE 'org.example.%'", "time LIKE '2024-01-02T03:04:05%'", "time LIKE '2024-01-02T03:04:%'",
 		}},
 	}
 	for vi, v := range variants {
@@ -388,6 +392,9 @@ func TestCompileSQLRefused(t *testing.T) {
 		{"LIKE with \\\\", false, `alert LIKE 'a\\%'`, cloudevents.ErrFilterUnsupported, 7, `\\`},
 		{"NOT LIKE prefix", false, "alert NOT LIKE 'g%'", cloudevents.ErrFilterUnsupported, 7, "no negated prefix"},
 		{"LIKE prefix on a float", false, "mag LIKE '1.%'", cloudevents.ErrFilterUnsupported, 5, "strings only"},
+		{"LIKE prefix on a time inside a field", false, "time LIKE '2023-0%'", cloudevents.ErrFilterUnsupported, 6, "ends at a field"},
+		{"LIKE prefix on a time beyond sion's years", false, "time LIKE '1677%'", cloudevents.ErrFilterUnsupported, 6, "1678 to 2262"},
+		{"LIKE prefix on a time that no time has", false, "time LIKE '2023-02-30%'", cloudevents.ErrFilterNeverHolds, 6, "no time the Codec writes"},
 		{"string attribute cast to an Integer", false, "alert = 5", cloudevents.ErrFilterUnsupported, 7, "infinitely many strings"},
 		{"string attribute cast to a Boolean", false, "alert = TRUE", cloudevents.ErrFilterUnsupported, 7, "any case"},
 		{"int attribute cast to a Boolean", false, "tsunami = TRUE", cloudevents.ErrFilterUnsupported, 9, "Integer to a Boolean"},

@@ -170,7 +170,10 @@
 //   - LIKE and NOT LIKE with a literal pattern: on a string attribute
 //     'text', 'text%', '%text' and '%text%' (equal, prefix, suffix,
 //     contains) and '%' (any); on int, float and time attributes 'text'
-//     and '%'; on the type, a bool attribute or a constant any pattern
+//     and '%'; on a time attribute also a prefix that ends at a field
+//     ('2023-04-07%', '2023-04-07T17:%': the Codec writes UTC with a
+//     four-digit year, so it selects an interval of times); on the
+//     type, a bool attribute or a constant any pattern
 //     (% and _; \% and \_ stand for the characters, another backslash
 //     for itself);
 //   - IN and NOT IN with a list of literals, each cast to the attribute's
