@@ -41,13 +41,15 @@ const (
 var (
 	// ErrFilterInvalid: the expression breaks the CloudEvents
 	// Subscriptions API (a wrong JSON shape, an unknown dialect, an empty
-	// attribute name or value, an empty all or any, a duplicate key).
+	// attribute name or value, an empty all or any, a duplicate key) or
+	// CESQL's grammar (a parse error).
 	ErrFilterInvalid = errors.New("cloudevents: invalid filter expression")
 	// ErrFilterUnsupported: the expression is valid but sion's filters
 	// cannot say exactly what it says (a type test that would take in
 	// subtypes it excludes, a negated prefix or suffix, an attribute sion
-	// does not carry, the sql dialect, more than MaxFilters filters,
-	// nesting deeper than MaxFilterDepth, more than MaxFilterTests tests).
+	// does not carry, a CESQL construct outside the compiled subset,
+	// more than MaxFilters filters, nesting deeper than MaxFilterDepth,
+	// more than MaxFilterTests tests, CESQL longer than MaxSQLBytes).
 	ErrFilterUnsupported = errors.New("cloudevents: filter expression not expressible in sion")
 	// ErrFilterNeverHolds: a test can never hold on a CloudEvent this
 	// Codec writes — a type value that selects no type of the ontology,
@@ -56,13 +58,19 @@ var (
 	ErrFilterNeverHolds = errors.New("cloudevents: filter expression never holds")
 )
 
-// FilterError reports what CompileFilters refused and where. Path is the
+// FilterError reports what CompileFilters or CompileSQL refused and where. Path is the
 // place in the expression, from "filters": "filters[1].any[0].prefix"
 // for a construct, with ".key" added for one attribute test
 // ("filters[0].exact.type"). Err is ErrFilterInvalid,
 // ErrFilterUnsupported or ErrFilterNeverHolds.
+//
+// In the sql dialect Pos is the 1-based byte offset in the CESQL
+// expression of the construct refused, and Msg starts with "at Pos: ";
+// Pos is 0 elsewhere, and for a refusal of the whole expression.
+// CompileSQL's errors have Path "sql".
 type FilterError struct {
 	Path string
+	Pos  int
 	Msg  string
 	Err  error
 }
@@ -79,7 +87,7 @@ func ferr(sentinel error, path, format string, args ...any) *FilterError {
 
 // CompileFilters compiles a CloudEvents Subscriptions API "filters" value
 // (subscriptions spec, section 3.2.4: the dialects exact, prefix, suffix,
-// all, any and not) into sion filters against the Codec's ontology. An
+// all, any, not and sql) into sion filters against the Codec's ontology. An
 // event of this Codec passes the CloudEvents filters — as ToCloudEvent
 // writes it — exactly when at least one returned filter matches it
 // (their OR). The filters are resolved (filter.Resolve) against the
@@ -142,8 +150,13 @@ func ferr(sentinel error, path, format string, args ...any) *FilterError {
 //     (missing: a test on them is false, its not true). id,
 //     datacontenttype, source when it follows the event's place, the
 //     sion* control extensions (never trusted) and data are refused
-//     (ErrFilterUnsupported); so is the sql dialect. An extension key
+//     (ErrFilterUnsupported). An extension key
 //     that no attribute travels as is refused (ErrFilterNeverHolds).
+//   - sql holds a CESQL expression, compiled as CompileSQL compiles it;
+//     the filter holds when the expression is TRUE without an
+//     evaluation error, and not around it holds otherwise (an error
+//     included), as the subscriptions spec (3.2.4.1.2) defines the sql
+//     filter's result. See the package documentation (CESQL).
 //   - When no conjunction is left — the expression can never hold for
 //     a type of the ontology — it is refused (ErrFilterNeverHolds,
 //     path "filters"). Contradictory attribute tests within one
@@ -192,7 +205,7 @@ func (c *Codec) CompileFilters(filters any) ([]*filter.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.build(d)
+	return c.build(d, "filters")
 }
 
 // conj is one conjunction of the disjunctive normal form: a type set
@@ -205,25 +218,74 @@ type conj struct {
 	keys   []string // predKey of each of preds
 }
 
-// typeTest is a type test as errors name it.
-type typeTest struct{ path, text string }
+// typeTest is a type test as errors name it; pos is its offset in a sql
+// expression (0 elsewhere).
+type typeTest struct {
+	path, text string
+	pos        int
+}
 
 // dnf is a disjunction of conjunctions; nil is false, {{}} is true.
 type dnf []conj
 
 var dnfTrue = dnf{{}}
 
+// predKey identifies p: its operator, operand and every value (a range's
+// ends and openness, a set's members).
 func predKey(p filter.Predicate) string {
-	return p.Op.String() + "\x00" + p.Operand.Name + "\x00" + p.Value.Kind().String() + "\x00" + p.Value.String()
+	var b strings.Builder
+	b.WriteString(p.Op.String() + "\x00" + p.Operand.Name)
+	for _, v := range append([]ontology.Value{p.Value, p.Hi}, p.Set...) {
+		b.WriteString("\x00" + v.Kind().String() + "\x00" + v.String())
+	}
+	b.WriteString("\x00" + strconv.FormatBool(p.LoOpen) + strconv.FormatBool(p.HiOpen))
+	return b.String()
 }
 
 func single(p filter.Predicate) dnf {
 	return dnf{{preds: []filter.Predicate{p}, keys: []string{predKey(p)}}}
 }
 
-// dnf returns e (negated when neg) in disjunctive normal form.
+// dnf returns e (negated when neg) in disjunctive normal form. The sql
+// dialect's trees share nodes, so each node keeps its results.
 func (c *Codec) dnf(e *expr, neg bool) (dnf, error) {
+	i := 0
+	if neg {
+		i = 1
+	}
+	if m := e.memo[i]; m != nil {
+		return m.d, m.err
+	}
+	d, err := c.dnfOf(e, neg)
+	e.memo[i] = &dnfMemo{d, err}
+	return d, err
+}
+
+type dnfMemo struct {
+	d   dnf
+	err error
+}
+
+func (c *Codec) dnfOf(e *expr, neg bool) (dnf, error) {
 	switch e.op {
+	case opSQL:
+		t, err := c.compileSQL(e)
+		if err != nil {
+			return nil, err
+		}
+		return c.dnf(t, neg)
+	case opAtom:
+		if e.atom.err != nil {
+			return nil, e.atom.err
+		}
+		if neg {
+			d, err := c.negate(e.atom.d, e.path)
+			if fe, ok := err.(*FilterError); ok && e.pos > 0 {
+				fe.Pos, fe.Msg = e.pos, fmt.Sprintf("at %d: %s", e.pos, fe.Msg)
+			}
+			return d, err
+		}
+		return e.atom.d, nil
 	case opLeaf:
 		return c.leaf(e, neg)
 	case opNot:
@@ -245,7 +307,11 @@ func (c *Codec) dnf(e *expr, neg bool) (dnf, error) {
 			acc = or(acc, d)
 		}
 		if len(acc) > MaxFilters {
-			return nil, ferr(ErrFilterUnsupported, e.path, "more than %d filters in disjunctive normal form (MaxFilters)", MaxFilters)
+			fe := ferr(ErrFilterUnsupported, e.path, "more than %d filters in disjunctive normal form (MaxFilters)", MaxFilters)
+			if e.pos > 0 {
+				fe.Pos, fe.Msg = e.pos, fmt.Sprintf("at %d: %s", e.pos, fe.Msg)
+			}
+			return nil, fe
 		}
 	}
 	return acc, nil
@@ -524,7 +590,7 @@ func (c *Codec) typeLeaf(e *expr, neg bool) (dnf, error) {
 	if neg {
 		desc = "not " + desc
 	}
-	return dnf{{types: set, leaves: []typeTest{{e.path, desc}}}}, nil
+	return dnf{{types: set, leaves: []typeTest{{path: e.path, text: desc}}}}, nil
 }
 
 // group is the conjunctions of the DNF that share their predicates, with
@@ -535,8 +601,9 @@ type group struct {
 	preds  []filter.Predicate
 }
 
-// build turns the DNF into filters.
-func (c *Codec) build(d dnf) ([]*filter.Filter, error) {
+// build turns the DNF into filters; path names the whole expression in
+// errors.
+func (c *Codec) build(d dnf, path string) ([]*filter.Filter, error) {
 	var groups []*group
 	byKey := map[string]*group{}
 	for _, x := range d {
@@ -584,16 +651,16 @@ func (c *Codec) build(d dnf) ([]*filter.Filter, error) {
 				f, err = filter.Resolve(c.o, f)
 			}
 			if err != nil {
-				return nil, ferr(ErrFilterUnsupported, "filters", "%v", err)
+				return nil, ferr(ErrFilterUnsupported, path, "%v", err)
 			}
 			out = append(out, f)
 		}
 	}
 	if len(out) > MaxFilters {
-		return nil, ferr(ErrFilterUnsupported, "filters", "%d filters, more than %d (MaxFilters)", len(out), MaxFilters)
+		return nil, ferr(ErrFilterUnsupported, path, "%d filters, more than %d (MaxFilters)", len(out), MaxFilters)
 	}
 	if len(out) == 0 {
-		return nil, ferr(ErrFilterNeverHolds, "filters", "the expression matches no event of any type of the ontology")
+		return nil, ferr(ErrFilterNeverHolds, path, "the expression matches no event of any type of the ontology")
 	}
 	return out, nil
 }
@@ -622,8 +689,12 @@ func (c *Codec) roots(g *group) ([]int, error) {
 				for i, l := range g.leaves {
 					texts[i] = l.text
 				}
-				return nil, ferr(ErrFilterUnsupported, g.leaves[0].path, "the types selected by %s include %q but not its subtype %q, and sion's type ⊑ %s would deliver %q events too",
+				fe := ferr(ErrFilterUnsupported, g.leaves[0].path, "the types selected by %s include %q but not its subtype %q, and sion's type ⊑ %s would deliver %q events too",
 					strings.Join(texts, " and "), c.o.Type(id).Name, c.o.Type(d).Name, c.o.Type(id).Name, c.o.Type(d).Name)
+				if l := g.leaves[0]; l.pos > 0 {
+					fe.Pos, fe.Msg = l.pos, fmt.Sprintf("at %d: %s", l.pos, fe.Msg)
+				}
+				return nil, fe
 			}
 		}
 		maximal := true

@@ -103,6 +103,8 @@ const (
 	opAny
 	opNot
 	opLeaf
+	opSQL  // a sql dialect expression, compiled by compileSQL
+	opAtom // a DNF made by compileSQL
 )
 
 // expr is a parsed filter expression. A leaf is one key of an exact,
@@ -112,12 +114,16 @@ type expr struct {
 	op   exprOp
 	kids []*expr
 	path string
+	pos  int // in a sql expression, the byte offset of the operator
 	// leaves
 	dialect, key, value string
+	sql                 *sqlNode // opSQL
+	atom                *atom    // opAtom
+	memo                [2]*dnfMemo
 }
 
 // dialects lists the dialect names for error messages.
-const dialects = "exact, prefix, suffix, all, any, not"
+const dialects = "exact, prefix, suffix, all, any, not, sql"
 
 // parser counts what parseExpr has read, against MaxFilterDepth and
 // MaxFilterTests.
@@ -197,7 +203,15 @@ func (ps *parser) parseExpr(v any, path string, depth int) (*expr, error) {
 		}
 		return &expr{op: opNot, path: p, kids: []*expr{k}}, nil
 	case "sql":
-		return nil, ferr(ErrFilterUnsupported, p, "the sql dialect (CESQL) is not supported")
+		src, ok := body.(string)
+		if !ok {
+			return nil, ferr(ErrFilterInvalid, p, "want a string, a CESQL expression; got %s", describe(body))
+		}
+		n, err := parseSQL(src, p, depth, &ps.tests)
+		if err != nil {
+			return nil, err
+		}
+		return &expr{op: opSQL, path: p, sql: n}, nil
 	}
 	return nil, ferr(ErrFilterInvalid, path, "unknown dialect %q (want one of %s)", name, dialects)
 }

@@ -124,14 +124,103 @@
 //
 // Codec.CompileFilters compiles the filters of a CloudEvents
 // Subscriptions API subscription (the dialects exact, prefix, suffix,
-// all, any and not) into sion filters whose OR passes exactly the events
+// all, any, not and sql) into sion filters whose OR passes exactly the events
 // the expression passes, and refuses, naming the construct and its path
 // ("filters[1].any[0].prefix"), what sion cannot say exactly (errors
 // wrapping ErrFilterInvalid, ErrFilterUnsupported or
 // ErrFilterNeverHolds). Hostile input costs bounded time and memory:
 // nesting beyond MaxFilterDepth, more than MaxFilterTests attribute
-// tests and more than MaxFilters filters are refused. The sql dialect
-// (CESQL) is not compiled yet.
+// tests and more than MaxFilters filters are refused.
+//
+// # CESQL
+//
+// The sql dialect and Codec.CompileSQL compile a subset of the
+// CloudEvents SQL Expression Language (CESQL v1.0.0, cesql/spec.md) into
+// sion filters; an event passes exactly when its CloudEvent, as
+// ToCloudEvent writes it, makes the expression TRUE without an
+// evaluation error. Every node is compiled to where it is true and where
+// it is false, each without error; where neither holds CESQL raised an
+// error (a missing attribute, a failed cast), which fails the filter.
+// NOT swaps the two; AND and OR short-circuit left to right as the spec
+// requires (FALSE AND x is FALSE even when x is an error, but an error
+// on the left is the result); XOR reads both sides. The attributes
+// CESQL sees are those ToCloudEvent writes, named as the other dialects
+// name them (Config.TypePrefix, TimeAttribute, SubjectAttribute,
+// Extensions): a bool attribute is a Boolean; an int attribute an
+// Integer within 32 bits and its decimal String beyond (the Codec writes
+// it so); float, string and time attributes, type, source and
+// specversion Strings (a time in RFC 3339, UTC, as types.FormatTime
+// writes it). So for an int attribute n beyond 32 bits n = 5 and n < 5
+// are errors (n is cast to an Integer and fails), 5 = n is false (5 is
+// cast to n's String), and n = '8589934592' compares the decimal
+// Strings. The filters decide on the CloudEvent as ToCloudEvent writes
+// it, where a subscription manager evaluates the expression; a consumer
+// that evaluates it again on the event as received in HTTP binary mode
+// sees every extension as a String and may decide otherwise where a cast
+// depends on the type ('05' = n is TRUE for the Integer 5, FALSE for the
+// String "5").
+//
+// Compiled:
+//
+//   - comparisons =, != and <> between an attribute and a literal, either
+//     side, with the spec's implicit casts (3.7: the left operand takes
+//     the right one's type), and literal against literal;
+//   - <, <=, > and >= (Integers: both sides cast) on int and bool
+//     attributes: an int beyond 32 bits fails the cast, so neither holds;
+//   - LIKE and NOT LIKE with a literal pattern: on a string attribute
+//     'text', 'text%', '%text' and '%text%' (equal, prefix, suffix,
+//     contains) and '%' (any); on int, float and time attributes 'text'
+//     and '%'; on a time attribute also a prefix that ends at a field
+//     ('2023-04-07%', '2023-04-07T17:%': the Codec writes UTC with a
+//     four-digit year, so it selects an interval of times); on the
+//     type, a bool attribute or a constant any pattern
+//     (% and _; \% and \_ stand for the characters, another backslash
+//     for itself);
+//   - IN and NOT IN with a list of literals, each cast to the attribute's
+//     type; EXISTS; NOT; AND, OR and XOR; parentheses; string literals
+//     in '…' or "…" (\' and \" escape the quote; other backslashes stay),
+//     32-bit integers, TRUE and FALSE; keywords and attribute names in
+//     any case (names are lower-cased, as the spec's TCK reads
+//     EXISTS SOURCE).
+//
+// Tests of the type, a bool attribute or a constant (specversion;
+// source when Config.Source is set) are decided by evaluating them on
+// every value; those of a context attribute the Codec never writes
+// (dataschema; time and subject without their Config fields) are an
+// error on every event, and EXISTS of it is FALSE.
+//
+// Refused (ErrFilterUnsupported, naming the construct and its offset),
+// because sion's filters cannot say it exactly: functions (UPPER, ABS,
+// INT, …) and arithmetic (+ - * / %, unary minus); a comparison of two
+// attributes or of an expression; a LIKE pattern with _ or an inner % on
+// an attribute of many values, or \\ (the spec does not say whether it
+// escapes a backslash); NOT LIKE of a prefix, suffix or substring (sion has no
+// negated prefix); a string attribute compared with an Integer or a
+// Boolean (the cast takes "5", "05" and "+5", or "True" and "TRUE");
+// an Integer cast to a Boolean (the spec's table allows it, its TCK
+// makes NOT 10 a cast error); orderings of string and float attributes
+// (their Strings cast to Integers); the false side of a float attribute
+// = an Integer (it needs "written as a whole number below 10^6"); an IN
+// member whose cast can fail (the spec does not say whether that is an
+// error when another member matches); a non-Boolean operand of NOT, AND,
+// OR or XOR other than a bool attribute; a chain mixing AND, OR and XOR
+// without parentheses (the spec evaluates them left to right at one
+// precedence, its grammar associates them to the right); id,
+// datacontenttype, data, the sion* extensions and a source that follows
+// the place; type sets not closed under subtypes (as in the other
+// dialects); an expression longer than MaxSQLBytes, nested deeper than
+// MaxFilterDepth or with more than MaxFilterTests tests (each
+// comparison, LIKE, EXISTS, IN member, AND, OR and XOR counts). NOT
+// binds tighter than a comparison: NOT a = 1 is (NOT a) = 1, refused;
+// write NOT (a = 1).
+//
+// Refused as never holding (ErrFilterNeverHolds), as the other dialects
+// refuse a likely mistake even under a NOT: an extension no event
+// carries; a value the Codec never writes in that form (tsunami = '05',
+// mag = '1.50', a time not in UTC), or that no type of the ontology
+// matches; a test that is an evaluation error on every event (time < 5);
+// an expression whose value is not a Boolean ('x', a string attribute);
+// and an expression that passes no event at all.
 //
 // # Errors
 //

@@ -45,3 +45,33 @@ func ExampleCodec() {
 	// mag="4.5" felt="1099511627776"
 	// quake{felt: 1099511627776, mag: 4.5, region: "Alaska"} id=00000000000000000000000000000001
 }
+
+func ExampleCodec_CompileSQL() {
+	o, err := ontology.New([]ontology.TypeDef{
+		{Name: "hazard", Attributes: []ontology.Attribute{
+			{Name: "mag", Kind: ontology.KindFloat}, {Name: "place", Kind: ontology.KindString},
+			{Name: "tsunami", Kind: ontology.KindInt}, {Name: "alert", Kind: ontology.KindString}}},
+		{Name: "earthquake", Parents: []string{"hazard"}},
+		{Name: "explosion", Parents: []string{"hazard"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := cloudevents.NewCodec(cloudevents.Config{Ontology: o, TypePrefix: "gov.usgs.", SubjectAttribute: "place"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fs, err := c.CompileSQL(`type = 'gov.usgs.earthquake' AND subject LIKE '%Alaska' AND (tsunami > 0 OR alert IN ('orange', 'red'))`)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, f := range fs {
+		fmt.Println(f)
+	}
+	_, err = c.CompileSQL(`UPPER(alert) = 'RED'`)
+	fmt.Println(err)
+	// Output:
+	// {type ⊑ earthquake; tsunami in (0, 2147483647]; place suffix "Alaska"}
+	// {type ⊑ earthquake; alert in {"orange", "red"}; tsunami in [-2147483648, 0]; place suffix "Alaska"}
+	// cloudevents: sql: at 1: function UPPER(…): sion's filters compare attributes with values, they do not call functions
+}
