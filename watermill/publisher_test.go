@@ -212,8 +212,8 @@ func TestUUIDs(t *testing.T) {
 				topic, uuid string
 			}{
 				{"Reading", uuid1}, {"Reading", uuid1}, // a retry: one event
-				{"Measurement", uuid1}, // a synonym is the same topic
-				{"Alarm", uuid1},       // another topic: another event
+				{"Measurement", uuid1},           // a synonym is the same topic
+				{"Alarm", uuid1},                 // another topic: another event
 				{"Reading", ""}, {"Reading", ""}, // no UUID: two events
 				{"Reading", ulid}, {"Reading", ulid}, // derived ID: one event
 				{"Reading", "0F8FAD5B-D9CB-469F-A165-70867728950E"}, // upper case: derived
