@@ -18,10 +18,10 @@ type slot struct {
 }
 
 // dispatcher is the state of one topic's dispatch goroutine, which alone
-// reads and writes it. It takes an event from the fetch goroutine only
-// when nothing waits, so its memory is one entry per consumer at most
-// plus one; the backlog stays in the sion subscription's queue, where
-// overflow is counted.
+// reads and writes it. It asks the fetch goroutine for an event only when
+// nothing waits, so it holds one entry per consumer at most plus one; the
+// backlog stays in the sion subscription's queue, where overflow is
+// counted.
 type dispatcher struct {
 	q         *topicQueue
 	delay     time.Duration
@@ -29,6 +29,7 @@ type dispatcher struct {
 
 	pending []*entry // head first: redeliveries go in front
 	slots   []*slot
+	asked   bool // fetch is taking an event for us
 }
 
 type caseKind int
@@ -49,6 +50,7 @@ type caseRef struct {
 const (
 	caseStop = iota
 	caseAttach
+	caseWant
 	caseFetched
 	caseFetchErr
 	caseTimer
@@ -72,11 +74,21 @@ func (d *dispatcher) run(stop <-chan struct{}) error {
 	}
 	off := reflect.SelectCase{Dir: reflect.SelectRecv} // a zero Chan: ignored
 	for {
+		for i := len(d.slots) - 1; i >= 0; i-- { // no message for a consumer whose context ended
+			select {
+			case <-d.slots[i].c.gone:
+				d.leave(i)
+			default:
+			}
+		}
 		d.q.waiting.Store(int64(len(d.pending)))
 		cases, refs = cases[:0], refs[:0]
-		cases = append(cases, recv(stop), recv(d.q.attach), off, recv(d.q.fetchErr), off)
-		if len(d.pending) == 0 {
+		cases = append(cases, recv(stop), recv(d.q.attach), off, off, recv(d.q.fetchErr), off)
+		switch {
+		case d.asked:
 			cases[caseFetched] = recv(d.q.fetched)
+		case len(d.pending) == 0:
+			cases[caseWant] = reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(d.q.want), Send: reflect.ValueOf(struct{}{})}
 		}
 		ready := false
 		if len(d.pending) > 0 {
@@ -115,7 +127,11 @@ func (d *dispatcher) run(stop <-chan struct{}) error {
 		case caseAttach:
 			d.slots = append(d.slots, &slot{c: v.Interface().(*consumer)})
 			continue
+		case caseWant:
+			d.asked = true
+			continue
 		case caseFetched:
+			d.asked = false
 			ev := v.Interface().(sion.Delivery).Event
 			d.pending = append(d.pending, &entry{tmpl: d.toMessage(ev, d.q.name)})
 			continue
@@ -133,15 +149,7 @@ func (d *dispatcher) run(stop <-chan struct{}) error {
 		sl := d.slots[ref.slot]
 		switch ref.kind {
 		case caseGone:
-			if sl.holding != nil {
-				sl.holding.cancel()
-				d.requeue(sl.holding.e, time.Time{})
-			}
-			if sl.offered != nil {
-				sl.offered.cancel()
-			}
-			close(sl.c.out)
-			d.slots = append(d.slots[:ref.slot], d.slots[ref.slot+1:]...)
+			d.leave(ref.slot)
 		case caseAck:
 			sl.holding.cancel()
 			sl.holding = nil
@@ -165,6 +173,25 @@ func (d *dispatcher) run(stop <-chan struct{}) error {
 			}
 		}
 	}
+}
+
+// leave ends consumer i, whose context ended: the message it holds goes
+// back to the head unless it was acknowledged, and its channel closes.
+func (d *dispatcher) leave(i int) {
+	sl := d.slots[i]
+	if h := sl.holding; h != nil {
+		h.cancel()
+		select {
+		case <-h.msg.Acked(): // acknowledged before its consumer ended
+		default:
+			d.requeue(h.e, time.Time{})
+		}
+	}
+	if sl.offered != nil {
+		sl.offered.cancel()
+	}
+	close(sl.c.out)
+	d.slots = append(d.slots[:i], d.slots[i+1:]...)
 }
 
 // requeue puts e back at the head of the pending entries, to be offered

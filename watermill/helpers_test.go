@@ -15,12 +15,11 @@ import (
 // network is a sion place for one test: where a publisher's and a
 // subscriber's sessions open.
 type network struct {
-	o              *ontology.Ontology
-	pubSw, subSw   *sion.Switch // nil for remote sessions
-	tr             *tcp.Transport
-	addr           string // the switch remote sessions dial
-	remote         bool
-	pubSide, where string
+	o            *ontology.Ontology
+	pubSw, subSw *sion.Switch // nil for remote sessions
+	tr           *tcp.Transport
+	addr         string // the switch remote sessions dial
+	remote       bool
 }
 
 // variant is one way to place the two sessions.

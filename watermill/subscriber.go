@@ -21,7 +21,8 @@ type SubscriberConfig struct {
 	Config
 	// Queue is the length, in events, of each topic's sion subscription
 	// queue (sion.WithQueue): how many events may wait for the consumers
-	// of the topic; 0 means sion.DefaultQueue.
+	// of the topic, besides the one the Subscriber has taken to offer
+	// next (TopicStats.Waiting); 0 means sion.DefaultQueue.
 	Queue int
 	// Overflow is what a topic's full queue does (sion.WithOverflow); the
 	// zero value is sion.DropNewest: new events are dropped for this
@@ -170,7 +171,7 @@ func (s *Subscriber) topicLocked(ctx context.Context, topic string) (*topicQueue
 		return nil, fmt.Errorf("watermill: topic %q: %w", topic, err)
 	}
 	q := &topicQueue{name: topic, sub: sub, attach: make(chan *consumer), done: make(chan struct{}),
-		fetched: make(chan sion.Delivery), fetchErr: make(chan error, 1)}
+		want: make(chan struct{}), fetched: make(chan sion.Delivery), fetchErr: make(chan error, 1)}
 	s.topics[topic] = q
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); q.fetch(s.stop) }()
@@ -205,8 +206,9 @@ func (s *Subscriber) Close() error {
 type TopicStats struct {
 	Topic string
 	sion.SubscriptionStats
-	// Waiting is the number of messages nacked or returned by a consumer
-	// that ended, waiting to be offered again.
+	// Waiting is the number of messages taken from the sion queue that
+	// wait here for a consumer: at most one new message, plus those
+	// nacked or returned by a consumer that ended.
 	Waiting int
 	// Redelivered counts the times a message was offered again (a Nack,
 	// or its consumer ending before Ack), over the topic's life.
@@ -233,6 +235,7 @@ type topicQueue struct {
 	sub      *sion.Subscription
 	attach   chan *consumer
 	done     chan struct{} // closed when dispatch returns
+	want     chan struct{} // dispatch asks fetch for an event
 	fetched  chan sion.Delivery
 	fetchErr chan error // fetch's last error, then fetch returns
 
@@ -240,10 +243,16 @@ type topicQueue struct {
 	redelivered atomic.Uint64
 }
 
-// fetch takes the subscription's events with Next and hands them to
-// dispatch, until the subscription ends or stop closes.
+// fetch takes the subscription's events with Next, one each time
+// dispatch asks, and hands them to it, until the subscription ends or
+// stop closes.
 func (q *topicQueue) fetch(stop <-chan struct{}) {
 	for {
+		select {
+		case <-q.want:
+		case <-stop:
+			return
+		}
 		d, err := q.sub.Next(context.Background()) // Cancel (Close) ends it
 		if err != nil {
 			q.fetchErr <- err
