@@ -204,9 +204,10 @@ func (c *codec) scope(ev *sion.Event, topic string) string {
 	return topic
 }
 
-// toMessage converts a delivered event into a message without a context;
-// subscribed is the topic of the Subscribe call, the scope of its UUID
-// when the event carries no topic.
+// toMessage converts a delivered event into a template message, without
+// a context, whose Payload is ev.Data itself (never modified: each offer
+// copies it); subscribed is the topic of the Subscribe call, the scope of
+// its UUID when the event carries no topic.
 func (c *codec) toMessage(ev *sion.Event, subscribed string) *wmessage.Message {
 	scope := c.scope(ev, subscribed)
 	skip := map[string]bool{}
@@ -245,7 +246,7 @@ func (c *codec) toMessage(ev *sion.Event, subscribed string) *wmessage.Message {
 	if uuid == "" {
 		uuid = formatUUID(xorID(ev.ID, scope))
 	}
-	msg := wmessage.NewMessage(uuid, slices.Clone(ev.Data))
+	msg := wmessage.NewMessage(uuid, ev.Data) // shared, read only: each offer copies it
 	msg.Metadata = md
 	return msg
 }

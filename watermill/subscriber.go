@@ -29,7 +29,10 @@ type SubscriberConfig struct {
 	// Subscriber only, counted in TopicStats.Dropped, and SlowConsumer is
 	// called. sion.Block makes the publisher wait instead (a local session
 	// only: a remote session refuses it, and Subscribe returns an error
-	// wrapping sion.ErrInvalidConfig).
+	// wrapping sion.ErrInvalidConfig). Choose it with care: a topic's
+	// queue lives until Close, consumer or not, so a full one holds its
+	// publishers until their messages' contexts end (and a publisher
+	// whose event crossed a shared link holds up that link).
 	Overflow sion.Overflow
 	// RedeliveryDelay is how long a nacked message waits before it is
 	// offered again; the messages behind it wait too, so order is kept.
@@ -183,8 +186,9 @@ func (s *Subscriber) topicLocked(ctx context.Context, topic string) (*topicQueue
 // Subscribe returned (cancelling the Context of each message not yet
 // acknowledged), and waits for the Subscriber's goroutines. Messages
 // waiting in the topics' queues are dropped. Later calls return errors
-// wrapping sion.ErrClosed. Close is idempotent and returns nil; it does
-// not close the session.
+// wrapping sion.ErrClosed. Close is idempotent and returns nil; it waits
+// for a Subscribe in progress (bounded by the place's ContractTimeout)
+// and does not close the session.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
 	if !s.closed {
@@ -204,6 +208,7 @@ func (s *Subscriber) Close() error {
 // those waiting in it) and the messages taken from that queue that wait
 // here for a consumer.
 type TopicStats struct {
+	// Topic is the topic as given to Subscribe or SubscribeInitialize.
 	Topic string
 	sion.SubscriptionStats
 	// Waiting is the number of messages taken from the sion queue that

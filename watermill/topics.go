@@ -60,7 +60,8 @@ func (TypeTopics) Topic(ev *sion.Event) (string, bool) { return ev.Type, true }
 type AttributeTopics struct {
 	// Type is the event type of every topic's events.
 	Type string
-	// Attribute is the string attribute of Type that holds the topic.
+	// Attribute is the string attribute of Type that holds the topic, by
+	// its canonical name.
 	Attribute string
 }
 
