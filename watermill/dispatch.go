@@ -74,6 +74,11 @@ func (d *dispatcher) run(stop <-chan struct{}) error {
 	}
 	off := reflect.SelectCase{Dir: reflect.SelectRecv} // a zero Chan: ignored
 	for {
+		select { // after Close, no message for anyone
+		case <-stop:
+			return nil
+		default:
+		}
 		for i := len(d.slots) - 1; i >= 0; i-- { // no message for a consumer whose context ended
 			select {
 			case <-d.slots[i].c.gone:

@@ -111,7 +111,7 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 // Each message's Context derives from ctx (its values are ctx's) and is
 // cancelled after Ack or Nack and when the channel closes. The channel
 // closes when ctx ends, at Close, or when the topic's sion subscription
-// ends (its session closed or failed for good; logged at level Error). A
+// ends (its session closed or failed for good; logged at level Warn). A
 // message not yet acknowledged then goes back to the head of the topic's
 // queue, for the next consumer; an Ack that comes later does not take it
 // back.
