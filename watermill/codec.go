@@ -51,8 +51,8 @@ type Config struct {
 	// ContentTypeKey; "" lets sion sniff the first byte (a payload that
 	// starts with '{', '[' or '<' must then parse as JSON or XML).
 	ContentType string
-	// Logger receives the Subscriber's log records (a sion subscription
-	// that ended with an error); nil discards them.
+	// Logger receives the Subscriber's log records (a topic's sion
+	// subscription that ended other than by Close); nil discards them.
 	Logger *slog.Logger
 }
 

@@ -330,3 +330,30 @@ func TestConfigErrors(t *testing.T) {
 	_, err = watermill.AttributeTopics{Type: "Reading"}.Filter("x")
 	require.ErrorIs(t, err, sion.ErrInvalidConfig)
 }
+
+// TestAttributeTopics checks the mapping of any topic to one event type:
+// the topic's attribute stays out of the metadata, so a received message
+// can be published on another topic as it is.
+func TestAttributeTopics(t *testing.T) {
+	o := loadOntology(t, suiteOntology)
+	n := variants[0].make(t, o)
+	p := newPair(t, n, watermill.SubscriberConfig{Config: watermill.Config{
+		Topics: watermill.AttributeTopics{Type: "Message", Attribute: "topic"}, MetadataAttribute: "metadata"}})
+	in, out := subscribeTo(t, p.sub, "orders.in"), subscribeTo(t, p.sub, "orders/out ✓")
+	require.NoError(t, p.pub.Publish("orders.in", newMessage(uuid1, "x", map[string]string{"k": "v"})))
+	m := receive(t, in)
+	assert.Equal(t, wmessage.Metadata{"k": "v"}, m.Metadata)
+	require.NoError(t, p.pub.Publish("orders/out ✓", m))
+	m.Ack()
+	fwd := receive(t, out)
+	assert.Equal(t, uuid1, fwd.UUID)
+	assert.Equal(t, wmessage.Metadata{"k": "v"}, fwd.Metadata)
+	fwd.Ack()
+
+	// A topic's attribute given again as metadata must agree.
+	err := p.pub.Publish("orders.in", newMessage(uuid2, "", map[string]string{"topic": "elsewhere"}))
+	require.ErrorIs(t, err, sion.ErrInvalidEvent)
+	assert.Contains(t, err.Error(), `"elsewhere"`)
+	require.NoError(t, p.pub.Publish("orders.in", newMessage(uuid2, "", map[string]string{"topic": "orders.in"})))
+	assert.Equal(t, uuid2, receive(t, in).UUID)
+}

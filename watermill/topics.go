@@ -21,7 +21,9 @@ type Topics interface {
 	// Event returns the event type (a name or synonym of the ontology)
 	// and the attributes (names canonical or synonyms) of every event that
 	// a message published on topic becomes. An error refuses the publish
-	// or subscribe and is returned wrapped.
+	// and is returned wrapped. The Subscriber calls it too, with the topic
+	// of a delivered event, to leave the topic's own attributes out of the
+	// message's metadata.
 	Event(topic string) (eventType string, attrs []ontology.Attr, err error)
 	// Filter returns the filter source (see the filter package) of the
 	// sion subscription Subscribe(topic) makes.
