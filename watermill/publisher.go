@@ -47,9 +47,9 @@ func NewPublisher(s *sion.Session, cfg Config) (*Publisher, error) {
 // the ontology), sion.ErrInvalidEvent (a metadata value that does not
 // parse as its attribute's kind, naming key and value; a metadata key
 // that is no attribute of the type when no Config.MetadataAttribute
-// carries it; a payload the place refuses), the Topics' error,
-// sion.ErrClosed (after Close, or on a closed session), or the message
-// context's error; test them with errors.Is.
+// carries it; a payload the place refuses; a nil message), the Topics'
+// error, sion.ErrClosed (after Close, or on a closed session), or the
+// message context's error; test them with errors.Is.
 //
 // A message published again with the same UUID on the same topic is the
 // same event: the switch drops the copy (a publisher's retry is delivered
@@ -58,6 +58,9 @@ func (p *Publisher) Publish(topic string, messages ...*wmessage.Message) error {
 	for _, msg := range messages {
 		if p.closed.Load() {
 			return fmt.Errorf("watermill: publisher: %w", sion.ErrClosed)
+		}
+		if msg == nil {
+			return fmt.Errorf("watermill: topic %q: %w: nil message", topic, sion.ErrInvalidEvent)
 		}
 		ev, err := p.c.toEvent(topic, msg)
 		if err != nil {

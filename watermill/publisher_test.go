@@ -145,9 +145,13 @@ func TestPublishErrors(t *testing.T) {
 		{"the carrier as a key", carrying, "Reading", map[string]string{"extra": "x"}, "", sion.ErrInvalidEvent, []string{`"extra"`}},
 		{"two keys for one attribute", p, "Reading", map[string]string{"temp": "1", "celsius": "2"}, "", sion.ErrInvalidEvent, []string{`"celsius"`, `"temp"`}},
 		{"payload that is not JSON", p, "Reading", nil, "{oops", sion.ErrInvalidEvent, []string{uuid1}},
+		{"nil message", p, "Reading", nil, "", sion.ErrInvalidEvent, []string{"nil message"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.p.pub.Publish(tc.topic, newMessage(uuid1, tc.data, tc.md))
+			if tc.name == "nil message" {
+				err = tc.p.pub.Publish(tc.topic, nil)
+			}
 			require.ErrorIs(t, err, tc.want)
 			for _, s := range append(tc.names, `"`+tc.topic+`"`) {
 				assert.Contains(t, err.Error(), s)
@@ -356,4 +360,23 @@ func TestAttributeTopics(t *testing.T) {
 	assert.Contains(t, err.Error(), `"elsewhere"`)
 	require.NoError(t, p.pub.Publish("orders.in", newMessage(uuid2, "", map[string]string{"topic": "orders.in"})))
 	assert.Equal(t, uuid2, receive(t, in).UUID)
+}
+
+// TestRepublishElsewhere checks that a message published again with its
+// UUID on another switch of the place is dropped there too: the switch
+// has seen its event ID arrive over the shared link.
+func TestRepublishElsewhere(t *testing.T) {
+	n := variants[1].make(t, loadOntology(t, readings)) // tcp-link
+	p := newPair(t, n, watermill.SubscriberConfig{})
+	other, err := watermill.NewPublisher(n.subscriberSession(t, "pub-b"), watermill.Config{})
+	require.NoError(t, err)
+	ch := subscribeTo(t, p.sub, "Reading")
+	require.NoError(t, p.pub.Publish("Reading", newMessage(uuid1, "a", nil)))
+	m := receive(t, ch)
+	assert.Equal(t, uuid1, m.UUID)
+	m.Ack()
+	require.NoError(t, other.Publish("Reading", newMessage(uuid1, "a", nil)))
+	require.NoError(t, other.Publish("Reading", newMessage(uuid2, "b", nil)))
+	assert.Equal(t, uuid2, receive(t, ch).UUID, "the copy published on the subscriber's switch was dropped")
+	assert.Equal(t, uint64(1), n.subSw.Stats().Duplicates)
 }
