@@ -40,7 +40,7 @@ func startServer(t testing.TB, opts *server.Options) *server.Server {
 func connect(t testing.TB, urls string, opts ...natsgo.Option) *natsgo.Conn {
 	t.Helper()
 	opts = append([]natsgo.Option{natsgo.MaxReconnects(-1), natsgo.ReconnectWait(20 * time.Millisecond),
-		natsgo.DontRandomize()}, opts...)
+		natsgo.DontRandomize(), natsgo.ErrorHandler(func(*natsgo.Conn, *natsgo.Subscription, error) {})}, opts...)
 	nc, err := natsgo.Connect(urls, opts...)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -59,4 +59,50 @@ func newTransport(t testing.TB, nc *natsgo.Conn, cfg nats.Config) *nats.Transpor
 // prefix returns a subject prefix of its own for test t.
 func prefix(t testing.TB) string {
 	return fmt.Sprintf("sion%d", time.Now().UnixNano())
+}
+
+// startCluster starts n embedded NATS servers clustered on random
+// 127.0.0.1 ports, and waits until each has a route to every other.
+func startCluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	name := fmt.Sprintf("sion-%d", time.Now().UnixNano())
+	clusterOpts := func(i int) *server.Options {
+		return &server.Options{ServerName: fmt.Sprintf("n%d", i),
+			Cluster: server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: -1}}
+	}
+	seed := startServer(t, clusterOpts(0))
+	servers := []*server.Server{seed}
+	routes := server.RoutesFromStr("nats://" + seed.ClusterAddr().String())
+	for i := 1; i < n; i++ {
+		opts := clusterOpts(i)
+		opts.Routes = routes
+		servers = append(servers, startServer(t, opts))
+	}
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.NumRemotes() != n-1 {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "cluster routes")
+	return servers
+}
+
+// urls returns the client URLs of servers, comma-separated.
+func urls(servers ...*server.Server) string {
+	var out string
+	for i, s := range servers {
+		if i > 0 {
+			out += ","
+		}
+		out += s.ClientURL()
+	}
+	return out
+}
+
+// kill shuts s down and waits for it.
+func kill(s *server.Server) {
+	s.Shutdown()
+	s.WaitForShutdown()
 }

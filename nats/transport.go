@@ -16,6 +16,13 @@ import (
 // Network is the network name of every Addr: "nats".
 const Network = "nats"
 
+// NoRespondersGrace is how long Dial keeps asking while NATS answers
+// that nobody subscribes to the Listener's subject, before it returns
+// transport.ErrNoListener: 500 ms (or Config.HandshakeTimeout, if
+// shorter). A Listener's subscription reaches the other servers of a
+// cluster a moment after Listen returns.
+const NoRespondersGrace = 500 * time.Millisecond
+
 // Addr is the address of a Listener or of one end of a Conn: a name in the
 // subject space of the Transport's Config.SubjectPrefix. A Listener's Addr,
 // and the accepted end's LocalAddr, is the name given to Listen; a dialed
@@ -203,16 +210,25 @@ func (t *Transport) request(ctx context.Context, addr string, hello []byte) (par
 		}
 		return fmt.Errorf("%w: no reply on %s within HandshakeTimeout %v", transport.ErrNoListener, subject, t.cfg.HandshakeTimeout)
 	}
-	wait := 10 * time.Millisecond
+	wait, start := 10*time.Millisecond, time.Now()
 	for {
 		reply, err := t.cfg.Conn.RequestWithContext(hctx, subject, hello)
 		switch {
-		case errors.Is(err, natsgo.ErrNoResponders):
+		case errors.Is(err, natsgo.ErrNoResponders) && time.Since(start) >= NoRespondersGrace:
 			return params{}, fmt.Errorf("%w (no responders on %s)", transport.ErrNoListener, subject)
+		case errors.Is(err, natsgo.ErrNoResponders):
+			// The Listener's interest may not have reached this server
+			// of the cluster yet: wait and ask again.
 		case err != nil && hctx.Err() != nil:
 			return params{}, gaveUp()
 		case err != nil:
 			return params{}, connErr(err)
+		}
+		if err != nil {
+			if !sleep(hctx, &wait) {
+				return params{}, gaveUp()
+			}
+			continue
 		}
 		switch b := reply.Data; {
 		case len(b) == accBytes && b[0] == kindAcc:
@@ -221,14 +237,23 @@ func (t *Transport) request(ctx context.Context, addr string, hello []byte) (par
 		default:
 			return params{}, fmt.Errorf("%w: reply of %d bytes to a dial request", ErrProtocol, len(b))
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-hctx.Done():
-			timer.Stop()
+		if !sleep(hctx, &wait) {
 			return params{}, gaveUp()
 		}
-		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// sleep waits *wait, or until ctx is done (it then returns false), and
+// doubles *wait up to 500 ms.
+func sleep(ctx context.Context, wait *time.Duration) bool {
+	timer := time.NewTimer(*wait)
+	defer timer.Stop()
+	*wait = min(2**wait, 500*time.Millisecond)
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
