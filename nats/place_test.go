@@ -83,13 +83,13 @@ type placeNode struct {
 	served chan error
 }
 
-// serve starts a switch named name in place, serving on tr at name, and
+// serve starts a switch named name in place, serving on tr at addr, and
 // closes it when the test ends.
-func serve(t testing.TB, place *sion.EventPlace, tr transport.Transport, name string) *placeNode {
+func serve(t testing.TB, place *sion.EventPlace, tr transport.Transport, name, addr string) *placeNode {
 	t.Helper()
 	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: name, Place: place})
 	require.NoError(t, err)
-	l, err := tr.Listen(name)
+	l, err := tr.Listen(addr)
 	require.NoError(t, err)
 	nd := &placeNode{sw: sw, tr: tr, addr: l.Addr().String(), served: make(chan error, 1)}
 	go func() { nd.served <- sw.Serve(context.Background(), l) }()
@@ -150,7 +150,8 @@ func TestPlaceOverNATSCluster(t *testing.T) {
 		nc := connect(t, urls(order...))
 		ncs = append(ncs, nc)
 		tr := newTransport(t, nc, nats.Config{SubjectPrefix: subject})
-		nodes = append(nodes, serve(t, place, tr, fmt.Sprintf("sw%d", i)))
+		name := fmt.Sprintf("sw%d", i)
+		nodes = append(nodes, serve(t, place, tr, name, name))
 	}
 	for i, p := range parents {
 		if p < 0 {
