@@ -49,6 +49,8 @@ type conn struct {
 	credit       chan struct{}
 	progressAt   time.Time     // when ackedSeq last moved, or the first unacked message was sent
 	rto          time.Duration // the current retransmission timeout
+	suspect      uint64        // after a timeout: the messages before it, sent before, are likely lost
+	gapResentAt  time.Time     // when the last gap made c resend its unacknowledged messages
 	sentAt       time.Time     // when this end last published anything
 
 	// Receiving side; mu.
@@ -61,7 +63,8 @@ type conn struct {
 	rqBytes       int
 	consumed      uint64 // messages the application has taken
 	consumedBytes uint64
-	advertised    ack // the last acknowledgement sent
+	advertised    ack  // the last acknowledgement sent
+	gapSeen       bool // a message arrived after a gap since the last acknowledgement
 	arrived       chan struct{}
 	recvAt        time.Time // when anything last arrived from the peer
 
@@ -119,8 +122,10 @@ func (c *conn) subscribe(subject string) error {
 
 // start sets the peer's parameters and starts loop.
 func (c *conn) start(peer params) {
+	c.mu.Lock() // the handler may be taking the peer's first messages
 	c.peer = peer
 	c.maxFrameBytes = min(c.own.maxFrameBytes, peer.maxFrameBytes)
+	c.mu.Unlock()
 	go c.loop()
 }
 
@@ -211,6 +216,14 @@ func (c *conn) sendLocked(m []byte, n int) {
 	c.nextSeq++
 	c.sentBytes += uint64(n)
 	c.publishLocked(m)
+}
+
+// resendLocked publishes the first n unacknowledged messages again. mu
+// must be held.
+func (c *conn) resendLocked(n int) {
+	for _, m := range c.unacked[:min(n, len(c.unacked))] {
+		c.publishLocked(m)
+	}
 }
 
 // publishLocked publishes m to the peer. A message the NATS client cannot
@@ -404,9 +417,10 @@ func (c *conn) dataLocked(b []byte) error {
 	if seq != c.expect || c.peerEnded || c.failure != nil {
 		// A duplicate (retransmitted, its acknowledgement lost) or a
 		// message after a gap (those before were lost): drop it, and
-		// acknowledge what arrived so that the peer retransmits from
-		// there.
+		// acknowledge what arrived at once, so that the peer resends
+		// from there.
 		c.advertised.received = ^uint64(0) // force the next acknowledgement
+		c.gapSeen = c.gapSeen || seq > c.expect
 		c.wake()
 		return nil
 	}
@@ -462,17 +476,30 @@ func (c *conn) ackLocked(a ack) {
 			c.remote, ErrProtocol, transport.ErrClosed))
 		return
 	}
+	now := time.Now()
 	if a.received > c.ackedSeq {
 		c.unacked = c.unacked[a.received-c.ackedSeq:]
 		if len(c.unacked) == 0 {
 			c.unacked = nil
 		}
 		c.ackedSeq = a.received
-		c.progressAt = time.Now()
+		c.progressAt = now
 		c.rto = c.cfg.RetransmitTimeout
 		if c.endSent && c.ackedSeq == c.nextSeq {
 			c.wake() // the end is acknowledged: loop tears down
 		}
+		if c.suspect > c.ackedSeq {
+			// The message resent on a timeout arrived: those sent with
+			// it before the timeout are likely lost too.
+			c.resendLocked(int(c.suspect - c.ackedSeq))
+		}
+		c.suspect = 0
+	}
+	if a.gap && len(c.unacked) > 0 && now.Sub(c.gapResentAt) >= c.rto {
+		// Messages were lost and later ones arrived: resend from the
+		// first lost, once per timeout however many messages report it.
+		c.resendLocked(len(c.unacked))
+		c.gapResentAt, c.progressAt = now, now
 	}
 	if a.consumed > c.peerConsumed || a.consumedBytes > c.peerBytes || int(a.windowBytes) != c.peer.windowBytes {
 		c.peerConsumed = max(c.peerConsumed, a.consumed)
@@ -522,17 +549,20 @@ func (c *conn) step(now time.Time) bool {
 			c.failLocked(fmt.Errorf("%w: nothing received from %v for %v: %w",
 				ErrPeerDead, c.remote, c.cfg.DeadAfter, transport.ErrClosed))
 		case len(c.unacked) > 0 && now.Sub(c.progressAt) >= c.rto:
-			for _, m := range c.unacked {
-				c.publishLocked(m)
-			}
+			// Nothing acknowledged for a timeout: resend the first
+			// message only, so that a peer merely slow to acknowledge
+			// does not get the whole window again; its acknowledgement
+			// brings the others (suspect).
+			c.resendLocked(1)
+			c.suspect = c.nextSeq
 			c.progressAt = now
 			c.rto = min(2*c.rto, max(c.cfg.PingInterval, c.cfg.RetransmitTimeout))
 		}
 	}
-	a := ack{received: c.expect, consumed: c.consumed, consumedBytes: c.consumedBytes, windowBytes: uint64(c.own.windowBytes)}
+	a := ack{received: c.expect, consumed: c.consumed, consumedBytes: c.consumedBytes, windowBytes: uint64(c.own.windowBytes), gap: c.gapSeen}
 	if c.failure == nil && (a != c.advertised || !now.IsZero() && now.Sub(c.sentAt) >= c.cfg.PingInterval) {
 		// Changed, or a keepalive: it also repeats a lost acknowledgement.
-		c.advertised = a
+		c.advertised, c.gapSeen = a, false
 		c.publishLocked(encodeAck(a))
 	}
 	over := c.failure != nil || c.peerEnded ||

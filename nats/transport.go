@@ -16,6 +16,12 @@ import (
 // Network is the network name of every Addr: "nats".
 const Network = "nats"
 
+// ListenProbeTimeout bounds how long Listen waits for another Listener
+// on the same subject to answer its probe: 1 s. A subscription that its
+// NATS connection is tearing down may take the probe without answering;
+// Listen then goes on after this wait.
+const ListenProbeTimeout = time.Second
+
 // NoRespondersGrace is how long Dial keeps asking while NATS answers
 // that nobody subscribes to the Listener's subject, before it returns
 // transport.ErrNoListener: 500 ms (or Config.HandshakeTimeout, if
@@ -90,9 +96,10 @@ func (t *Transport) checkPayload() error {
 // name the Transport picks (a NUID). Listen returns an error wrapping
 // transport.ErrAddrInUse when a Listener of this Transport holds name, or
 // when a Listener elsewhere answers the question Listen asks on that
-// subject (within Config.HandshakeTimeout; two Listens at once in two
-// processes may both succeed, and then Dials reach one of them at
-// random). It returns an error wrapping ErrConnLost when the NATS
+// subject within ListenProbeTimeout (or Config.HandshakeTimeout, if
+// shorter). Two Listens at once in two processes may both succeed, as
+// may a Listen while the other Listener is too slow to answer; Dials
+// then reach one of them at random. It returns an error wrapping ErrConnLost when the NATS
 // connection is closed.
 func (t *Transport) Listen(name string) (transport.Listener, error) {
 	if name == "" {
@@ -123,7 +130,7 @@ func (t *Transport) Listen(name string) (transport.Listener, error) {
 func (t *Transport) listen(name, subject string) (*listener, error) {
 	nc := t.cfg.Conn
 	if nc.HeadersSupported() {
-		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.HandshakeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), min(t.cfg.HandshakeTimeout, ListenProbeTimeout))
 		_, err := nc.RequestWithContext(ctx, subject, []byte{kindProbe})
 		cancel()
 		switch {

@@ -29,8 +29,8 @@ const (
 
 // Sizes, in bytes, of the fixed parts of messages.
 const (
-	dataHeaderBytes = 10      // kind, flags, seq
-	ackBytes        = 1 + 8*4 // kind, received, consumed messages, consumed bytes, window bytes
+	dataHeaderBytes = 10          // kind, flags, seq
+	ackBytes        = 1 + 8*4 + 1 // kind, received, consumed messages, consumed bytes, window bytes, gap
 	helloBytes      = 2 + 4 + 4 + 4
 	accBytes        = 1 + 4 + 4 + 4
 	maxIDBytes      = 64
@@ -109,9 +109,12 @@ func encodeAccept(p params) []byte {
 // ack is what a receiver tells its sender: every message before received
 // has arrived; the application has taken consumed messages holding
 // consumedBytes bytes of frames; its window is windowBytes.
+// gap reports that a message arrived after a gap: those from received on
+// were lost, and the sender resends them at once.
 type ack struct {
 	received, consumed, consumedBytes uint64
 	windowBytes                       uint64
+	gap                               bool
 }
 
 func encodeAck(a ack) []byte {
@@ -121,6 +124,9 @@ func encodeAck(a ack) []byte {
 	binary.BigEndian.PutUint64(b[9:], a.consumed)
 	binary.BigEndian.PutUint64(b[17:], a.consumedBytes)
 	binary.BigEndian.PutUint64(b[25:], a.windowBytes)
+	if a.gap {
+		b[33] = 1
+	}
 	return b
 }
 
@@ -133,6 +139,7 @@ func decodeAck(b []byte) (ack, error) {
 		consumed:      binary.BigEndian.Uint64(b[9:]),
 		consumedBytes: binary.BigEndian.Uint64(b[17:]),
 		windowBytes:   binary.BigEndian.Uint64(b[25:]),
+		gap:           b[33] != 0,
 	}, nil
 }
 
