@@ -148,6 +148,11 @@ func (t *Transport) listen(name, subject string) (*listener, error) {
 	}
 	sub.SetClosedHandler(func(string) { close(l.subDone) })
 	l.sub = sub
+	// Make the server take the subscription before Listen returns, so
+	// that a Dial or a probe after it finds the Listener (on this server
+	// at once; on others of the cluster a moment later). While the NATS
+	// client reconnects, it re-subscribes when it is back.
+	nc.FlushTimeout(t.cfg.HandshakeTimeout)
 	return l, nil
 }
 
