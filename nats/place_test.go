@@ -100,23 +100,32 @@ func serve(t testing.TB, place *sion.EventPlace, tr transport.Transport, name, a
 	return nd
 }
 
-// allLinksUp waits until every link of every switch is up, and returns
-// when each came up, by switch and peer.
+// linksUp reports whether every switch of nodes has its links up, links
+// in all (each counted at both ends), and returns when each came up, by
+// switch and peer.
+func linksUp(nodes []*placeNode, links int) (map[string]time.Time, bool) {
+	since := make(map[string]time.Time)
+	n := 0
+	for _, nd := range nodes {
+		for _, li := range nd.sw.Links() {
+			if li.State != sion.LinkUp {
+				return nil, false
+			}
+			since[fmt.Sprintf("%s-%s", nd.sw.Name(), li.Peer)] = li.Since
+			n++
+		}
+	}
+	return since, n == 2*links
+}
+
+// allLinksUp waits until linksUp, and returns when each link came up.
 func allLinksUp(t testing.TB, nodes []*placeNode, links int) map[string]time.Time {
 	t.Helper()
-	since := make(map[string]time.Time)
+	var since map[string]time.Time
 	require.Eventually(t, func() bool {
-		n := 0
-		for _, nd := range nodes {
-			for _, li := range nd.sw.Links() {
-				if li.State != sion.LinkUp {
-					return false
-				}
-				since[fmt.Sprintf("%s-%s", nd.sw.Name(), li.Peer)] = li.Since
-				n++
-			}
-		}
-		return n == 2*links
+		var ok bool
+		since, ok = linksUp(nodes, links)
+		return ok
 	}, time.Minute, 10*time.Millisecond, "every link up")
 	return since
 }
@@ -126,20 +135,55 @@ func allLinksUp(t testing.TB, nodes []*placeNode, links int) map[string]time.Tim
 // own NATS connection, to server i mod 3 first and the others on
 // reconnect. Quakewatch's subscribers sit on switches 1 to 5, and the
 // USGS week is published at switch 4; each subscriber receives exactly
-// its ground truth. Then the NATS server of switches 1 and 4 is killed:
-// their clients reconnect to the other servers, the links recover (the
-// transport retransmits what the failover lost, or, if a Conn died, sion
-// re-establishes the link and re-sends its filters), and the week
-// published again is received again, exactly.
+// its ground truth. Then the NATS server of switches 1 and 4 is killed
+// while the week is published again: their clients reconnect to the
+// other servers. In the first variant they do so at once, every Conn
+// survives (the transport retransmits what the failover lost), and even
+// the events published meanwhile arrive exactly. In the second, the
+// clients wait 1.5 s before they reconnect, longer than the transport's
+// DeadAfter: the Conns of switches 1 and 4 die, sion's links re-form on
+// new Conns once the clients are back, and re-send their filters. In
+// both, the week published once every link is up again is received
+// exactly.
 func TestPlaceOverNATSCluster(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a cluster of 3 NATS servers and 2 × 2,389 events")
+		t.Skip("a cluster of 3 NATS servers and 3 × 2,389 events")
 	}
+	for _, v := range []struct {
+		name string
+		cfg  nats.Config
+		// reconnectDelay is how long a client waits before it reconnects
+		reconnectDelay time.Duration
+		// reformed is how many link ends must re-form after the kill
+		reformed int
+	}{
+		{"Conns survive", nats.Config{}, 0, 0},
+		{"Conns die and links re-form", nats.Config{PingInterval: 50 * time.Millisecond, DeadAfter: 500 * time.Millisecond},
+			1500 * time.Millisecond, 6}, // 1-0, 3-1 and 4-1, both ends
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			testPlaceOverNATSCluster(t, v.cfg, v.reconnectDelay, v.reformed)
+		})
+	}
+}
+
+func testPlaceOverNATSCluster(t *testing.T, cfg nats.Config, reconnectDelay time.Duration, mustReform int) {
 	servers := startCluster(t, 3)
 	place, readWeek := usgsPlace(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	subject := prefix(t)
+	cfg.SubjectPrefix = prefix(t)
+	killed := servers[1].ClientURL()
+	// Reconnect to the first server of the list that is not the one
+	// killed, after reconnectDelay.
+	reconnect := natsgo.ReconnectToServer(func(pool []natsgo.Server, _ natsgo.ServerInfo) (*natsgo.Server, time.Duration) {
+		for i := range pool {
+			if pool[i].URL.String() != killed {
+				return &pool[i], reconnectDelay
+			}
+		}
+		return &pool[0], reconnectDelay
+	})
 
 	// The tree: 1 and 2 link to 0, 3 and 4 to 1, 5 to 2.
 	parents := []int{-1, 0, 0, 1, 1, 2}
@@ -147,9 +191,9 @@ func TestPlaceOverNATSCluster(t *testing.T) {
 	var ncs []*natsgo.Conn
 	for i := range parents {
 		order := []*server.Server{servers[i%3], servers[(i+1)%3], servers[(i+2)%3]}
-		nc := connect(t, urls(order...))
+		nc := connect(t, urls(order...), reconnect)
 		ncs = append(ncs, nc)
-		tr := newTransport(t, nc, nats.Config{SubjectPrefix: subject})
+		tr := newTransport(t, nc, cfg)
 		name := fmt.Sprintf("sw%d", i)
 		nodes = append(nodes, serve(t, place, tr, name, name))
 	}
@@ -221,12 +265,24 @@ func TestPlaceOverNATSCluster(t *testing.T) {
 	// Kill the NATS server of switches 1 and 4 while half the week is
 	// published: links 1-0, 3-1 and 4-1 lose messages in flight.
 	during := publishWeek(func() { kill(servers[1]) })
-	after := allLinksUp(t, nodes, len(parents)-1)
+	var after map[string]time.Time
 	reformed := 0
+	require.Eventually(t, func() bool {
+		var ok bool
+		if after, ok = linksUp(nodes, len(parents)-1); !ok {
+			return false
+		}
+		reformed = 0
+		for k, s := range before {
+			if !after[k].Equal(s) {
+				reformed++
+			}
+		}
+		return reformed >= mustReform
+	}, time.Minute, 10*time.Millisecond, "every link up, %d ends re-formed", mustReform)
 	for k, s := range before {
 		if !after[k].Equal(s) {
 			t.Logf("link %s re-formed after the kill", k)
-			reformed++
 		}
 	}
 	t.Logf("published during the kill: received %v of %v; %d link ends re-formed", during, wants(), reformed)
