@@ -144,7 +144,7 @@ func (t *Transport) listen(name, subject string) (*listener, error) {
 		done: make(chan struct{}), subDone: make(chan struct{})}
 	sub, err := nc.Subscribe(subject, l.handle)
 	if err != nil {
-		return nil, fmt.Errorf("nats: listen %s: %w", name, err)
+		return nil, fmt.Errorf("nats: listen %s: %w", name, connErr(err))
 	}
 	sub.SetClosedHandler(func(string) { close(l.subDone) })
 	l.sub = sub
