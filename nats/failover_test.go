@@ -172,3 +172,51 @@ func newPeerSetup(t *testing.T) *peerSetup {
 	t.Cleanup(func() { b.Close() })
 	return &peerSetup{servers: servers, ncB: ncB, a: a, b: b}
 }
+
+// TestProtocolViolation: a message of no known kind on a Conn's subject
+// closes that Conn with ErrProtocol, and no other; a malformed Dial
+// request gets no reply, and the Listener goes on.
+func TestProtocolViolation(t *testing.T) {
+	s := startServer(t, nil)
+	nc := connect(t, s.ClientURL())
+	pfx := prefix(t)
+	tr := newTransport(t, nc, nats.Config{SubjectPrefix: pfx})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	l, err := tr.Listen("target")
+	require.NoError(t, err)
+	defer l.Close()
+	pair := func() (transport.Conn, transport.Conn) {
+		c, err := tr.Dial(ctx, "target")
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		a, err := l.Accept(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { a.Close() })
+		return c, a
+	}
+	c1, a1 := pair()
+	c2, a2 := pair()
+
+	// The accepted end receives on the dialed end's subject, ".d" → ".a".
+	d := c1.LocalAddr().String()
+	require.NoError(t, nc.Publish(d[:len(d)-1]+"a", []byte("Z garbage")))
+	_, err = a1.Recv(ctx)
+	require.ErrorIs(t, err, nats.ErrProtocol)
+	require.ErrorIs(t, err, transport.ErrClosed)
+
+	rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer rcancel()
+	bad, err := nc.RequestWithContext(rctx, pfx+".listen.target", []byte("H\x07nonsense"))
+	require.ErrorIs(t, err, context.DeadlineExceeded, "reply %v to a malformed dial request", bad)
+
+	require.NoError(t, c2.Send(ctx, []byte("still here")))
+	f, err := a2.Recv(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "still here", string(f))
+	c3, a3 := pair()
+	require.NoError(t, a3.Send(ctx, []byte("and here")))
+	f, err = c3.Recv(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "and here", string(f))
+}
