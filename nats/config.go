@@ -40,11 +40,21 @@ const (
 	// again: 250 ms, doubling while nothing is acknowledged, up to
 	// PingInterval.
 	DefaultRetransmitTimeout = 250 * time.Millisecond
+	// DefaultPendingReadBytes is the receive budget, in bytes, of an
+	// accepted Conn until Admit: 64 KiB.
+	DefaultPendingReadBytes = 64 << 10
 	// DefaultCloseTimeout bounds how long a closed Conn keeps sending the
 	// frames queued before Close (and its end-of-stream marker) until the
 	// peer acknowledges them: 10 s.
 	DefaultCloseTimeout = 10 * time.Second
 )
+
+// UnadmittedCloseTimeout bounds how long an accepted Conn closed before
+// Admit keeps retransmitting what it sent (Config.CloseTimeout bounds it
+// too, if shorter): 250 ms. So a peer that has not been admitted keeps
+// its subscription and goroutine no longer, and what was sent to it — a
+// refusal, say — is delivered on a best-effort basis.
+const UnadmittedCloseTimeout = 250 * time.Millisecond
 
 // MinPayloadBytes is the smallest max_payload, in bytes, of a NATS server
 // that the Transport works with: its messages need room for a header and
@@ -92,6 +102,14 @@ type Config struct {
 	// than the whole window passes when the window is empty. 0 means
 	// DefaultWindowBytes.
 	WindowBytes int
+
+	// PendingReadBytes is the receive budget, in bytes, of an accepted
+	// Conn until the application admits its peer (transport.Admitter):
+	// its window in bytes, and the largest frame it takes — a larger one
+	// closes it with ErrProtocol. Admit lifts them to WindowBytes and
+	// MaxFrameBytes. Conns returned by Dial are admitted from the start.
+	// 0 means DefaultPendingReadBytes.
+	PendingReadBytes int
 
 	// BacklogConns is how many dialed connections a Listener holds for
 	// Accept; while it holds that many, it answers Dials "busy", and they
@@ -148,6 +166,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.BacklogConns == 0 {
 		cfg.BacklogConns = DefaultBacklogConns
 	}
+	if cfg.PendingReadBytes == 0 {
+		cfg.PendingReadBytes = DefaultPendingReadBytes
+	}
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -183,6 +204,7 @@ func (cfg Config) validate() error {
 		{"WindowFrames", cfg.WindowFrames},
 		{"WindowBytes", cfg.WindowBytes},
 		{"BacklogConns", cfg.BacklogConns},
+		{"PendingReadBytes", cfg.PendingReadBytes},
 	} {
 		if f.v < 0 || f.v > maxUint32Field {
 			return fmt.Errorf("nats: Config.%s is %d, want 0 to %d", f.name, f.v, maxUint32Field)

@@ -1,6 +1,7 @@
 package nats_test
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func TestConformance(t *testing.T) {
 					cfg.SubjectPrefix = prefix(t) // not the last subtest's, which its server may still be removing
 				}
 				return newTransport(t, nc, cfg), "switch-a"
-			}, transporttest.Caps{MaxFrameBytes: v.cfg.MaxFrameBytes, BufferFrames: frames})
+			}, transporttest.Caps{MaxFrameBytes: v.cfg.MaxFrameBytes, BufferFrames: frames,
+				PendingFrameBytes: min(nats.DefaultPendingReadBytes, cmp.Or(v.cfg.MaxFrameBytes, transport.DefaultMaxFrameBytes))})
 		})
 	}
 }

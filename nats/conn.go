@@ -21,13 +21,15 @@ import (
 // the conn is over, unsubscribes and waits for the subscription's handler
 // goroutine (NATS's) to end. Send, Recv and the handler share mu.
 type conn struct {
-	nc            *natsgo.Conn
-	sendSubject   string // the peer's subject
-	local, remote Addr
-	maxFrameBytes int
-	cfg           Config // with defaults
-	own           params // this end's receive window
-	peer          params // the peer's receive window
+	nc                *natsgo.Conn
+	sendSubject       string // the peer's subject
+	local, remote     Addr
+	maxFrameBytes     int
+	cfg               Config    // with defaults
+	own               params    // this end's receive window; windowBytes under mu
+	arrived0          time.Time // when the Listener took the hello in; zero for Dial's
+	pendingFrameBytes int       // the largest frame taken until Admit
+	peer              params    // the peer's receive window
 
 	sub     *natsgo.Subscription
 	subDone chan struct{} // closed by the subscription's closed handler
@@ -75,6 +77,7 @@ type conn struct {
 	peerEnded bool      // the peer's marker arrived in order, after its frames
 	failure   error     // why the conn ended, other than a local Close
 	torn      bool      // loop is tearing the conn down: the handler ignores messages
+	admitted  bool      // the budget of an accepted end is lifted (Admit); Dial's are from the start
 }
 
 // inFrame is a frame waiting for Recv: its bytes and the messages and
@@ -84,13 +87,18 @@ type inFrame struct {
 	msgs int
 }
 
-var _ transport.Conn = (*conn)(nil)
+var (
+	_ transport.Conn     = (*conn)(nil)
+	_ transport.Admitter = (*conn)(nil)
+	_ transport.Arrival  = (*conn)(nil)
+)
 
-// newConn returns a conn receiving on recvSubject (already subscribed by
-// the caller through c.subscribe) and sending to sendSubject.
-func newConn(nc *natsgo.Conn, cfg Config, local, remote Addr, sendSubject string) *conn {
+// newConn returns a conn sending to sendSubject; the caller subscribes it
+// (c.subscribe) and starts it. An accepted conn holds its peer to
+// Config.PendingReadBytes until Admit.
+func newConn(nc *natsgo.Conn, cfg Config, local, remote Addr, sendSubject string, accepted bool) *conn {
 	now := time.Now()
-	return &conn{
+	c := &conn{
 		nc:          nc,
 		sendSubject: sendSubject,
 		local:       local,
@@ -106,7 +114,15 @@ func newConn(nc *natsgo.Conn, cfg Config, local, remote Addr, sendSubject string
 		rto:         cfg.RetransmitTimeout,
 		recvAt:      now,
 		sentAt:      now,
+		admitted:    !accepted,
 	}
+	c.pendingFrameBytes = c.own.maxFrameBytes
+	if accepted {
+		c.arrived0 = now
+		c.own.windowBytes = min(cfg.PendingReadBytes, cfg.WindowBytes)
+		c.pendingFrameBytes = min(cfg.PendingReadBytes, cfg.MaxFrameBytes)
+	}
+	return c
 }
 
 // subscribe subscribes c to subject, on which its peer sends.
@@ -301,13 +317,18 @@ func (c *conn) Recv(ctx context.Context) ([]byte, error) {
 // transport.ErrClosed, and frames received but not taken are dropped. It
 // returns at once; in the background, c retransmits the frames queued
 // before and its end-of-stream marker until the peer acknowledges them
-// (or Config.CloseTimeout passes, or the peer dies), then unsubscribes.
+// (or Config.CloseTimeout passes — UnadmittedCloseTimeout for an
+// accepted Conn not admitted —, or the peer dies), then unsubscribes.
 // Close is idempotent and returns nil.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		c.closeBy = time.Now().Add(c.cfg.CloseTimeout)
+		linger := c.cfg.CloseTimeout
+		if !c.admitted {
+			linger = min(linger, UnadmittedCloseTimeout)
+		}
+		c.closeBy = time.Now().Add(linger)
 		if c.failure == nil && !c.peerEnded && !c.torn {
 			c.endSent = true
 			c.sendLocked(encodeData(c.nextSeq, flagEnd, nil), 0)
@@ -330,6 +351,29 @@ func (c *conn) abort() {
 	c.mu.Unlock()
 	c.Close()
 }
+
+// Admit tells c that the application has admitted its peer: it lifts the
+// receive budget of an accepted Conn, Config.PendingReadBytes, to
+// Config.WindowBytes for the frames c holds (the next acknowledgement
+// tells the peer) and to MaxFrameBytes for the largest frame. Until then,
+// a frame larger than PendingReadBytes closes c with an error wrapping
+// ErrProtocol. A Conn returned by Dial is admitted from the start. Admit
+// is idempotent, never blocks, and is safe to call concurrently with
+// every other method; it implements transport.Admitter.
+func (c *conn) Admit() {
+	c.mu.Lock()
+	if !c.admitted {
+		c.admitted = true
+		c.own.windowBytes = c.cfg.WindowBytes
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+// ArrivedAt returns when the Listener took in the Dial's request, the
+// transport's whole handshake (transport.Arrival); the zero time for a
+// Conn from Dial.
+func (c *conn) ArrivedAt() time.Time { return c.arrived0 }
 
 // isClosed reports whether Close was called.
 func (c *conn) isClosed() bool {
@@ -440,6 +484,9 @@ func (c *conn) dataLocked(b []byte) error {
 	}
 	if c.partialBytes+len(chunk) > c.own.maxFrameBytes {
 		return fmt.Errorf("%w: frame over MaxFrameBytes %d", ErrProtocol, c.own.maxFrameBytes)
+	}
+	if !c.admitted && c.partialBytes+len(chunk) > c.pendingFrameBytes {
+		return fmt.Errorf("%w: frame over PendingReadBytes %d before the peer was admitted", ErrProtocol, c.pendingFrameBytes)
 	}
 	if !c.partialAlone && (c.rqMsgs+len(c.partial)+1 > c.own.windowFrames ||
 		c.rqBytes+c.partialBytes+len(chunk) > c.own.windowBytes) {

@@ -38,9 +38,14 @@
 // bounded by the window and the NATS server rather than by TCP; and
 // admission — a Listener's subject is open to every client of the NATS
 // account, so restrict who may publish there with NATS permissions, and
-// keep sion's own admission (a shared key) on top. The transport does not
-// implement transport.Admitter: an accepted Conn gets its full window at
-// once. Frames carry no MAC: NATS TLS and accounts protect them.
+// keep sion's own admission (a shared key) on top. Until the application
+// admits the peer (transport.Admitter), an accepted Conn holds it to
+// Config.PendingReadBytes (64 KiB): its receive window in bytes and its
+// largest frame; a Conn closed before Admit lingers at most
+// UnadmittedCloseTimeout. So a peer not admitted costs a listening switch
+// a subscription, a goroutine and at most PendingReadBytes of frames per
+// connection, and at most Config.BacklogConns connections wait for
+// Accept. Frames carry no MAC: NATS TLS and accounts protect them.
 //
 // # When a NATS server fails
 //
@@ -113,7 +118,8 @@
 // retransmissions, the dead-peer watch) and a NATS subscription, whose
 // handler runs on the NATS client's goroutine for it and never blocks.
 // A closed Conn keeps them until the peer has acknowledged everything
-// (at most Config.CloseTimeout, or DeadAfter if the peer is gone), then
+// (at most Config.CloseTimeout — UnadmittedCloseTimeout for an accepted
+// Conn not admitted — or DeadAfter if the peer is gone), then
 // unsubscribes and waits for the handler's goroutine to end; a Conn that
 // fails ends them at once. A Listener has a subscription and no goroutine
 // of its own; its Close waits for the handler's. Closing the NATS

@@ -101,7 +101,7 @@ func (l *listener) handle(m *natsgo.Msg) {
 		return
 	}
 	recv := t.connSubject(id, "a")
-	c := newConn(t.cfg.Conn, t.cfg, Addr(l.name), Addr(t.connSubject(id, "d")), t.connSubject(id, "d"))
+	c := newConn(t.cfg.Conn, t.cfg, Addr(l.name), Addr(t.connSubject(id, "d")), t.connSubject(id, "d"), true)
 	if err := c.subscribe(recv); err != nil {
 		return
 	}

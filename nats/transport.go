@@ -191,7 +191,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Conn, erro
 	nc := t.cfg.Conn
 	id := nuid.Next()
 	recv := t.connSubject(id, "d")
-	c := newConn(nc, t.cfg, Addr(recv), Addr(addr), t.connSubject(id, "a"))
+	c := newConn(nc, t.cfg, Addr(recv), Addr(addr), t.connSubject(id, "a"), false)
 	if err := c.subscribe(recv); err != nil {
 		return nil, fmt.Errorf("nats: dial %s: %w", addr, connErr(err))
 	}
