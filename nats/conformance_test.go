@@ -64,6 +64,7 @@ func TestNew(t *testing.T) {
 		{"huge WindowBytes", nats.Config{Conn: nc, WindowBytes: 1 << 31}, `^nats: Config\.WindowBytes is 2147483648`},
 		{"negative WindowFrames", nats.Config{Conn: nc, WindowFrames: -1}, `^nats: Config\.WindowFrames is -1`},
 		{"negative BacklogConns", nats.Config{Conn: nc, BacklogConns: -1}, `^nats: Config\.BacklogConns is -1`},
+		{"negative PendingReadBytes", nats.Config{Conn: nc, PendingReadBytes: -1}, `^nats: Config\.PendingReadBytes is -1`},
 		{"negative PingInterval", nats.Config{Conn: nc, PingInterval: -1}, `^nats: Config\.PingInterval is -1ns`},
 		{"negative CloseTimeout", nats.Config{Conn: nc, CloseTimeout: -1}, `^nats: Config\.CloseTimeout is -1ns`},
 		{"DeadAfter not over PingInterval", nats.Config{Conn: nc, PingInterval: 2, DeadAfter: 2}, `^nats: Config\.DeadAfter is 2ns, want more than PingInterval`},
