@@ -23,9 +23,10 @@ const benchBatch = 1000
 // a subscriber of every hazard on its parent switch receives them. The
 // link runs over the NATS transport (each switch with its own connection
 // to one embedded NATS server) and over transport/tcp on loopback, in the
-// same run: with -count, the two alternate.
+// same run. For NATS it also reports the messages the server took in per
+// event (data, acknowledgements, keepalives, both ways).
 //
-//	go test -run '^$' -bench SharedLink -count 5 .
+//	go test -run '^$' -bench SharedLink .
 func BenchmarkSharedLink(b *testing.B) {
 	s := startServer(b, nil)
 	for _, sys := range []struct {
@@ -90,12 +91,20 @@ func BenchmarkSharedLink(b *testing.B) {
 				}
 			}
 			send() // warm up: the link's buffers, the NATS subscriptions
+			inMsgs := func() int64 {
+				v, err := s.Varz(nil)
+				require.NoError(b, err)
+				return v.InMsgs
+			}
 			b.ReportAllocs()
-			start, from := time.Now(), sent
+			start, from, msgs := time.Now(), sent, inMsgs()
 			for b.Loop() {
 				send()
 			}
 			b.ReportMetric(float64(sent-from)/time.Since(start).Seconds(), "events/s")
+			if sys.name == "nats" {
+				b.ReportMetric(float64(inMsgs()-msgs)/float64(sent-from), "NATS-msgs/event")
+			}
 			for _, li := range child.Links() {
 				require.Zero(b, li.Dropped, "events dropped on the link")
 			}
