@@ -36,9 +36,8 @@ const (
 	// intervals: 5, so 5 s with DefaultPingInterval.
 	DefaultDeadAfterIntervals = 5
 	// DefaultRetransmitTimeout is how long a Conn waits for the peer to
-	// acknowledge a message before it sends the unacknowledged messages
-	// again: 250 ms, doubling while nothing is acknowledged, up to
-	// PingInterval.
+	// acknowledge a message before it resends: 250 ms, doubling while
+	// nothing is acknowledged, up to PingInterval.
 	DefaultRetransmitTimeout = 250 * time.Millisecond
 	// DefaultPendingReadBytes is the receive budget, in bytes, of an
 	// accepted Conn until Admit: 64 KiB.
@@ -137,9 +136,12 @@ type Config struct {
 	DeadAfter time.Duration
 
 	// RetransmitTimeout is how long a Conn waits for the peer to
-	// acknowledge the messages it sent before it sends them again; it
-	// doubles while nothing is acknowledged, up to PingInterval. 0 means
-	// DefaultRetransmitTimeout.
+	// acknowledge the messages it sent before it resends the first of
+	// them (and the others once that one is acknowledged); it doubles
+	// while nothing is acknowledged, up to PingInterval. It also spaces
+	// the resends a gap reported by the peer brings, and the receiver
+	// acknowledges what arrived at least every RetransmitTimeout/2. 0
+	// means DefaultRetransmitTimeout.
 	RetransmitTimeout time.Duration
 
 	// CloseTimeout bounds how long a Conn, once closed, keeps
