@@ -1,0 +1,83 @@
+package nats_test
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion/nats"
+	"github.com/sion-go/sion/transport"
+)
+
+// TestWindowBytes: Send blocks once the frames the peer has not taken
+// fill its WindowBytes, and goes on when Recv takes one.
+func TestWindowBytes(t *testing.T) {
+	s := startServer(t, nil)
+	cfg := nats.Config{SubjectPrefix: prefix(t), WindowBytes: 1000}
+	tr := newTransport(t, connect(t, s.ClientURL()), cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	l, err := tr.Listen("")
+	require.NoError(t, err)
+	defer l.Close()
+	c, err := tr.Dial(ctx, l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	a, err := l.Accept(ctx)
+	require.NoError(t, err)
+	defer a.Close()
+	a.(transport.Admitter).Admit()
+
+	frame := make([]byte, 300)
+	for i := range 3 {
+		require.NoError(t, c.Send(ctx, frame), "Send %d within the window", i)
+	}
+	probe, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stop()
+	require.ErrorIs(t, c.Send(probe, frame), context.DeadlineExceeded, "Send past WindowBytes did not block")
+	_, err = a.Recv(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Send(ctx, frame), "Send once Recv made room")
+}
+
+// TestWindowOverrun: a peer that sends more than the receive window
+// breaks the protocol; the Conn closes with ErrProtocol.
+func TestWindowOverrun(t *testing.T) {
+	s := startServer(t, nil)
+	pfx := prefix(t)
+	nc := connect(t, s.ClientURL())
+	tr := newTransport(t, nc, nats.Config{SubjectPrefix: pfx, WindowFrames: 4})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	l, err := tr.Listen("")
+	require.NoError(t, err)
+	defer l.Close()
+	c, err := tr.Dial(ctx, l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	a, err := l.Accept(ctx)
+	require.NoError(t, err)
+	defer a.Close()
+
+	// Data messages 0..4, each a whole frame, straight to the accepted
+	// end's subject, as a peer ignoring the window would send them.
+	d := c.LocalAddr().String()
+	for seq := range 5 {
+		m := make([]byte, 10+8)
+		m[0], m[1] = 'D', 1
+		binary.BigEndian.PutUint64(m[2:], uint64(seq))
+		require.NoError(t, nc.Publish(d[:len(d)-1]+"a", m))
+	}
+	var err2 error
+	for range 5 {
+		if _, err2 = a.Recv(ctx); err2 != nil {
+			break
+		}
+	}
+	assert.ErrorIs(t, err2, nats.ErrProtocol)
+	assert.ErrorIs(t, err2, transport.ErrClosed)
+}
