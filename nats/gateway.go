@@ -1,0 +1,605 @@
+package nats
+
+// # The S/x-GW
+//
+// A Gateway presents a NATS subject space as one entity of an event place
+// (S1 SI-GW, and S1's S/x-GW: "from the SION (event place) side, the
+// entire Gnutella network appears as one service entity"). It is built on
+// sion's public API from an ordinary gateway: the subject space is an
+// event place of its own, the subject place, served by one switch inside
+// the Gateway on an in-process network (transport/mem), and the caller's
+// switch requests the federation to it (Switch.Federate), so the
+// caller's DirectionConfigs — Mapping (conversion table) and Firewall
+// filters — apply exactly as for any gateway, and interest crosses as for
+// any gateway. The subject place's ontology is the caller's place's
+// unless GatewayConfig.Ontology names another (then give Mappings).
+//
+// Out (sion → NATS): one session on the subject switch subscribes
+// GatewayConfig.OutFilters (default {type ⊑ *}); that interest crosses
+// into the caller's place through the Out firewall, so the events it lets
+// through arrive, converted by the Out Mapping, and each is published to
+// NATS as a CloudEvent in binary mode (the CloudEvents NATS protocol
+// binding): headers ce-specversion, ce-id, ce-source, ce-type, ce-time and
+// ce-subject where set, content-type for datacontenttype, one
+// ce-<extension> per other attribute (values in the canonical string
+// form of their CloudEvents type), and the payload bytes, unchanged, as
+// the message data. The sion event becomes a CloudEvent through the
+// cloudevents module's Codec (GatewayConfig.CloudEvents; see its doc for
+// the mapping). A value a NATS header cannot carry unchanged (a control
+// character, leading or trailing white space) sends that event in
+// structured mode instead: content-type application/cloudevents+json and
+// the JSON event as data (counted in Stats.OutStructured).
+//
+// Subjects: an event of type T is published on
+// "<prefix>.<place>.<path>", where prefix is GatewayConfig.Prefix
+// (default "sion"; may hold dots), place the caller's place's name as
+// one token, and path the names of the types from a root of the ontology
+// down to T, one token each: hazard.natural.seismic.earthquake. Each name
+// is escaped reversibly (EscapeToken): every byte other than an ASCII
+// letter, digit, '-', '_' or '~' becomes '%' and two upper-case hex
+// digits, so "ice quake" is ice%20quake and no name can make a '.',
+// '*', '>' or white space. A plain NATS client subscribes by type prefix:
+// "sion.usgs.hazard.natural.seismic.>" receives every seismic event (and
+// "sion.usgs.hazard.natural.seismic" the events of type seismic itself).
+//
+// Multiple inheritance: the ontology is a DAG, and a type with several
+// parents has several paths from the roots (BGM is-a music and is-a
+// seasonal: media.music.BGM and media.seasonal.BGM). Its events are
+// published once per path, every copy with the same ce-id, in the order
+// of the paths (parents in declaration order, depth first), so each
+// prefix subscriber sees the event; a subscriber to the whole space
+// ("<prefix>.<place>.>"), or to two prefixes both paths pass, receives
+// it once per path and deduplicates by ce-id, as sion does: copies that
+// come back in are one event (the ID comes from ce-id). An ontology where
+// a type has more than GatewayConfig.MaxTypePaths paths (default 64) is
+// refused.
+//
+// In (NATS → sion): the Gateway subscribes on NATS to the subjects the
+// caller's place's interest needs (below), among GatewayConfig.Subjects
+// (default "<prefix>.<place>.>") and the keys of GatewayConfig.Types. A
+// message with a ce-specversion header (any case) is a binary-mode
+// CloudEvent and is decoded with the Codec: the ce-type decides the event
+// type (not the subject), the ID comes from ce-id, so two copies of one
+// event are delivered once. A message with content-type
+// application/cloudevents+json is a structured-mode CloudEvent. Any other
+// message is raw: its event type is GatewayConfig.Types[subject], or,
+// for a subject inside "<prefix>.<place>.", the last token of its type
+// path (the tokens must be a path from a root, unescaped as above); its
+// payload is the message data, with the content-type header as its media
+// type; it has no attributes and gets a new ID. Each event is published
+// into the subject switch by the Gateway's session there; the federation
+// carries it into the caller's place only when someone there wants it
+// (the gateway's proxy filters) and the In firewall lets it through,
+// converted by the In Mapping. A message that does not map — no type
+// for its subject, an unknown type, a bad header, an event Publish
+// refuses — is refused and counted by reason (Stats.InRefused), never
+// delivered, and harms nothing else.
+//
+// Echo: the Gateway's own NATS subscriptions receive what it published
+// when both cover a subject. Those copies come in with the ID the event
+// had and the subject switch, which recorded that ID when the event
+// crossed into it, drops them as duplicates (Stats.InDuplicates). Its
+// memory of IDs is bounded (sion.Event.ID: the last 65,536–131,072); a
+// connection made with natsgo.NoEcho() avoids the round trip altogether.
+// Events that came in from NATS are never sent out again: the out
+// session skips events published on the subject switch itself
+// (Control.PlaceHops 0).
+//
+// Interest decides the subscriptions: the filters the subject switch
+// holds for the caller's place's interest (what its Switch.Gateways
+// reports as GatewayInfo.Filters) name event types; a filter on T needs
+// "<prefix>.<place>.<path to T>" and "….>" for every path of T, plus the
+// paths of T's descendants that do not pass through T (multiple
+// inheritance); a filter on * needs "<prefix>.<place>.>". The Gateway
+// subscribes to those subjects that fall in its configured subjects (a
+// configured subject that only overlaps one is subscribed whole; one
+// outside the type space is subscribed while there is any interest, or,
+// for a Types key, while its type is wanted), no subject that another
+// covers, and unsubscribes when the interest goes. The core has no hook
+// that tells of a change of a gateway's filters, so the Gateway watches
+// them: it re-reads them every GatewayConfig.WatchInterval (default 50
+// ms). What that degrades: S2's contract — a Subscribe in the caller's
+// place returns once the filter is active everywhere in scope — covers
+// events published on NATS only once the Gateway's NATS subscription is
+// made, up to one WatchInterval and a NATS round trip after Subscribe
+// returned; a message published on NATS meanwhile is not received.
+// Events published in the caller's place are not affected.
+//
+// Concurrency: NATS delivers each subscription's messages on a goroutine
+// of its own, so messages on different subjects may enter sion in another
+// order than they were published; per subject, order is kept.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/cloudevents"
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/mem"
+)
+
+// Defaults of GatewayConfig's zero fields.
+const (
+	DefaultPrefix        = "sion"
+	DefaultWatchInterval = 50 * time.Millisecond
+	DefaultOutQueue      = 1 << 14
+	DefaultMaxTypePaths  = 64
+)
+
+// GatewayConfig configures a Gateway. Conn is required; the zero value of
+// every other field means its default.
+type GatewayConfig struct {
+	// Conn is the NATS connection the Gateway publishes and subscribes
+	// on. The caller owns it: Close does not close it. Made with
+	// natsgo.NoEcho(), it spares the Gateway its own messages.
+	Conn *natsgo.Conn
+	// Name names the gateway on the caller's switch (Switch.Gateways),
+	// and the subject place and its switch; default "nats:" followed by
+	// the base subject "<prefix>.<place>". At most sion.MaxNameBytes.
+	Name string
+	// Prefix is the first token or tokens of every subject (a NATS
+	// subject without wildcards); default DefaultPrefix, "sion".
+	Prefix string
+	// Place is the place token of the subjects, escaped as one token
+	// (EscapeToken); default the caller's switch's place's name.
+	Place string
+	// Ontology is the subject place's ontology; nil means the caller's
+	// place's. With another ontology, Out and In need Mappings.
+	Ontology *ontology.Ontology
+	// Out and In configure the two directions, as for any gateway
+	// (sion.DirectionConfig: Mapping and Firewall filters): Out from the
+	// caller's place to NATS (the federation's Export), In from NATS
+	// (Import). nil turns a direction off; both nil means both on,
+	// unconverted and without firewall.
+	Out, In *sion.DirectionConfig
+	// OutFilters are the filters, over the subject place's ontology, of
+	// the events sent out to NATS; nil means {type ⊑ *}. They are the
+	// subject place's interest that crosses to the caller's place.
+	OutFilters []string
+	// Subjects are the NATS subjects (wildcards allowed) whose messages
+	// come in, as far as the interest needs them; nil means
+	// "<prefix>.<place>.>". An empty non-nil list means the keys of Types
+	// only.
+	Subjects []string
+	// Types maps a NATS subject (no wildcards) to the event type of its
+	// messages without CloudEvents headers; its keys are subscribed as
+	// Subjects are. A key inside "<prefix>.<place>." overrides the type
+	// path there.
+	Types map[string]string
+	// CloudEvents configures the Codec (see the cloudevents module);
+	// its Ontology, when nil, is the subject place's, and must be that
+	// one otherwise.
+	CloudEvents cloudevents.Config
+	// WatchInterval is how often the Gateway re-reads the interest that
+	// decides its NATS subscriptions; default DefaultWatchInterval.
+	WatchInterval time.Duration
+	// OutQueue is the queue length, in events, of the out subscription;
+	// default DefaultOutQueue. A full queue drops the newest events
+	// (Stats.OutDropped).
+	OutQueue int
+	// MaxTypePaths bounds the number of paths from a root an event type
+	// may have; default DefaultMaxTypePaths.
+	MaxTypePaths int
+	// Logger receives the Gateway's and the subject switch's log
+	// records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Reason says why a NATS message was refused (Stats.InRefused).
+type Reason string
+
+// The reasons a message is refused.
+const (
+	// ReasonNoType: a message without CloudEvents headers on a subject
+	// that names no event type (outside the type space and not in
+	// GatewayConfig.Types, or not a type path).
+	ReasonNoType Reason = "no-type"
+	// ReasonUnknownType: a CloudEvent whose type the Codec does not know
+	// (sion.ErrUnknownEventType).
+	ReasonUnknownType Reason = "unknown-type"
+	// ReasonBadCloudEvent: CloudEvents headers or a structured event that
+	// do not decode into an event (sion.ErrInvalidEvent).
+	ReasonBadCloudEvent Reason = "bad-cloudevent"
+	// ReasonRefused: the subject switch refused the event at Publish (an
+	// attribute or payload its place does not accept).
+	ReasonRefused Reason = "refused"
+)
+
+// Stats counts what a Gateway did, since NewGateway.
+type Stats struct {
+	// OutEvents counts the events published to NATS, OutMessages the
+	// NATS messages that took (one per path of the event's type),
+	// OutStructured the events sent in structured mode. OutFailed counts
+	// the events not published (the Codec refused them, or NATS did), and
+	// OutDropped those the out subscription's full queue dropped.
+	OutEvents, OutMessages, OutStructured, OutFailed, OutDropped uint64
+	// InReceived counts the NATS messages received, InPublished those
+	// published into the subject switch as events (InDuplicates of them
+	// were dropped there as events seen before: echoes and copies),
+	// InRefused those refused, by reason.
+	InReceived, InPublished, InDuplicates uint64
+	InRefused                             map[Reason]uint64
+	// Subjects are the NATS subjects subscribed now, sorted.
+	Subjects []string
+}
+
+// Gateway is a NATS subject space federated with an event place (S1
+// S/x-GW; see the package's section "The S/x-GW" in gateway.go). It is
+// safe for concurrent use.
+type Gateway struct {
+	cfg   GatewayConfig
+	log   *slog.Logger
+	nc    *natsgo.Conn
+	ts    *typeSpace
+	codec *cloudevents.Codec
+	in    []string // configured subjects (Subjects and Types' keys)
+	types map[string]*ontology.EventType
+
+	sw   *sion.Switch  // the subject switch
+	sess *sion.Session // its session: publishes what comes in, subscribes what goes out
+	out  *sion.Subscription
+	fed  *sion.Gateway
+	stop context.CancelFunc
+	bg   sync.WaitGroup // Serve and the watcher
+
+	outEvents, outMessages, outStructured, outFailed atomic.Uint64
+	inReceived, inPublished                          atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool                            // mu
+	subs     map[string]*natsgo.Subscription // mu; by subject
+	refused  map[Reason]uint64               // mu
+	handlers sync.WaitGroup                  // NATS handlers running; Add under mu while !closed
+	// life ends at Close; it unblocks the handlers' Publish calls. It is
+	// the Gateway's own, never a caller's context.
+	life     context.Context
+	lastSeen []string                        // the watcher's; the filters it last acted on
+}
+
+// NewGateway makes a Gateway that federates sw's place with the NATS
+// subject space of cfg (see the package section "The S/x-GW"), and
+// returns once the federation is up: events published afterwards in
+// sw's place that the Out firewall lets through reach NATS. Incoming
+// subscriptions follow the interest within GatewayConfig.WatchInterval.
+//
+// Errors wrap sion.ErrInvalidConfig for a bad cfg (no Conn, a subject or
+// prefix that is not a NATS subject, an unknown type in Types, an
+// ontology with a type of more than MaxTypePaths paths, a Codec
+// configuration it refuses), or are Switch.Federate's. ctx bounds the
+// federation's handshake.
+func NewGateway(ctx context.Context, sw *sion.Switch, cfg GatewayConfig) (*Gateway, error) {
+	switch {
+	case sw == nil:
+		return nil, fmt.Errorf("%w: nats: NewGateway with a nil switch", sion.ErrInvalidConfig)
+	case cfg.Conn == nil:
+		return nil, fmt.Errorf("%w: nats: GatewayConfig.Conn is nil", sion.ErrInvalidConfig)
+	case cfg.WatchInterval < 0 || cfg.OutQueue < 0 || cfg.MaxTypePaths < 0:
+		return nil, fmt.Errorf("%w: nats: GatewayConfig.WatchInterval, OutQueue and MaxTypePaths must not be negative", sion.ErrInvalidConfig)
+	}
+	bad := func(err error) error { return fmt.Errorf("%w: nats: %v", sion.ErrInvalidConfig, err) }
+	cfg.Prefix = cmp.Or(cfg.Prefix, DefaultPrefix)
+	if err := checkLiteral("GatewayConfig.Prefix", cfg.Prefix); err != nil {
+		return nil, bad(err)
+	}
+	cfg.Place = cmp.Or(cfg.Place, sw.Place().Name())
+	base := cfg.Prefix + "." + EscapeToken(cfg.Place)
+	cfg.Name = cmp.Or(cfg.Name, "nats:"+base)
+	cfg.WatchInterval = cmp.Or(cfg.WatchInterval, DefaultWatchInterval)
+	cfg.OutQueue = cmp.Or(cfg.OutQueue, DefaultOutQueue)
+	cfg.MaxTypePaths = cmp.Or(cfg.MaxTypePaths, DefaultMaxTypePaths)
+	if cfg.Out == nil && cfg.In == nil {
+		cfg.Out, cfg.In = &sion.DirectionConfig{}, &sion.DirectionConfig{}
+	}
+	if cfg.Ontology == nil {
+		cfg.Ontology = sw.Place().Ontology()
+	}
+	if cfg.OutFilters == nil {
+		cfg.OutFilters = []string{"{type ⊑ *}"}
+	}
+	if cfg.Subjects == nil {
+		cfg.Subjects = []string{base + ".>"}
+	}
+	g := &Gateway{cfg: cfg, nc: cfg.Conn, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		subs: map[string]*natsgo.Subscription{}, refused: map[Reason]uint64{}, types: map[string]*ontology.EventType{}}
+	o := cfg.Ontology
+	var err error
+	if g.ts, err = newTypeSpace(base, o, cfg.MaxTypePaths); err != nil {
+		return nil, bad(err)
+	}
+	for _, s := range cfg.Subjects {
+		if err := checkPattern("GatewayConfig.Subjects", s); err != nil {
+			return nil, bad(err)
+		}
+		g.in = append(g.in, s)
+	}
+	for _, s := range slices.Sorted(maps.Keys(cfg.Types)) {
+		if err := checkLiteral("GatewayConfig.Types key", s); err != nil {
+			return nil, bad(err)
+		}
+		t, ok := o.Lookup(cfg.Types[s])
+		if !ok || t.ID < ontology.NumReserved {
+			return nil, bad(fmt.Errorf("GatewayConfig.Types[%q]: no event type %q in the subject place's ontology", s, cfg.Types[s]))
+		}
+		g.types[s] = t
+		g.in = append(g.in, s)
+	}
+	ce := cfg.CloudEvents
+	if ce.Ontology == nil {
+		ce.Ontology = o
+	} else if ce.Ontology != o {
+		return nil, bad(errors.New("GatewayConfig.CloudEvents.Ontology is not the subject place's ontology"))
+	}
+	if g.codec, err = cloudevents.NewCodec(ce); err != nil {
+		return nil, err
+	}
+	outFilters := make([]*filter.Filter, len(cfg.OutFilters))
+	for i, src := range cfg.OutFilters {
+		if outFilters[i], err = filter.Compile(src); err != nil {
+			return nil, fmt.Errorf("%w: nats: GatewayConfig.OutFilters[%d]: %w", sion.ErrInvalidFilter, i, err)
+		}
+	}
+
+	// The subject place and its switch, serving on an in-process network.
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: cfg.Name, Ontology: o})
+	if err != nil {
+		return nil, err
+	}
+	if g.sw, err = sion.NewSwitch(sion.SwitchConfig{Name: cfg.Name, Place: place, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	life, stop := context.WithCancel(context.Background())
+	g.life, g.stop = life, stop
+	fail := func(err error) (*Gateway, error) {
+		g.Close()
+		return nil, err
+	}
+	network, err := mem.NewNetwork(mem.Config{})
+	if err != nil {
+		return fail(err)
+	}
+	l, err := network.Listen("subjects")
+	if err != nil {
+		return fail(err)
+	}
+	g.bg.Go(func() {
+		if err := g.sw.Serve(life, l); err != nil {
+			g.log.Error("nats: the subject switch stopped serving", "gateway", cfg.Name, "err", err)
+		}
+	})
+	if g.sess, err = g.sw.Open(ctx, sion.SessionConfig{Name: "nats"}); err != nil {
+		return fail(err)
+	}
+	if cfg.Out != nil {
+		if g.out, err = g.sess.SubscribeFilters(ctx, outFilters, sion.WithQueue(cfg.OutQueue), sion.WithHandler(g.send)); err != nil {
+			return fail(err)
+		}
+	}
+	if g.fed, err = sw.Federate(ctx, network, l.Addr().String(), sion.GatewayConfig{Name: cfg.Name, Export: cfg.Out, Import: cfg.In}); err != nil {
+		return fail(err)
+	}
+	if cfg.In != nil {
+		g.sync()
+		g.bg.Go(func() { g.watch(life) })
+	}
+	return g, nil
+}
+
+// Federation returns the gateway between the caller's place and the
+// subject place (SetMapping, SetFirewall, Info).
+func (g *Gateway) Federation() *sion.Gateway { return g.fed }
+
+// Base returns the base subject, "<prefix>.<place>".
+func (g *Gateway) Base() string { return g.ts.base }
+
+// Subjects returns the subjects an event of the subject place's type
+// typ is published on, one per path from a root of the ontology, or nil
+// for a type the ontology does not have.
+func (g *Gateway) Subjects(typ string) []string {
+	t, ok := g.ts.o.Lookup(typ)
+	if !ok || t.ID < ontology.NumReserved {
+		return nil
+	}
+	return g.ts.subjects(t.ID)
+}
+
+// Stats returns the Gateway's counters and the subjects it is subscribed
+// to now.
+func (g *Gateway) Stats() Stats {
+	st := Stats{
+		OutEvents: g.outEvents.Load(), OutMessages: g.outMessages.Load(), OutStructured: g.outStructured.Load(), OutFailed: g.outFailed.Load(),
+		InReceived: g.inReceived.Load(), InPublished: g.inPublished.Load(), InDuplicates: g.sw.Stats().Duplicates,
+	}
+	if g.out != nil {
+		st.OutDropped = g.out.Stats().Dropped
+	}
+	g.mu.Lock()
+	st.InRefused = maps.Clone(g.refused)
+	st.Subjects = slices.Sorted(maps.Keys(g.subs))
+	g.mu.Unlock()
+	return st
+}
+
+// Close ends the Gateway: it unsubscribes on NATS and waits for the
+// message handlers running, ends the federation (unfederate), and closes
+// the subject switch, waiting for every goroutine the Gateway started. It
+// does not close the NATS connection. It is idempotent and returns nil.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	subs := g.subs
+	g.subs = map[string]*natsgo.Subscription{}
+	g.mu.Unlock()
+	if g.stop != nil {
+		g.stop() // ends the watcher, Serve, and Publish calls of handlers
+	}
+	for _, s := range subs {
+		if err := s.Unsubscribe(); err != nil && !errors.Is(err, natsgo.ErrConnectionClosed) && !errors.Is(err, natsgo.ErrBadSubscription) {
+			g.log.Warn("nats: unsubscribe", "gateway", g.cfg.Name, "subject", s.Subject, "err", err)
+		}
+	}
+	g.handlers.Wait()
+	if g.fed != nil {
+		g.fed.Close()
+	}
+	if g.sess != nil {
+		g.sess.Close()
+	}
+	if g.sw != nil {
+		g.sw.Close()
+	}
+	g.bg.Wait()
+	return nil
+}
+
+// watch re-reads the interest every WatchInterval until life ends.
+func (g *Gateway) watch(life context.Context) {
+	t := time.NewTicker(g.cfg.WatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-life.Done():
+			return
+		case <-t.C:
+			g.sync()
+		}
+	}
+}
+
+// sync subscribes on NATS to the subjects the interest needs now and
+// unsubscribes from the others. Only the watcher (and NewGateway before
+// it) calls it.
+func (g *Gateway) sync() {
+	var filters []string
+	for _, info := range g.sw.Gateways() {
+		if info.Name == g.cfg.Name {
+			filters = info.Filters
+		}
+	}
+	if slices.Equal(filters, g.lastSeen) && g.lastSeen != nil {
+		return
+	}
+	want := g.wantedSubjects(filters)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	changed := false
+	for subj, s := range g.subs {
+		if !slices.Contains(want, subj) {
+			if err := s.Unsubscribe(); err != nil {
+				g.log.Warn("nats: unsubscribe", "gateway", g.cfg.Name, "subject", subj, "err", err)
+			}
+			delete(g.subs, subj)
+			changed = true
+		}
+	}
+	for _, subj := range want {
+		if g.subs[subj] != nil {
+			continue
+		}
+		s, err := g.nc.Subscribe(subj, g.receive)
+		if err != nil {
+			g.log.Warn("nats: subscribe", "gateway", g.cfg.Name, "subject", subj, "err", err)
+			return // lastSeen stays: the next tick tries again
+		}
+		g.subs[subj] = s
+		changed = true
+	}
+	g.lastSeen = slices.Clone(filters)
+	if g.lastSeen == nil {
+		g.lastSeen = []string{}
+	}
+	if changed { // the server has the subscriptions when the flush returns
+		g.mu.Unlock()
+		if err := g.nc.FlushTimeout(time.Second); err != nil {
+			g.log.Warn("nats: flush after subscribing", "gateway", g.cfg.Name, "err", err)
+		}
+		g.mu.Lock()
+	}
+}
+
+// wantedSubjects returns the subjects to subscribe to for the filters of
+// the caller's place's interest (see the package section).
+func (g *Gateway) wantedSubjects(filters []string) []string {
+	if len(filters) == 0 {
+		return nil
+	}
+	var need []string
+	anyType := false
+	var types []int
+	for _, src := range filters {
+		f, err := filter.Compile(src)
+		if err != nil {
+			g.log.Warn("nats: a gateway filter does not compile; subscribing to the whole space", "gateway", g.cfg.Name, "filter", src, "err", err)
+			anyType = true
+			need = append(need, g.ts.base+".>")
+			continue
+		}
+		if f.Type() == filter.AnyType {
+			anyType = true
+		} else if t, ok := g.ts.o.Lookup(f.Type()); ok {
+			types = append(types, t.ID)
+		}
+		ws, err := g.ts.wanted(f.Type())
+		if err != nil {
+			g.log.Warn("nats: a gateway filter names an unknown type", "gateway", g.cfg.Name, "filter", src, "err", err)
+			continue
+		}
+		need = append(need, ws...)
+	}
+	var out []string
+	space := g.ts.base + ".>"
+	for _, s := range g.in {
+		if t := g.types[s]; t != nil {
+			if anyType || slices.ContainsFunc(types, func(id int) bool { return g.ts.o.IsA(t.ID, id) }) {
+				out = append(out, s)
+			}
+			continue
+		}
+		if !covers(space, s) {
+			out = append(out, s) // outside the type space: while there is interest
+			continue
+		}
+		for _, n := range need {
+			switch {
+			case covers(s, n):
+				out = append(out, n)
+			case overlaps(s, n):
+				out = append(out, s)
+			}
+		}
+	}
+	return minimal(out)
+}
+
+// refuse counts a refused message and logs it (Debug).
+func (g *Gateway) refuse(m *natsgo.Msg, r Reason, err error) {
+	g.mu.Lock()
+	g.refused[r]++
+	g.mu.Unlock()
+	g.log.Debug("nats: message refused", "gateway", g.cfg.Name, "subject", m.Subject, "reason", string(r), "err", err)
+}
+
+// hasPrefixFold reports whether s begins with prefix, ASCII case
+// insensitively.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
