@@ -259,14 +259,19 @@ type Gateway struct {
 	inReceived, inPublished                          atomic.Uint64
 
 	mu       sync.Mutex
-	closed   bool                            // mu
-	subs     map[string]*natsgo.Subscription // mu; by subject
-	refused  map[Reason]uint64               // mu
-	handlers sync.WaitGroup                  // NATS handlers running; Add under mu while !closed
+	closed   bool              // mu
+	refused  map[Reason]uint64 // mu
+	handlers sync.WaitGroup    // NATS handlers running; Add under mu while !closed
+
+	// smu guards the subscriptions; it is held while they change and
+	// the server confirms (a flush), so Stats reports subjects the
+	// server has. Lock order: smu before mu.
+	smu  sync.Mutex
+	subs map[string]*natsgo.Subscription // smu; by subject
 	// life ends at Close; it unblocks the handlers' Publish calls. It is
 	// the Gateway's own, never a caller's context.
 	life     context.Context
-	lastSeen []string                        // the watcher's; the filters it last acted on
+	lastSeen []string // smu; the filters the watcher last acted on
 }
 
 // NewGateway makes a Gateway that federates sw's place with the NATS
@@ -353,7 +358,16 @@ func NewGateway(ctx context.Context, sw *sion.Switch, cfg GatewayConfig) (*Gatew
 	}
 
 	// The subject place and its switch, serving on an in-process network.
-	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: cfg.Name, Ontology: o})
+	// Only the caller's switch reaches the in-process network; the place
+	// still approves no other federation.
+	from := sw.Place().Name()
+	approve := func(_ context.Context, req sion.FederationRequest) error {
+		if req.Gateway != cfg.Name || req.Place != from {
+			return fmt.Errorf("nats: the subject place federates with place %q only", from)
+		}
+		return nil
+	}
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: cfg.Name, Ontology: o, Federation: approve})
 	if err != nil {
 		return nil, err
 	}
@@ -427,8 +441,10 @@ func (g *Gateway) Stats() Stats {
 	}
 	g.mu.Lock()
 	st.InRefused = maps.Clone(g.refused)
-	st.Subjects = slices.Sorted(maps.Keys(g.subs))
 	g.mu.Unlock()
+	g.smu.Lock()
+	st.Subjects = slices.Sorted(maps.Keys(g.subs))
+	g.smu.Unlock()
 	return st
 }
 
@@ -443,9 +459,11 @@ func (g *Gateway) Close() error {
 		return nil
 	}
 	g.closed = true
+	g.mu.Unlock()
+	g.smu.Lock()
 	subs := g.subs
 	g.subs = map[string]*natsgo.Subscription{}
-	g.mu.Unlock()
+	g.smu.Unlock()
 	if g.stop != nil {
 		g.stop() // ends the watcher, Serve, and Publish calls of handlers
 	}
@@ -492,13 +510,19 @@ func (g *Gateway) sync() {
 			filters = info.Filters
 		}
 	}
-	if slices.Equal(filters, g.lastSeen) && g.lastSeen != nil {
+	g.smu.Lock()
+	same := slices.Equal(filters, g.lastSeen) && g.lastSeen != nil
+	g.smu.Unlock()
+	if same {
 		return
 	}
 	want := g.wantedSubjects(filters)
+	g.smu.Lock()
+	defer g.smu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
 		return
 	}
 	changed := false
@@ -528,11 +552,9 @@ func (g *Gateway) sync() {
 		g.lastSeen = []string{}
 	}
 	if changed { // the server has the subscriptions when the flush returns
-		g.mu.Unlock()
 		if err := g.nc.FlushTimeout(time.Second); err != nil {
 			g.log.Warn("nats: flush after subscribing", "gateway", g.cfg.Name, "err", err)
 		}
-		g.mu.Lock()
 	}
 }
 
