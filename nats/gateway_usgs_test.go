@@ -1,0 +1,206 @@
+package nats_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/cloudevents"
+	"github.com/sion-go/sion/nats"
+	"github.com/sion-go/sion/ontology"
+)
+
+// The USGS week and the hazard ontology live in examples/internal/usgs,
+// internal to the examples (a nested module cannot import it), so the
+// test reads the files from the repository.
+var usgsDir = filepath.Join("..", "examples", "internal", "usgs")
+
+// usgsFields is how the examples read a USGS feature into an event
+// (examples/internal/usgs.Fields, internal to the examples, so copied).
+var usgsFields = sion.JSONFields{
+	TypePath: "properties.type",
+	Attrs: []sion.AttrPath{
+		{Name: "mag", Path: "properties.mag"},
+		{Name: "place", Path: "properties.place"},
+		{Name: "depth", Path: "geometry.coordinates.2"},
+		{Name: "tsunami", Path: "properties.tsunami"},
+		{Name: "alert", Path: "properties.alert"},
+		{Name: "time", Path: "properties.time"},
+	},
+}
+
+// seismicTruth counts the week's features whose type is seismic or
+// below, from the raw files with encoding/json only: the hazard
+// ontology's parent links are followed by hand, not by sion's ontology.
+func seismicTruth(t *testing.T, hazards, week []byte) (seismic, all int) {
+	t.Helper()
+	var h struct {
+		Types []struct {
+			Name     string   `json:"name"`
+			Parents  []string `json:"parents"`
+			Synonyms []string `json:"synonyms"`
+		} `json:"types"`
+	}
+	require.NoError(t, json.Unmarshal(hazards, &h))
+	parents := map[string][]string{}
+	for _, ty := range h.Types {
+		parents[ty.Name] = ty.Parents
+	}
+	var under func(name string) bool
+	under = func(name string) bool {
+		if name == "seismic" {
+			return true
+		}
+		for _, p := range parents[name] {
+			if under(p) {
+				return true
+			}
+		}
+		return false
+	}
+	var w struct {
+		Features []struct {
+			Properties struct {
+				Type string `json:"type"`
+			} `json:"properties"`
+		} `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal(week, &w))
+	for _, f := range w.Features {
+		if under(f.Properties.Type) {
+			seismic++
+		}
+	}
+	return seismic, len(w.Features)
+}
+
+// fromBinary decodes a binary-mode CloudEvent from a NATS message as a
+// plain NATS client would: headers ce-* and content-type, data as is.
+func fromBinary(t *testing.T, m *natsgo.Msg) event.Event {
+	t.Helper()
+	ce := event.New(m.Header.Get("ce-specversion"))
+	for k, vs := range m.Header {
+		name, ok := strings.CutPrefix(k, "ce-")
+		switch {
+		case k == "content-type":
+			ce.SetDataContentType(vs[0])
+		case !ok, name == "specversion":
+		case name == "id":
+			ce.SetID(vs[0])
+		case name == "source":
+			ce.SetSource(vs[0])
+		case name == "type":
+			ce.SetType(vs[0])
+		case name == "subject":
+			ce.SetSubject(vs[0])
+		case name == "time":
+			at, err := types.ParseTime(vs[0])
+			require.NoError(t, err)
+			ce.SetTime(at)
+		default:
+			ce.SetExtension(name, vs[0])
+		}
+	}
+	ce.DataEncoded = m.Data
+	require.NoError(t, ce.Validate())
+	return ce
+}
+
+func sameValue(a, b ontology.Value) bool {
+	if a.Kind() == ontology.KindFloat && b.Kind() == ontology.KindFloat {
+		return math.Float64bits(a.Float()) == math.Float64bits(b.Float())
+	}
+	return a.Kind() == b.Kind() && ontology.Equal(a, b)
+}
+
+// TestUSGSWeekOut publishes the USGS week in a place federated with NATS:
+// a plain NATS subscriber on the seismic prefix receives exactly the
+// seismic events of the ground truth, each once, each decoding back to
+// the event sion delivered.
+func TestUSGSWeekOut(t *testing.T) {
+	hazards, err := os.ReadFile(filepath.Join(usgsDir, "hazards.json"))
+	require.NoError(t, err)
+	week, err := os.ReadFile(filepath.Join(usgsDir, "all_week_2023-04-07.geojson"))
+	require.NoError(t, err)
+	wantSeismic, wantAll := seismicTruth(t, hazards, week)
+	require.Equal(t, 2389, wantAll, "DATA.md: 2,389 features")
+	require.Equal(t, 2346+2, wantSeismic, "DATA.md: 2,346 earthquakes and 2 ice quakes")
+
+	o, err := ontology.LoadJSON(bytes.NewReader(hazards), "hazards.json")
+	require.NoError(t, err)
+	srv := natsServer(t)
+	sw := newSwitch(t, "usgs", o)
+	ceCfg := cloudevents.Config{TimeAttribute: "time", SubjectAttribute: "place"}
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connect(t, srv), CloudEvents: ceCfg})
+	prefix := "sion.usgs.hazard.natural.seismic"
+	seismic := subscribe(t, connect(t, srv), prefix+".>")
+	everything := subscribe(t, connect(t, srv), "sion.usgs.>")
+
+	// A subscriber in the place sees every event with the ID the switch
+	// gave it; its interest also has the gateway subscribe on NATS, so
+	// every event comes back in once and is dropped there by ID.
+	watched := receiver(t, sw, "{type ⊑ hazard}")
+	subscribed(t, g, "sion.usgs.hazard", "sion.usgs.hazard.>")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reader, err := sw.Place().NewJSONReader(usgsFields)
+	require.NoError(t, err)
+	events, err := reader.ReadList(week, "features")
+	require.NoError(t, err)
+	publish := publisher(t, sw)
+	for _, ev := range events {
+		publish(ev)
+	}
+	byID := map[sion.EventID]*sion.Event{}
+	for range events {
+		d, err := watched.Next(ctx)
+		require.NoError(t, err)
+		byID[d.Event.ID] = d.Event
+	}
+
+	require.Eventually(t, func() bool { return seismic.len() >= wantSeismic && everything.len() >= wantAll }, time.Minute, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return g.Stats().InDuplicates == uint64(wantAll) }, time.Minute, 10*time.Millisecond, "every echo dropped: %+v", g.Stats())
+	assert.Equal(t, wantAll, everything.len(), "a tree ontology: one message per event")
+	msgs := seismic.all()
+	require.Len(t, msgs, wantSeismic)
+	codec, err := cloudevents.NewCodec(cloudevents.Config{Ontology: o, TimeAttribute: "time", SubjectAttribute: "place"})
+	require.NoError(t, err)
+	seen := map[sion.EventID]bool{}
+	for _, m := range msgs {
+		back, err := codec.FromCloudEvent(fromBinary(t, m))
+		require.NoError(t, err)
+		want := byID[back.ID]
+		require.NotNil(t, want, "an event sion did not deliver: %s", back.ID)
+		assert.False(t, seen[back.ID], "event %s twice", back.ID)
+		seen[back.ID] = true
+		assert.Equal(t, prefix+"."+nats.EscapeToken(want.Type), m.Subject)
+		assert.Contains(t, []string{"earthquake", "ice quake"}, want.Type)
+		assert.Equal(t, want.Type, back.Type)
+		assert.Equal(t, want.ContentType, back.ContentType)
+		assert.Equal(t, want.Data, back.Data)
+		if assert.Len(t, back.Attrs, len(want.Attrs), "attributes of %s", want) {
+			for _, a := range want.Attrs {
+				v, ok := back.Value(a.Name)
+				assert.True(t, ok && sameValue(a.Value, v), "attribute %q: want %s, got %s", a.Name, a.Value, v)
+			}
+		}
+	}
+	st := g.Stats()
+	assert.Equal(t, uint64(wantAll), st.OutEvents)
+	assert.Equal(t, uint64(wantAll), st.OutMessages)
+	assert.Zero(t, st.OutFailed+st.OutDropped+st.OutStructured)
+	assert.Empty(t, st.InRefused)
+}
