@@ -286,9 +286,9 @@ func TestInFromPlainPublishers(t *testing.T) {
 	pub := connect(t, srv)
 	send := func(m *natsgo.Msg) { require.NoError(t, pub.PublishMsg(m)) }
 	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire", Header: ceHeader("Smoke alarm", "a-1", map[string]string{"level": "4", "zone": "lab"}), Data: []byte("one")})
-	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire.Smoke%20alarm", Data: []byte("two")})                                                    // raw: type from the path
+	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire.Smoke%20alarm", Data: []byte("two")})                                                                           // raw: type from the path
 	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire", Header: ceHeader("Smoke alarm", "a-1", map[string]string{"level": "4", "zone": "lab"}), Data: []byte("one")}) // a retry: same source and id
-	send(&natsgo.Msg{Subject: "legacy.fire", Header: natsgo.Header{"Content-Type": {"application/json"}}, Data: []byte(`{"three": 3}`)})      // raw: type from Types
+	send(&natsgo.Msg{Subject: "legacy.fire", Header: natsgo.Header{"Content-Type": {"application/json"}}, Data: []byte(`{"three": 3}`)})                          // raw: type from Types
 	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire", Header: ceHeader("Fire", "s-1", map[string]string{"zone": "secret"}), Data: []byte("firewalled")})
 	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire", Header: ceHeader("Flood", "f-1", nil), Data: []byte("not wanted")})
 	send(&natsgo.Msg{Subject: "sion.hq.Alarm.Fire", Header: ceHeader("Quake", "q-1", nil), Data: []byte("unknown type")})
@@ -486,4 +486,54 @@ func TestNewGatewayRefusesBadConfig(t *testing.T) {
 		})
 	}
 	assert.Empty(t, sw.Gateways())
+}
+
+// TestSubjectOntologyWithMappings: the subject place has an ontology of
+// its own; the Out and In Mappings convert as for any gateway, the
+// subjects follow the subject place's types, and the interest that
+// decides the subscriptions arrives converted.
+func TestSubjectOntologyWithMappings(t *testing.T) {
+	srv := natsServer(t)
+	o := alarms(t)
+	so, err := ontology.New([]ontology.TypeDef{
+		{Name: "alert", Attributes: []ontology.Attribute{{Name: "severity", Kind: ontology.KindInt}, {Name: "zone", Kind: ontology.KindString}}},
+		{Name: "fire", Parents: []string{"alert"}},
+		{Name: "smoke", Parents: []string{"fire"}},
+	})
+	require.NoError(t, err)
+	out, err := ontology.NewMapping(o, so, ontology.MappingSpec{
+		Types:      []ontology.TypeRule{{From: "Alarm", To: "alert"}, {From: "Fire", To: "fire"}, {From: "Smoke alarm", To: "smoke"}},
+		Attributes: []ontology.AttributeRule{{From: "level", To: "severity"}},
+	})
+	require.NoError(t, err)
+	in, err := ontology.NewMapping(so, o, ontology.MappingSpec{
+		Types:      []ontology.TypeRule{{From: "alert", To: "Alarm"}, {From: "fire", To: "Fire"}, {From: "smoke", To: "Smoke alarm"}},
+		Attributes: []ontology.AttributeRule{{From: "severity", To: "level"}},
+	})
+	require.NoError(t, err)
+	sw := newSwitch(t, "hq", o)
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connect(t, srv), Ontology: so, Out: &sion.DirectionConfig{Mapping: out}, In: &sion.DirectionConfig{Mapping: in}})
+	assert.Equal(t, []string{"sion.hq.alert.fire.smoke"}, g.Subjects("smoke"))
+
+	plain := connect(t, srv)
+	fires := subscribe(t, plain, "sion.hq.alert.fire.>")
+	publisher(t, sw)(&sion.Event{Type: "Smoke alarm", Attrs: []ontology.Attr{{Name: "level", Value: ontology.Int(3)}}})
+	require.Eventually(t, func() bool { return fires.len() == 1 }, wait, time.Millisecond)
+	m := fires.all()[0]
+	assert.Equal(t, "sion.hq.alert.fire.smoke", m.Subject)
+	assert.Equal(t, "smoke", m.Header.Get("ce-type"))
+	assert.Equal(t, "3", m.Header.Get("ce-severity"))
+
+	sub := receiver(t, sw, "{type ⊑ Fire; level >= 2}")
+	subscribed(t, g, "sion.hq.alert.fire", "sion.hq.alert.fire.>")
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.alert.fire.smoke", Data: []byte("no severity")}))
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.alert.fire.smoke", Header: ceHeader("smoke", "low", map[string]string{"severity": "1"}), Data: []byte("low")}))
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.alert.fire.smoke", Header: ceHeader("smoke", "high", map[string]string{"severity": "4"}), Data: []byte("high")}))
+	got := receive(t, sub, 1)[0]
+	assert.Equal(t, "Smoke alarm", got.Type)
+	assert.Equal(t, "high", string(got.Data))
+	v, _ := got.Value("level")
+	assert.Equal(t, int64(4), v.Int())
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.alert.fire.smoke", Header: ceHeader("fire", "marker", map[string]string{"severity": "2"}), Data: []byte("marker")}))
+	nothingMore(t, sub, "marker")
 }
