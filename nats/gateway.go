@@ -103,7 +103,14 @@ package nats
 // events published on NATS only once the Gateway's NATS subscription is
 // made, up to one WatchInterval and a NATS round trip after Subscribe
 // returned; a message published on NATS meanwhile is not received.
-// Events published in the caller's place are not affected.
+// Events published in the caller's place are not affected. Gateway.Sync
+// closes the gap for a caller that needs it: Subscribe returns once the
+// subject switch holds the new filter (the gateway acknowledges its
+// install, S2), and Sync makes the subscriptions that filter needs and
+// waits for the NATS server to confirm them. While the federation is
+// re-established after a failure the subject switch reports no filters,
+// and the subscriptions go until it is up again (events do not cross
+// meanwhile either).
 //
 // Concurrency: NATS delivers each subscription's messages on a goroutine
 // of its own, so messages on different subjects may enter sion in another
@@ -137,6 +144,9 @@ const (
 	DefaultWatchInterval = 50 * time.Millisecond
 	DefaultOutQueue      = 1 << 14
 	DefaultMaxTypePaths  = 64
+	// DefaultFlushTimeout bounds the wait for the NATS server to confirm
+	// new subscriptions when the context has no deadline.
+	DefaultFlushTimeout = 5 * time.Second
 )
 
 // GatewayConfig configures a Gateway. Conn is required; the zero value of
@@ -405,7 +415,9 @@ func NewGateway(ctx context.Context, sw *sion.Switch, cfg GatewayConfig) (*Gatew
 		return fail(err)
 	}
 	if cfg.In != nil {
-		g.sync()
+		if err := g.sync(ctx); err != nil {
+			return fail(err)
+		}
 		g.bg.Go(func() { g.watch(life) })
 	}
 	return g, nil
@@ -490,41 +502,63 @@ func (g *Gateway) Close() error {
 func (g *Gateway) watch(life context.Context) {
 	t := time.NewTicker(g.cfg.WatchInterval)
 	defer t.Stop()
+	last := "" // the last error logged: a failure is logged once, not every tick
 	for {
 		select {
 		case <-life.Done():
 			return
 		case <-t.C:
-			g.sync()
+			ctx, cancel := context.WithTimeout(life, DefaultFlushTimeout)
+			err := g.sync(ctx)
+			cancel()
+			switch {
+			case err == nil:
+				last = ""
+			case life.Err() == nil && err.Error() != last:
+				last = err.Error()
+				g.log.Warn("nats: the subscriptions do not follow the interest", "gateway", g.cfg.Name, "err", err)
+			}
 		}
 	}
 }
 
+// Sync makes the Gateway's NATS subscriptions follow the interest now,
+// instead of at the next WatchInterval, and returns once the NATS server
+// has them. Called after a Subscribe in the caller's place returned, it
+// restores S2's contract for events published on NATS: Subscribe returns
+// once the gateway's filters in the subject place are installed, and Sync
+// subscribes to what they need, so a message published on NATS after
+// Sync returned reaches the subscriber. Errors: the Gateway is closed
+// (sion.ErrClosed), a NATS subscribe or flush failed, or ctx's. Safe for
+// concurrent use.
+func (g *Gateway) Sync(ctx context.Context) error {
+	if g.cfg.In == nil {
+		return nil
+	}
+	return g.sync(ctx)
+}
+
 // sync subscribes on NATS to the subjects the interest needs now and
-// unsubscribes from the others. Only the watcher (and NewGateway before
-// it) calls it.
-func (g *Gateway) sync() {
-	var filters []string
-	for _, info := range g.sw.Gateways() {
-		if info.Name == g.cfg.Name {
-			filters = info.Filters
-		}
-	}
-	g.smu.Lock()
-	same := slices.Equal(filters, g.lastSeen) && g.lastSeen != nil
-	g.smu.Unlock()
-	if same {
-		return
-	}
-	want := g.wantedSubjects(filters)
+// unsubscribes from the others, then flushes so that the server has them.
+func (g *Gateway) sync(ctx context.Context) error {
 	g.smu.Lock()
 	defer g.smu.Unlock()
 	g.mu.Lock()
 	closed := g.closed
 	g.mu.Unlock()
 	if closed {
-		return
+		return fmt.Errorf("%w: nats: gateway %q", sion.ErrClosed, g.cfg.Name)
 	}
+	var filters []string
+	for _, info := range g.sw.Gateways() {
+		if info.Name == g.cfg.Name {
+			filters = info.Filters
+		}
+	}
+	if g.lastSeen != nil && slices.Equal(filters, g.lastSeen) {
+		return nil
+	}
+	want := g.wantedSubjects(filters)
 	changed := false
 	for subj, s := range g.subs {
 		if !slices.Contains(want, subj) {
@@ -535,27 +569,38 @@ func (g *Gateway) sync() {
 			changed = true
 		}
 	}
+	var err error
 	for _, subj := range want {
 		if g.subs[subj] != nil {
 			continue
 		}
-		s, err := g.nc.Subscribe(subj, g.receive)
-		if err != nil {
-			g.log.Warn("nats: subscribe", "gateway", g.cfg.Name, "subject", subj, "err", err)
-			return // lastSeen stays: the next tick tries again
+		s, serr := g.nc.Subscribe(subj, g.receive)
+		if serr != nil {
+			err = fmt.Errorf("nats: gateway %q: subscribe %q: %w", g.cfg.Name, subj, serr)
+			break
 		}
 		g.subs[subj] = s
 		changed = true
+	}
+	if changed {
+		if _, ok := ctx.Deadline(); !ok { // nats.go's flush needs a deadline
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, DefaultFlushTimeout)
+			defer cancel()
+		}
+		if ferr := g.nc.FlushWithContext(ctx); ferr != nil && err == nil {
+			err = fmt.Errorf("nats: gateway %q: flush after subscribing: %w", g.cfg.Name, ferr)
+		}
+	}
+	if err != nil {
+		g.lastSeen = nil // the next sync tries again
+		return err
 	}
 	g.lastSeen = slices.Clone(filters)
 	if g.lastSeen == nil {
 		g.lastSeen = []string{}
 	}
-	if changed { // the server has the subscriptions when the flush returns
-		if err := g.nc.FlushTimeout(time.Second); err != nil {
-			g.log.Warn("nats: flush after subscribing", "gateway", g.cfg.Name, "err", err)
-		}
-	}
+	return nil
 }
 
 // wantedSubjects returns the subjects to subscribe to for the filters of

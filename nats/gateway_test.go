@@ -2,11 +2,13 @@ package nats_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
@@ -536,4 +538,61 @@ func TestSubjectOntologyWithMappings(t *testing.T) {
 	assert.Equal(t, int64(4), v.Int())
 	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.alert.fire.smoke", Header: ceHeader("fire", "marker", map[string]string{"severity": "2"}), Data: []byte("marker")}))
 	nothingMore(t, sub, "marker")
+}
+
+// TestInStructured: a structured-mode CloudEvent (content-type
+// application/cloudevents+json) comes in like a binary one, and headers
+// are read in any case.
+func TestInStructured(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connect(t, srv)})
+	sub := receiver(t, sw, "{type ⊑ Alarm}")
+	subscribed(t, g, "sion.hq.Alarm", "sion.hq.Alarm.>")
+	ce := event.New()
+	ce.SetID("s-1")
+	ce.SetSource("/plain")
+	ce.SetType("Flood")
+	ce.SetExtension("level", 2)
+	require.NoError(t, ce.SetData("application/json", map[string]int{"cm": 40}))
+	data, err := json.Marshal(ce)
+	require.NoError(t, err)
+	plain := connect(t, srv)
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.Alarm.Flood", Header: natsgo.Header{"Content-Type": {"application/cloudevents+json; charset=utf-8"}}, Data: data}))
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.Alarm.Flood", Header: natsgo.Header{"CE-SpecVersion": {"1.0"}, "Ce-Id": {"b-1"}, "CE-SOURCE": {"/plain"}, "ce-type": {"Fire"}, "Ce-Level": {"5"}}, Data: []byte("binary")}))
+	got := receive(t, sub, 2)
+	assert.Equal(t, "Flood", got[0].Type)
+	assert.JSONEq(t, `{"cm": 40}`, string(got[0].Data))
+	v, _ := got[0].Value("level")
+	assert.Equal(t, int64(2), v.Int())
+	assert.Equal(t, "Fire", got[1].Type)
+	v, _ = got[1].Value("level")
+	assert.Equal(t, int64(5), v.Int())
+}
+
+// TestSyncGivesTheContract: after Subscribe returned and Sync returned, a
+// message published on NATS reaches the subscriber — no waiting for the
+// watcher (whose interval is an hour here).
+func TestSyncGivesTheContract(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connect(t, srv), WatchInterval: time.Hour})
+	plain := connect(t, srv)
+	for i, filter := range []string{"{type ⊑ Fire}", "{type ⊑ Flood}", "{type ⊑ BGM}"} {
+		sub := receiver(t, sw, filter)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		require.NoError(t, g.Sync(ctx))
+		cancel()
+		typ := strings.TrimSuffix(strings.TrimPrefix(filter, "{type ⊑ "), "}")
+		subjects := g.Subjects(typ)
+		for _, subj := range subjects {
+			require.NoError(t, plain.Publish(subj, []byte(subj)))
+		}
+		for range subjects {
+			got := receive(t, sub, 1)[0]
+			assert.Equal(t, typ, got.Type, "filter %d", i)
+		}
+	}
+	require.NoError(t, g.Close())
+	assert.ErrorIs(t, g.Sync(context.Background()), sion.ErrClosed)
 }
