@@ -124,7 +124,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -663,10 +662,4 @@ func (g *Gateway) refuse(m *natsgo.Msg, r Reason, err error) {
 	g.refused[r]++
 	g.mu.Unlock()
 	g.log.Debug("nats: message refused", "gateway", g.cfg.Name, "subject", m.Subject, "reason", string(r), "err", err)
-}
-
-// hasPrefixFold reports whether s begins with prefix, ASCII case
-// insensitively.
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

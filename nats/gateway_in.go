@@ -156,3 +156,9 @@ func binaryEvent(m *natsgo.Msg) (event.Event, error) {
 	}
 	return ce, nil
 }
+
+// hasPrefixFold reports whether s begins with prefix, ASCII case
+// insensitively.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}

@@ -596,3 +596,40 @@ func TestSyncGivesTheContract(t *testing.T) {
 	require.NoError(t, g.Close())
 	assert.ErrorIs(t, g.Sync(context.Background()), sion.ErrClosed)
 }
+
+// TestCloseUnderLoad: Close while messages flow both ways returns, and
+// leaves no goroutine behind (goleak, TestMain).
+func TestCloseUnderLoad(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	g, err := nats.NewGateway(ctx, sw, nats.GatewayConfig{Conn: connect(t, srv)})
+	require.NoError(t, err)
+	receiver(t, sw, "{}")
+	require.NoError(t, g.Sync(ctx))
+	plain := connect(t, srv)
+	publish := publisher(t, sw)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if plain.Publish("sion.hq.Alarm.Flood", []byte("in")) != nil {
+				return
+			}
+		}
+	})
+	for range 200 {
+		publish(&sion.Event{Type: "Fire"})
+	}
+	require.Eventually(t, func() bool { st := g.Stats(); return st.InReceived > 100 && st.OutEvents == 200 }, wait, time.Millisecond)
+	require.NoError(t, g.Close())
+	close(stop)
+	wg.Wait()
+	assert.Empty(t, g.Stats().Subjects)
+}
