@@ -59,14 +59,18 @@ package nats
 // (default "<prefix>.<place>.>") and the keys of GatewayConfig.Types. A
 // message with a ce-specversion header (any case) is a binary-mode
 // CloudEvent and is decoded with the Codec: the ce-type decides the event
-// type (not the subject), the ID comes from ce-id, so two copies of one
-// event are delivered once. A message with content-type
+// type (not the subject), and the ID comes from ce-id (a 32-hex-digit id
+// is the EventID itself, any other is hashed with ce-source; see the
+// cloudevents doc), so two copies of one event are delivered once. A
+// message with content-type
 // application/cloudevents+json is a structured-mode CloudEvent. Any other
 // message is raw: its event type is GatewayConfig.Types[subject], or,
 // for a subject inside "<prefix>.<place>.", the last token of its type
 // path (the tokens must be a path from a root, unescaped as above); its
 // payload is the message data, with the content-type header as its media
-// type; it has no attributes and gets a new ID. Each event is published
+// type (other headers, Nats-Msg-Id included, are ignored); it has no
+// attributes and gets a new ID, so a raw message published twice is two
+// events. Each event is published
 // into the subject switch by the Gateway's session there; the federation
 // carries it into the caller's place only when someone there wants it
 // (the gateway's proxy filters) and the In firewall lets it through,
@@ -83,7 +87,8 @@ package nats
 // connection made with natsgo.NoEcho() avoids the round trip altogether.
 // Events that came in from NATS are never sent out again: the out
 // session skips events published on the subject switch itself
-// (Control.PlaceHops 0).
+// (Control.PlaceHops 0); they pass through its queue all the same (the
+// core cannot leave a session's own publications out of its matches).
 //
 // Interest decides the subscriptions: the filters the subject switch
 // holds for the caller's place's interest (what its Switch.Gateways
@@ -113,8 +118,10 @@ package nats
 // meanwhile either).
 //
 // Concurrency: NATS delivers each subscription's messages on a goroutine
-// of its own, so messages on different subjects may enter sion in another
-// order than they were published; per subject, order is kept.
+// of its own, so messages that arrive on different subscriptions may
+// enter sion in another order than they were published; per subscription
+// (so per subject), order is kept. Out, events leave in the order the out
+// subscription receives them, all copies of one event before the next.
 
 import (
 	"cmp"
@@ -139,10 +146,14 @@ import (
 
 // Defaults of GatewayConfig's zero fields.
 const (
-	DefaultPrefix        = "sion"
+	// DefaultPrefix is the first token of every subject.
+	DefaultPrefix = "sion"
+	// DefaultWatchInterval is how often the interest is re-read.
 	DefaultWatchInterval = 50 * time.Millisecond
-	DefaultOutQueue      = 1 << 14
-	DefaultMaxTypePaths  = 64
+	// DefaultOutQueue is the out subscription's queue length, in events.
+	DefaultOutQueue = 1 << 14
+	// DefaultMaxTypePaths bounds the paths from a root per event type.
+	DefaultMaxTypePaths = 64
 	// DefaultFlushTimeout bounds the wait for the NATS server to confirm
 	// new subscriptions when the context has no deadline.
 	DefaultFlushTimeout = 5 * time.Second
@@ -156,8 +167,9 @@ type GatewayConfig struct {
 	// natsgo.NoEcho(), it spares the Gateway its own messages.
 	Conn *natsgo.Conn
 	// Name names the gateway on the caller's switch (Switch.Gateways),
-	// and the subject place and its switch; default "nats:" followed by
-	// the base subject "<prefix>.<place>". At most sion.MaxNameBytes.
+	// and the subject place and its switch (events that came in from NATS
+	// have it in Control.Path); default "nats:" followed by the base
+	// subject "<prefix>.<place>". At most sion.MaxNameBytes.
 	Name string
 	// Prefix is the first token or tokens of every subject (a NATS
 	// subject without wildcards); default DefaultPrefix, "sion".
@@ -212,18 +224,18 @@ type Reason string
 
 // The reasons a message is refused.
 const (
-	// ReasonNoType: a message without CloudEvents headers on a subject
+	// ReasonNoType is a message without CloudEvents headers on a subject
 	// that names no event type (outside the type space and not in
 	// GatewayConfig.Types, or not a type path).
 	ReasonNoType Reason = "no-type"
-	// ReasonUnknownType: a CloudEvent whose type the Codec does not know
+	// ReasonUnknownType is a CloudEvent whose type the Codec does not know
 	// (sion.ErrUnknownEventType).
 	ReasonUnknownType Reason = "unknown-type"
-	// ReasonBadCloudEvent: CloudEvents headers or a structured event that
-	// do not decode into an event (sion.ErrInvalidEvent).
+	// ReasonBadCloudEvent is CloudEvents headers or a structured event
+	// that do not decode into an event (sion.ErrInvalidEvent).
 	ReasonBadCloudEvent Reason = "bad-cloudevent"
-	// ReasonRefused: the subject switch refused the event at Publish (an
-	// attribute or payload its place does not accept).
+	// ReasonRefused is an event the subject switch refused at Publish
+	// (an attribute or payload its place does not accept).
 	ReasonRefused Reason = "refused"
 )
 
