@@ -409,8 +409,8 @@ func NewGateway(ctx context.Context, sw *sion.Switch, cfg GatewayConfig) (*Gatew
 	if err != nil {
 		return fail(err)
 	}
-	g.bg.Go(func() {
-		if err := g.sw.Serve(life, l); err != nil {
+	g.bg.Go(func() { // until the subject switch closes (Close, after the unfederate)
+		if err := g.sw.Serve(context.Background(), l); err != nil {
 			g.log.Error("nats: the subject switch stopped serving", "gateway", cfg.Name, "err", err)
 		}
 	})
@@ -488,7 +488,7 @@ func (g *Gateway) Close() error {
 	g.subs = map[string]*natsgo.Subscription{}
 	g.smu.Unlock()
 	if g.stop != nil {
-		g.stop() // ends the watcher, Serve, and Publish calls of handlers
+		g.stop() // ends the watcher and the Publish calls of handlers
 	}
 	for _, s := range subs {
 		if err := s.Unsubscribe(); err != nil && !errors.Is(err, natsgo.ErrConnectionClosed) && !errors.Is(err, natsgo.ErrBadSubscription) {
