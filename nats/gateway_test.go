@@ -666,3 +666,42 @@ func TestCloseUnderLoad(t *testing.T) {
 	wg.Wait()
 	assert.Empty(t, g.Stats().Subjects)
 }
+
+// TestInterestWithConfiguredSubjects: configured subjects narrow the type
+// space's subjects, are subscribed whole where they only overlap, and
+// outside the space follow any interest (Types keys: interest in their
+// type).
+func TestInterestWithConfiguredSubjects(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connect(t, srv),
+		Subjects: []string{"sion.hq.Alarm.>", "sion.hq.*.Fire", "legacy.>"},
+		Types:    map[string]string{"old.flood": "Flood", "old.bgm": "BGM"},
+	})
+	subscribed(t, g)
+	for _, c := range []struct {
+		name, filter string
+		want         []string
+	}{
+		{"narrowed", `{type ⊑ "Smoke alarm"}`, []string{"legacy.>", "sion.hq.Alarm.Fire.Smoke%20alarm", "sion.hq.Alarm.Fire.Smoke%20alarm.>"}},
+		{"overlapping", "{type ⊑ Alarm}", []string{"legacy.>", "old.flood", "sion.hq.*.Fire", "sion.hq.Alarm.>"}},
+		{"a Types key's type", "{type ⊑ Flood}", []string{"legacy.>", "old.flood", "sion.hq.Alarm.Flood", "sion.hq.Alarm.Flood.>"}},
+		// sion.hq.media.Fire is no type path, but a CloudEvent of type
+		// media may come on it (its ce-type decides): overlapping is enough.
+		{"only overlapping", "{type ⊑ media}", []string{"legacy.>", "old.bgm", "sion.hq.*.Fire"}},
+		{"every type", "{}", []string{"legacy.>", "old.bgm", "old.flood", "sion.hq.*.Fire", "sion.hq.Alarm.>"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			s, err := sw.Open(ctx, sion.SessionConfig{Name: "interested"})
+			require.NoError(t, err)
+			_, err = s.Subscribe(ctx, c.filter)
+			require.NoError(t, err)
+			require.NoError(t, g.Sync(ctx))
+			assert.Equal(t, c.want, g.Stats().Subjects)
+			require.NoError(t, s.Close())
+			subscribed(t, g)
+		})
+	}
+}
