@@ -172,7 +172,10 @@ func TestUSGSWeekOut(t *testing.T) {
 	}
 
 	require.Eventually(t, func() bool { return seismic.len() >= wantSeismic && everything.len() >= wantAll }, time.Minute, 10*time.Millisecond)
-	require.Eventually(t, func() bool { return g.Stats().InDuplicates == uint64(wantAll) }, time.Minute, 10*time.Millisecond, "every echo dropped: %+v", g.Stats())
+	require.Eventually(t, func() bool {
+		st := g.Stats()
+		return st.InDuplicates == uint64(wantAll) && st.OutEvents == uint64(wantAll)
+	}, time.Minute, 10*time.Millisecond, "every event out, every echo dropped: %+v", g.Stats())
 	assert.Equal(t, wantAll, everything.len(), "a tree ontology: one message per event")
 	msgs := seismic.all()
 	require.Len(t, msgs, wantSeismic)
