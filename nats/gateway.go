@@ -273,8 +273,12 @@ type Gateway struct {
 	sess *sion.Session // its session: publishes what comes in, subscribes what goes out
 	out  *sion.Subscription
 	fed  *sion.Gateway
-	stop context.CancelFunc
 	bg   sync.WaitGroup // Serve and the watcher
+	// life ends at Close (stop): it ends the watcher and unblocks the
+	// handlers' Publish calls. It is the Gateway's own context, never a
+	// caller's.
+	life context.Context
+	stop context.CancelFunc
 
 	outEvents, outMessages, outStructured, outFailed atomic.Uint64
 	inReceived, inPublished                          atomic.Uint64
@@ -287,12 +291,9 @@ type Gateway struct {
 	// smu guards the subscriptions; it is held while they change and
 	// the server confirms (a flush), so Stats reports subjects the
 	// server has. Lock order: smu before mu.
-	smu  sync.Mutex
-	subs map[string]*natsgo.Subscription // smu; by subject
-	// life ends at Close; it unblocks the handlers' Publish calls. It is
-	// the Gateway's own, never a caller's context.
-	life     context.Context
-	lastSeen []string // smu; the filters the watcher last acted on
+	smu      sync.Mutex
+	subs     map[string]*natsgo.Subscription // smu; by subject
+	lastSeen []string                        // smu; the filters the subscriptions were made for
 }
 
 // NewGateway makes a Gateway that federates sw's place with the NATS

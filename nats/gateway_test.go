@@ -718,3 +718,25 @@ func TestInterestWithConfiguredSubjects(t *testing.T) {
 		})
 	}
 }
+
+// TestSwitchClosedFirst: the caller's switch may close before the
+// Gateway; Close still returns and leaves nothing behind.
+func TestSwitchClosedFirst(t *testing.T) {
+	srv := natsServer(t)
+	p, err := sion.NewEventPlace(sion.PlaceConfig{Name: "hq", Ontology: alarms(t)})
+	require.NoError(t, err)
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "hq-sw", Place: p})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	g, err := nats.NewGateway(ctx, sw, nats.GatewayConfig{Conn: connect(t, srv)})
+	require.NoError(t, err)
+	s, err := sw.Open(ctx, sion.SessionConfig{Name: "interested"})
+	require.NoError(t, err)
+	_, err = s.Subscribe(ctx, "{}")
+	require.NoError(t, err)
+	require.NoError(t, g.Sync(ctx))
+	require.NoError(t, sw.Close())
+	require.NoError(t, g.Close())
+	assert.Empty(t, g.Stats().Subjects)
+}
