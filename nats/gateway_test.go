@@ -740,3 +740,25 @@ func TestSwitchClosedFirst(t *testing.T) {
 	require.NoError(t, g.Close())
 	assert.Empty(t, g.Stats().Subjects)
 }
+
+// TestOutFilters: the subject place's own interest (OutFilters) narrows
+// what goes out, as the Out firewall does.
+func TestOutFilters(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connect(t, srv), OutFilters: []string{"{type ⊑ Fire}", "{type ⊑ BGM}"}})
+	all := subscribe(t, connect(t, srv), "sion.hq.>")
+	publish := publisher(t, sw)
+	for _, typ := range []string{"Flood", "Fire", "media", "jingle", "Alarm", "Smoke alarm"} {
+		publish(&sion.Event{Type: typ, Data: []byte(typ)})
+	}
+	require.Eventually(t, func() bool { return g.Stats().OutEvents == 3 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return all.len() == 4 }, wait, time.Millisecond)
+	var types []string
+	for _, m := range all.all() {
+		types = append(types, m.Header.Get("ce-type"))
+	}
+	assert.ElementsMatch(t, []string{"Fire", "jingle", "jingle", "Smoke alarm"}, types)
+	_, err := nats.NewGateway(context.Background(), sw, nats.GatewayConfig{Conn: connect(t, srv), Name: "bad", OutFilters: []string{"{type ⊑"}})
+	assert.ErrorIs(t, err, sion.ErrInvalidFilter)
+}
