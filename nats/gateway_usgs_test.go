@@ -207,3 +207,84 @@ func TestUSGSWeekOut(t *testing.T) {
 	assert.Zero(t, st.OutFailed+st.OutDropped+st.OutStructured)
 	assert.Empty(t, st.InRefused)
 }
+
+// bigSeismicTruth counts the week's seismic features of magnitude 4.5 or
+// more, from the raw files with encoding/json only.
+func bigSeismicTruth(t *testing.T, week []byte) int {
+	t.Helper()
+	var w struct {
+		Features []struct {
+			Properties struct {
+				Type string   `json:"type"`
+				Mag  *float64 `json:"mag"`
+			} `json:"properties"`
+		} `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal(week, &w))
+	n := 0
+	for _, f := range w.Features {
+		if (f.Properties.Type == "earthquake" || f.Properties.Type == "ice quake") && f.Properties.Mag != nil && *f.Properties.Mag >= 4.5 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestUSGSWeekAcross publishes the USGS week in one place; a gateway
+// sends it out to NATS, and another place's gateway on the same subject
+// space brings in what its subscriber wants: exactly the big seismic
+// events of the ground truth, each once, with the IDs they had.
+func TestUSGSWeekAcross(t *testing.T) {
+	hazards, err := os.ReadFile(filepath.Join(usgsDir, "hazards.json"))
+	require.NoError(t, err)
+	week, err := os.ReadFile(filepath.Join(usgsDir, "all_week_2023-04-07.geojson"))
+	require.NoError(t, err)
+	want := bigSeismicTruth(t, week)
+	require.Positive(t, want)
+	o, err := ontology.LoadJSON(bytes.NewReader(hazards), "hazards.json")
+	require.NoError(t, err)
+	srv := natsServer(t)
+	east, west := newSwitch(t, "east", o), newSwitch(t, "west", o)
+	ceCfg := cloudevents.Config{TimeAttribute: "time"}
+	newGateway(t, east, nats.GatewayConfig{Conn: connect(t, srv), Place: "usgs", Out: &sion.DirectionConfig{}, CloudEvents: ceCfg})
+	gw := newGateway(t, west, nats.GatewayConfig{Conn: connect(t, srv), Place: "usgs", In: &sion.DirectionConfig{}, CloudEvents: ceCfg})
+	big := receiver(t, west, "{type ⊑ seismic; mag >= 4.5}")
+	local := receiver(t, east, "{type ⊑ seismic; mag >= 4.5}")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, gw.Sync(ctx))
+	assert.Equal(t, []string{"sion.usgs.hazard.natural.seismic", "sion.usgs.hazard.natural.seismic.>"}, gw.Stats().Subjects)
+
+	reader, err := east.Place().NewJSONReader(usgsFields)
+	require.NoError(t, err)
+	events, err := reader.ReadList(week, "features")
+	require.NoError(t, err)
+	publish := publisher(t, east)
+	for _, ev := range events {
+		publish(ev)
+	}
+	publish(&sion.Event{Type: "earthquake", Attrs: []ontology.Attr{{Name: "mag", Value: ontology.Float(9.9)}}, Data: []byte("marker")})
+
+	seen := map[sion.EventID]bool{}
+	for i := range want {
+		d, err := big.Next(ctx)
+		require.NoError(t, err, "after %d of %d", i, want)
+		ev := d.Event
+		assert.False(t, seen[ev.ID], "event %s twice", ev.ID)
+		seen[ev.ID] = true
+		mag, ok := ev.Value("mag")
+		assert.True(t, ok && mag.Float() >= 4.5, "%s", ev)
+		assert.Contains(t, []string{"earthquake", "ice quake"}, ev.Type)
+		assert.Equal(t, []string{"nats:sion.usgs", "west"}, ev.Control.Path)
+	}
+	nothingMore(t, big, "marker")
+	for range want {
+		d, err := local.Next(ctx)
+		require.NoError(t, err)
+		assert.True(t, seen[d.Event.ID], "event %s of the place did not come across", d.Event.ID)
+	}
+	t.Logf("%d big seismic events across NATS (ground truth %d)", len(seen), want)
+	st := gw.Stats()
+	assert.Empty(t, st.InRefused)
+	assert.Zero(t, st.InDuplicates, "a tree ontology: one copy of each")
+}
