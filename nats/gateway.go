@@ -100,7 +100,11 @@ package nats
 // configured subject that only overlaps one is subscribed whole; one
 // outside the type space is subscribed while there is any interest, or,
 // for a Types key, while its type is wanted), no subject that another
-// covers, and unsubscribes when the interest goes. The core has no hook
+// covers, and unsubscribes when the interest goes. Configured subjects
+// that overlap without one covering the other (a.*.c and a.b.>) are both
+// subscribed: a message on a subject both match comes in twice, once per
+// subscription — one event for a CloudEvent (its ID), two for a raw
+// message. The core has no hook
 // that tells of a change of a gateway's filters, so the Gateway watches
 // them: it re-reads them every GatewayConfig.WatchInterval (default 50
 // ms). What that degrades: S2's contract — a Subscribe in the caller's
