@@ -1,8 +1,14 @@
-// Package nats implements transport.Transport over a NATS connection, so
-// that the shared links of an event place ride a NATS cluster instead of
-// their own TCP connections (S1 shared links; issue 19, "NATS as the
-// engine when a place outgrows its own links"). See DESIGN.md, "Network",
-// Transports, and "Around the library", Interop.
+// Package nats puts NATS underneath sion in two ways (issue 19, "NATS as
+// the engine when a place outgrows its own links"; see DESIGN.md,
+// "Network", Transports, and "Around the library", Interop):
+//
+//   - Transport implements transport.Transport over a NATS connection, so
+//     that the shared links of an event place ride a NATS cluster instead
+//     of their own TCP connections (S1 shared links).
+//   - Gateway presents a NATS subject space as one entity of an event
+//     place (S1's S/x-GW): events go out as CloudEvents on subjects named
+//     by their type path, and messages on NATS subjects come in as events
+//     (the section "The S/x-GW" below).
 //
 // New makes a Transport on a *natsgo.Conn the caller connected and owns
 // (Config.Conn). Listen("switch-a") listens on the subject
@@ -117,6 +123,133 @@
 // others sent before the timeout. Close sends a data message with
 // the end flag, retransmitted like the others; the peer's Recv reports
 // the end (transport.ErrClosed and io.EOF) after the frames before it.
+//
+// # The S/x-GW
+//
+// A Gateway presents a NATS subject space as one entity of an event place
+// (S1 SI-GW, and S1's S/x-GW: "from the SION (event place) side, the
+// entire Gnutella network appears as one service entity"). It is built on
+// sion's public API from an ordinary gateway: the subject space is an
+// event place of its own, the subject place, served by one switch inside
+// the Gateway on an in-process network (transport/mem), and the caller's
+// switch requests the federation to it (Switch.Federate), so the
+// caller's DirectionConfigs — Mapping (conversion table) and Firewall
+// filters — apply exactly as for any gateway, and interest crosses as for
+// any gateway. The subject place's ontology is the caller's place's
+// unless GatewayConfig.Ontology names another (then give Mappings).
+//
+// Out (sion → NATS): one session on the subject switch subscribes
+// GatewayConfig.OutFilters (default {type ⊑ *}); that interest crosses
+// into the caller's place through the Out firewall, so the events it lets
+// through arrive, converted by the Out Mapping, and each is published to
+// NATS as a CloudEvent in binary mode (the CloudEvents NATS protocol
+// binding): headers ce-specversion, ce-id, ce-source, ce-type, ce-time and
+// ce-subject where set, content-type for datacontenttype, one
+// ce-<extension> per other attribute (values in the canonical string
+// form of their CloudEvents type), and the payload bytes, unchanged, as
+// the message data. The sion event becomes a CloudEvent through the
+// cloudevents module's Codec (GatewayConfig.CloudEvents; see its doc for
+// the mapping). A value a NATS header cannot carry unchanged (a control
+// character, leading or trailing white space) sends that event in
+// structured mode instead: content-type application/cloudevents+json and
+// the JSON event as data (counted in Stats.OutStructured).
+//
+// Subjects: an event of type T is published on
+// "<prefix>.<place>.<path>", where prefix is GatewayConfig.Prefix
+// (default "sion"; may hold dots), place the caller's place's name as
+// one token, and path the names of the types from a root of the ontology
+// down to T, one token each: hazard.natural.seismic.earthquake. Each name
+// is escaped reversibly (EscapeToken): every byte other than an ASCII
+// letter, digit, '-', '_' or '~' becomes '%' and two upper-case hex
+// digits, so "ice quake" is ice%20quake and no name can make a '.',
+// '*', '>' or white space. A plain NATS client subscribes by type prefix:
+// "sion.usgs.hazard.natural.seismic.>" receives every seismic event (and
+// "sion.usgs.hazard.natural.seismic" the events of type seismic itself).
+//
+// Multiple inheritance: the ontology is a DAG, and a type with several
+// parents has several paths from the roots (BGM is-a music and is-a
+// seasonal: media.music.BGM and media.seasonal.BGM). Its events are
+// published once per path, every copy with the same ce-id, in the order
+// of the paths (parents in declaration order, depth first), so each
+// prefix subscriber sees the event; a subscriber to the whole space
+// ("<prefix>.<place>.>"), or to two prefixes both paths pass, receives
+// it once per path and deduplicates by ce-id, as sion does: copies that
+// come back in are one event (the ID comes from ce-id). An ontology where
+// a type has more than GatewayConfig.MaxTypePaths paths (default 64) is
+// refused.
+//
+// In (NATS → sion): the Gateway subscribes on NATS to the subjects the
+// caller's place's interest needs (below), among GatewayConfig.Subjects
+// (default "<prefix>.<place>.>") and the keys of GatewayConfig.Types. A
+// message with a ce-specversion header (any case) is a binary-mode
+// CloudEvent and is decoded with the Codec: the ce-type decides the event
+// type (not the subject), and the ID comes from ce-id (a 32-hex-digit id
+// is the EventID itself, any other is hashed with ce-source; see the
+// cloudevents doc), so two copies of one event are delivered once. A
+// message with content-type
+// application/cloudevents+json is a structured-mode CloudEvent. Any other
+// message is raw: its event type is GatewayConfig.Types[subject], or,
+// for a subject inside "<prefix>.<place>.", the last token of its type
+// path (the tokens must be a path from a root, unescaped as above); its
+// payload is the message data, with the content-type header as its media
+// type (other headers, Nats-Msg-Id included, are ignored); it has no
+// attributes and gets a new ID, so a raw message published twice is two
+// events. Each event is published
+// into the subject switch by the Gateway's session there; the federation
+// carries it into the caller's place only when someone there wants it
+// (the gateway's proxy filters) and the In firewall lets it through,
+// converted by the In Mapping. A message that does not map — no type
+// for its subject, an unknown type, a bad header, an event Publish
+// refuses — is refused and counted by reason (Stats.InRefused), never
+// delivered, and harms nothing else.
+//
+// Echo: the Gateway's own NATS subscriptions receive what it published
+// when both cover a subject. Those copies come in with the ID the event
+// had and the subject switch, which recorded that ID when the event
+// crossed into it, drops them as duplicates (Stats.InDuplicates). Its
+// memory of IDs is bounded (sion.Event.ID: the last 65,536–131,072); a
+// connection made with natsgo.NoEcho() avoids the round trip altogether.
+// Events that came in from NATS are never sent out again: the out
+// session skips events published on the subject switch itself
+// (Control.PlaceHops 0); they pass through its queue all the same (the
+// core cannot leave a session's own publications out of its matches).
+//
+// Interest decides the subscriptions: the filters the subject switch
+// holds for the caller's place's interest (what its Switch.Gateways
+// reports as GatewayInfo.Filters) name event types; a filter on T needs
+// "<prefix>.<place>.<path to T>" and "….>" for every path of T, plus the
+// paths of T's descendants that do not pass through T (multiple
+// inheritance); a filter on * needs "<prefix>.<place>.>". The Gateway
+// subscribes to those subjects that fall in its configured subjects (a
+// configured subject that only overlaps one is subscribed whole; one
+// outside the type space is subscribed while there is any interest, or,
+// for a Types key, while its type is wanted), no subject that another
+// covers, and unsubscribes when the interest goes. Configured subjects
+// that overlap without one covering the other (a.*.c and a.b.>) are both
+// subscribed: a message on a subject both match comes in twice, once per
+// subscription — one event for a CloudEvent (its ID), two for a raw
+// message. The core has no hook
+// that tells of a change of a gateway's filters, so the Gateway watches
+// them: it re-reads them every GatewayConfig.WatchInterval (default 50
+// ms). What that degrades: S2's contract — a Subscribe in the caller's
+// place returns once the filter is active everywhere in scope — covers
+// events published on NATS only once the Gateway's NATS subscription is
+// made, up to one WatchInterval and a NATS round trip after Subscribe
+// returned; a message published on NATS meanwhile is not received.
+// Events published in the caller's place are not affected. Gateway.Sync
+// closes the gap for a caller that needs it: Subscribe returns once the
+// subject switch holds the new filter (the gateway acknowledges its
+// install, S2), and Sync makes the subscriptions that filter needs and
+// waits for the NATS server to confirm them. While the federation is
+// re-established after a failure the subject switch reports no filters,
+// and the subscriptions go until it is up again (events do not cross
+// meanwhile either).
+//
+// Concurrency: NATS delivers each subscription's messages on a goroutine
+// of its own, so messages that arrive on different subscriptions may
+// enter sion in another order than they were published; per subscription
+// (so per subject), order is kept. Out, events leave in the order the out
+// subscription receives them, all copies of one event before the next.
 //
 // # Goroutines and locks
 //

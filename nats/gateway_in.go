@@ -1,0 +1,164 @@
+package nats
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/sion-go/sion"
+)
+
+// receive is the handler of every NATS subscription: it decodes the
+// message and publishes the event into the subject switch.
+func (g *Gateway) receive(m *natsgo.Msg) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.handlers.Add(1)
+	g.mu.Unlock()
+	defer g.handlers.Done()
+	g.inReceived.Add(1)
+	ev, r, err := g.decode(m)
+	if err != nil {
+		g.refuse(m, r, err)
+		return
+	}
+	if err := g.sess.Publish(g.life, &ev); err != nil {
+		if g.life.Err() == nil {
+			g.refuse(m, ReasonRefused, err)
+		}
+		return
+	}
+	g.inPublished.Add(1)
+}
+
+// decode returns the event a NATS message carries (see the package
+// section "The S/x-GW": binary or structured CloudEvent, or raw).
+func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
+	var ct string
+	var spec bool
+	for k, vs := range m.Header {
+		switch {
+		case len(vs) == 0:
+		case strings.EqualFold(k, contentType):
+			ct = vs[0]
+		case strings.EqualFold(k, headerPrefix+"specversion"):
+			spec = true
+		}
+	}
+	if spec {
+		ce, err := binaryEvent(m)
+		if err != nil {
+			return sion.Event{}, ReasonBadCloudEvent, err
+		}
+		return g.fromCloudEvent(ce)
+	}
+	if media, _, err := mime.ParseMediaType(ct); err == nil && media == structuredMedia {
+		var ce event.Event
+		if err := json.Unmarshal(m.Data, &ce); err != nil {
+			return sion.Event{}, ReasonBadCloudEvent, fmt.Errorf("nats: structured CloudEvent: %w", err)
+		}
+		return g.fromCloudEvent(ce)
+	}
+	t := g.types[m.Subject]
+	if t == nil {
+		var under bool
+		var err error
+		t, under, err = g.ts.typeOf(m.Subject)
+		switch {
+		case err != nil:
+			return sion.Event{}, ReasonNoType, err
+		case !under:
+			return sion.Event{}, ReasonNoType, fmt.Errorf("nats: subject %q names no event type: it is outside %s.> and not in GatewayConfig.Types", m.Subject, g.ts.base)
+		}
+	}
+	ev := sion.Event{Type: t.Name, ContentType: ct}
+	if len(m.Data) > 0 {
+		ev.Data = m.Data
+	}
+	return ev, "", nil
+}
+
+func (g *Gateway) fromCloudEvent(ce event.Event) (sion.Event, Reason, error) {
+	ev, err := g.codec.FromCloudEvent(ce)
+	switch {
+	case errors.Is(err, sion.ErrUnknownEventType):
+		return sion.Event{}, ReasonUnknownType, err
+	case err != nil:
+		return sion.Event{}, ReasonBadCloudEvent, err
+	}
+	return ev, "", nil
+}
+
+// binaryEvent reads a binary-mode CloudEvent from m's headers (names in
+// any case; the first value of each) and data.
+func binaryEvent(m *natsgo.Msg) (event.Event, error) {
+	var ce event.Event
+	attrs := map[string]string{}
+	for k, vs := range m.Header {
+		if len(vs) == 0 {
+			continue
+		}
+		if strings.EqualFold(k, contentType) {
+			attrs[contentType] = vs[0]
+			continue
+		}
+		if !hasPrefixFold(k, headerPrefix) {
+			continue // a header of the message, not of the event
+		}
+		name := strings.ToLower(k[len(headerPrefix):])
+		if _, dup := attrs[name]; dup {
+			return ce, fmt.Errorf("%w: nats: CloudEvents header %q appears twice", sion.ErrInvalidEvent, k)
+		}
+		attrs[name] = vs[0]
+	}
+	switch v := attrs["specversion"]; v {
+	case event.CloudEventsVersionV1, event.CloudEventsVersionV03:
+		ce = event.New(v)
+	default:
+		return ce, fmt.Errorf("%w: nats: ce-specversion %q: want %s or %s", sion.ErrInvalidEvent, v, event.CloudEventsVersionV1, event.CloudEventsVersionV03)
+	}
+	for name, v := range attrs {
+		switch name {
+		case "specversion":
+		case "id":
+			ce.SetID(v)
+		case "source":
+			ce.SetSource(v)
+		case "type":
+			ce.SetType(v)
+		case "subject":
+			ce.SetSubject(v)
+		case "dataschema":
+			ce.SetDataSchema(v)
+		case contentType:
+			ce.SetDataContentType(v)
+		case "time":
+			t, err := types.ParseTime(v)
+			if err != nil {
+				return ce, fmt.Errorf("%w: nats: ce-time %q: %v", sion.ErrInvalidEvent, v, err)
+			}
+			ce.SetTime(t)
+		default:
+			ce.SetExtension(name, v)
+		}
+	}
+	if len(m.Data) > 0 {
+		ce.DataEncoded = m.Data
+	}
+	return ce, nil
+}
+
+// hasPrefixFold reports whether s begins with prefix, ASCII case
+// insensitively.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
