@@ -91,11 +91,10 @@ func ferr(sentinel error, path, format string, args ...any) *FilterError {
 // event of this Codec passes the CloudEvents filters — as ToCloudEvent
 // writes it — exactly when at least one returned filter matches it
 // (their OR). The filters are resolved (filter.Resolve) against the
-// ontology, ready for Session.SubscribeFilter or an Index; an empty
-// array gives one filter that matches every event ({type ⊑ *}). Held as
-// subscriptions of one Session, the session fires once per event, but
-// the filters may overlap, and each subscription that matched receives
-// the event: a reader of several of them deduplicates by Event.ID.
+// ontology, ready for Session.SubscribeFilters, which holds them as one
+// subscription (their OR, S1: one or more filters per subscription) that
+// receives each event once however many of the filters match it; an
+// empty array gives one filter that matches every event ({type ⊑ *}).
 //
 // filters is JSON text ([]byte or json.RawMessage: the array, or one
 // filter expression, which counts as an array of one) or the same value
