@@ -24,7 +24,9 @@ type LinkInfo struct {
 	// them, the handshake's request and accept).
 	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
 	// Dropped counts events not forwarded because the link's queue was
-	// full or the event did not fit a frame; Expired those not forwarded
+	// full (65,536 events or 64 MiB of frames wait for the peer; beyond,
+	// the newest are dropped, and the first drop of each episode is
+	// logged at Warn) or the event did not fit a frame; Expired those not forwarded
 	// because their TTL was spent; Duplicates the events received that
 	// the switch had seen already; Refused those received that the place
 	// refused (logged).

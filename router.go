@@ -17,9 +17,12 @@ import (
 )
 
 // Bounds of a router's outgoing queue for data events; control messages are
-// never dropped (their number is bounded by the filters).
+// never dropped (their number is bounded by the filters). The bytes bound
+// the memory; the count is high enough that a burst of small events (ten
+// thousand from many goroutines, as watermill's universal suite
+// publishes) waits for the writer rather than being dropped.
 const (
-	routerQueue      = 4096     // data frames
+	routerQueue      = 1 << 16  // data frames
 	routerQueueBytes = 64 << 20 // and their bytes
 )
 

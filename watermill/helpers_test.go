@@ -9,6 +9,8 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/mem"
 	"github.com/sion-go/sion/transport/tcp"
 )
 
@@ -17,7 +19,7 @@ import (
 type network struct {
 	o            *ontology.Ontology
 	pubSw, subSw *sion.Switch // nil for remote sessions
-	tr           *tcp.Transport
+	tr           transport.Transport
 	addr         string // the switch remote sessions dial
 	remote       bool
 }
@@ -29,30 +31,38 @@ type variant struct {
 }
 
 // variants are the placements every test body runs over: one switch with
-// local sessions; two switches joined by a shared link over TCP on
-// 127.0.0.1, the publisher on one and the subscriber on the other; remote
-// sessions (sion.Dial) over TCP to one switch.
+// local sessions; two switches joined by a shared link, the publisher on
+// one and the subscriber on the other; remote sessions (sion.Dial) to one
+// switch. The last two over transport/mem and over TCP on 127.0.0.1.
 var variants = []variant{
 	{"local", func(t *testing.T, o *ontology.Ontology) *network {
 		sw := newSwitch(t, o, "sw")
 		return &network{o: o, pubSw: sw, subSw: sw}
 	}},
-	{"tcp-link", func(t *testing.T, o *ontology.Ontology) *network {
-		tr := newTCP(t)
-		place := newPlace(t, o)
-		a := switchOf(t, place, "a")
-		b := switchOf(t, place, "b")
-		addr := serve(t, a, tr)
-		link, err := b.Link(context.Background(), tr, addr, sion.LinkConfig{})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, link.Close()) })
-		return &network{o: o, pubSw: a, subSw: b}
-	}},
-	{"tcp-remote", func(t *testing.T, o *ontology.Ontology) *network {
-		tr := newTCP(t)
-		sw := switchOf(t, newPlace(t, o), "sw")
-		return &network{o: o, tr: tr, addr: serve(t, sw, tr), remote: true}
-	}},
+	{"mem-link", func(t *testing.T, o *ontology.Ontology) *network { return linked(t, o, newMem(t), "") }},
+	{"mem-remote", func(t *testing.T, o *ontology.Ontology) *network { return remote(t, o, newMem(t), "") }},
+	{"tcp-link", func(t *testing.T, o *ontology.Ontology) *network { return linked(t, o, newTCP(t), "127.0.0.1:0") }},
+	{"tcp-remote", func(t *testing.T, o *ontology.Ontology) *network { return remote(t, o, newTCP(t), "127.0.0.1:0") }},
+}
+
+// linked returns two switches joined by a shared link over tr, the
+// first serving on listen.
+func linked(t *testing.T, o *ontology.Ontology, tr transport.Transport, listen string) *network {
+	place := newPlace(t, o)
+	a := switchOf(t, place, "a")
+	b := switchOf(t, place, "b")
+	addr := serve(t, a, tr, listen)
+	link, err := b.Link(context.Background(), tr, addr, sion.LinkConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, link.Close()) })
+	return &network{o: o, pubSw: a, subSw: b}
+}
+
+// remote returns one switch serving on listen over tr, whose sessions
+// are remote.
+func remote(t *testing.T, o *ontology.Ontology, tr transport.Transport, listen string) *network {
+	sw := switchOf(t, newPlace(t, o), "sw")
+	return &network{o: o, tr: tr, addr: serve(t, sw, tr, listen), remote: true}
 }
 
 // publisherSession opens a session on the publisher's side.
@@ -107,11 +117,18 @@ func newTCP(t *testing.T) *tcp.Transport {
 	return tr
 }
 
-// serve makes sw serve on a fresh 127.0.0.1 port over tr until the test
-// ends, and returns the address.
-func serve(t *testing.T, sw *sion.Switch, tr *tcp.Transport) string {
+func newMem(t *testing.T) *mem.Network {
 	t.Helper()
-	l, err := tr.Listen("127.0.0.1:0")
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	return tr
+}
+
+// serve makes sw serve on listen over tr (a fresh address: "" on mem,
+// "127.0.0.1:0" on TCP) until the test ends, and returns the address.
+func serve(t *testing.T, sw *sion.Switch, tr transport.Transport, listen string) string {
+	t.Helper()
+	l, err := tr.Listen(listen)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

@@ -49,13 +49,19 @@ var suiteFeatures = tests.Features{
 func TestUniversalSuite(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			n := v.make(t, loadOntology(t, suiteOntology))
+			o := loadOntology(t, suiteOntology)
 			cfg := watermill.Config{
-				Ontology:          n.o,
+				Ontology:          o,
 				Topics:            watermill.AttributeTopics{Type: "Message", Attribute: "topic"},
 				MetadataAttribute: "metadata",
 			}
+			// Each test of the suite gets switches of its own: the tests run
+			// in parallel, and their bursts (TestPublisherClose publishes
+			// 10,000 messages from 20 goroutines before anyone reads) would
+			// otherwise share one shared link, whose queue drops the newest
+			// frames beyond 4,096 (counted in LinkInfo.Dropped).
 			construct := func(t *testing.T) (wmessage.Publisher, wmessage.Subscriber) {
+				n := v.make(t, o)
 				pub, err := watermill.NewPublisher(n.publisherSession(t, "pub"), cfg)
 				require.NoError(t, err)
 				// The suite publishes up to 10,000 messages before it reads
