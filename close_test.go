@@ -127,3 +127,61 @@ func TestGatewayCloseDoesNotReestablish(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkAndSessionCloseDoNotReconnect: the other links that
+// re-establish themselves — a shared link to its parent, a remote session
+// to its switch — end for good on Close too: no "re-establishing" or
+// "reconnecting" record and no dial once Close began. (Their Close stops
+// re-establishment before it ends the connection; unlike a gateway's, it
+// has nothing to say over the link first.)
+func TestLinkAndSessionCloseDoNotReconnect(t *testing.T) {
+	const rounds = 40
+	for _, tc := range []struct {
+		name string
+		// open connects an end through tr to the switch at addr, logging
+		// to logs, and returns its Close.
+		open func(t *testing.T, tr transport.Transport, addr string, place *sion.EventPlace, logs slog.Handler) func() error
+	}{
+		{"SharedLink.Close", func(t *testing.T, tr transport.Transport, addr string, place *sion.EventPlace, logs slog.Handler) func() error {
+			sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "child", Place: place, Logger: slog.New(logs)})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, sw.Close()) })
+			sl, err := sw.Link(context.Background(), tr, addr, sion.LinkConfig{RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ProbeHops: -1})
+			require.NoError(t, err)
+			return sl.Close
+		}},
+		{"Switch.Close of the child", func(t *testing.T, tr transport.Transport, addr string, place *sion.EventPlace, logs slog.Handler) func() error {
+			sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "child", Place: place, Logger: slog.New(logs)})
+			require.NoError(t, err)
+			_, err = sw.Link(context.Background(), tr, addr, sion.LinkConfig{RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ProbeHops: -1})
+			require.NoError(t, err)
+			return sw.Close
+		}},
+		{"Session.Close of a remote session", func(t *testing.T, tr transport.Transport, addr string, _ *sion.EventPlace, logs slog.Handler) func() error {
+			s, err := sion.Dial(context.Background(), tr, addr, sion.SessionConfig{Name: "remote", Logger: slog.New(logs),
+				Reconnect: sion.ReconnectPolicy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}})
+			require.NoError(t, err)
+			_, err = s.Subscribe(context.Background(), "{type ⊑ Alarm}")
+			require.NoError(t, err)
+			return s.Close
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, addr := transports[0].make(t)
+			n := newNetwork(t, tr, addr, sion.PlaceConfig{}, []int{-1})
+			dials := &dialCounter{Transport: tr}
+			for i := range rounds {
+				logs := &logRecords{}
+				closeIt := tc.open(t, dials, n.addrs[0], n.place, logs)
+				mark, before := logs.mark(), dials.n.Load()
+				require.NoError(t, closeIt())
+				assert.Empty(t, logs.since(mark, "re-establishing"), "round %d", i)
+				assert.Empty(t, logs.since(mark, "reconnecting"), "round %d", i)
+				assert.Equal(t, before, dials.n.Load(), "round %d: dialled after Close began", i)
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
+}
