@@ -442,8 +442,9 @@ func sendLeave(r *router) {
 }
 
 // Unfederate ends the gateway named name on this switch, from either end:
-// the one it requested (as Gateway.Close) or one another place requested
-// to it, which is then not re-established. It returns an error wrapping
+// the one it requested (as Gateway.Close: it is not re-established once
+// Unfederate has begun) or one another place requested to it, which the
+// other end then does not re-establish. It returns an error wrapping
 // ErrInvalidConfig when the switch has no such gateway.
 func (sw *Switch) Unfederate(name string) error {
 	sw.mu.RLock()
