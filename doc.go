@@ -310,7 +310,7 @@
 //  10. Leaves — no other lock is taken while one is held: Subscription.mu
 //     (a publisher holds it for reading while it offers an event to the
 //     queue, cancel for writing), router.qmu, SharedLink.mu, Gateway.mu, a
-//     requester's (its link's router and failures), Session.mu, the
+//     requester's (its link's router, failures and stop), Session.mu, the
 //     spool's lock, the stream's lock, remoteEnd.mu, Switch.probeMu (the
 //     probe registry), seenIDs.mu (the seen-ID set), remoteClient.mu,
 //     Entity.mu, member.mu.
@@ -323,7 +323,10 @@
 // (SharedLink.Close, Gateway.Close, Switch.Close, the connection's end),
 // which waits for them. A requested link or gateway has a supervisor
 // (requester.go) that re-establishes it, stopped by its Close or
-// Switch.Close. Each connection Serve accepted has one goroutine for as
+// Switch.Close; once one has begun, it starts no attempt and keeps none
+// that completes (Gateway.Close stops it before it sends the Leave, on
+// which the other end closes the link). Each connection Serve accepted
+// has one goroutine for as
 // long as it serves: the handshake, then the remote session's reader, or
 // the wait for its link to end. The switch's side of a remote session
 // serves each connection with a reader and a writer; while its

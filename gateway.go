@@ -280,13 +280,13 @@ func (g *Gateway) up(r *router, _ string) {
 func (g *Gateway) watch(ctx, _ context.Context, r *router) { awaitEnd(ctx, r) }
 
 // down decides, once the link has failed: the gateway is re-established
-// unless the other place ended the federation.
+// unless it is closing or the other place ended the federation.
 func (g *Gateway) down(_ *router, err error) ([]string, bool) {
 	g.mu.Lock()
 	released := g.released
 	g.mu.Unlock()
 	switch {
-	case chanClosed(g.q.quit):
+	case g.q.ending():
 		return nil, false
 	case released:
 		g.sw.log.Info("sion: the other place ended the federation", "switch", g.sw.cfg.Name, "gateway", g.cfg.Name)
@@ -406,8 +406,13 @@ func (g *Gateway) reconfigure(ctx context.Context, d GatewayDirection, next func
 
 // Close ends the federation (unfederate): the other switch is told, both
 // places withdraw the interest the gateway carried, and the gateway is not
-// re-established. It waits for the gateway's goroutines and is idempotent.
+// re-established. Once Close has begun the gateway makes no attempt to
+// re-establish itself: the end of its link that follows (the other
+// switch closes it on being told) or any other failure ends it for good,
+// and an attempt in progress is abandoned. Close returns once the
+// gateway's goroutines have returned; it is idempotent.
 func (g *Gateway) Close() error {
+	g.q.stop() // before the Leave: the other end closes the link on it
 	r := g.q.current()
 	if r != nil && !chanClosed(g.q.quit) {
 		sendLeave(r)
@@ -437,8 +442,9 @@ func sendLeave(r *router) {
 }
 
 // Unfederate ends the gateway named name on this switch, from either end:
-// the one it requested (as Gateway.Close) or one another place requested
-// to it, which is then not re-established. It returns an error wrapping
+// the one it requested (as Gateway.Close: it is not re-established once
+// Unfederate has begun) or one another place requested to it, which the
+// other end then does not re-establish. It returns an error wrapping
 // ErrInvalidConfig when the switch has no such gateway.
 func (sw *Switch) Unfederate(name string) error {
 	sw.mu.RLock()

@@ -21,7 +21,11 @@ import (
 //
 // The requester's life is a context made by newRequester: its cancel
 // (Close) ends the supervisor and any attempt in progress, and quit is
-// that context's Done channel. A requester is safe for concurrent use.
+// that context's Done channel. stop ends re-establishment without ending
+// the link, for a Close that still has something to say over it (a
+// gateway's Leave): from then on the supervisor returns when the link
+// ends, starts no attempt and keeps none that completes. A requester is
+// safe for concurrent use.
 type requester struct {
 	sw     *Switch
 	tr     transport.Transport
@@ -32,6 +36,7 @@ type requester struct {
 	cancel context.CancelFunc
 	quit   <-chan struct{} // closed by cancel
 	done   chan struct{}   // closed when the supervisor returns (or when the first attempt fails)
+	halt   chan struct{}   // closed by stop, under mu
 
 	mu  sync.Mutex
 	cur *router // mu; the link's router while it is up, else nil
@@ -82,7 +87,24 @@ type linkAccept struct {
 func (sw *Switch) newRequester(tr transport.Transport, kind linkRequest, hello string, key []byte, t requestTimes) (*requester, context.Context) {
 	life, cancel := context.WithCancel(context.Background())
 	return &requester{sw: sw, tr: tr, kind: kind, hello: hello, key: key, cfg: t,
-		cancel: cancel, quit: life.Done(), done: make(chan struct{})}, life
+		cancel: cancel, quit: life.Done(), done: make(chan struct{}), halt: make(chan struct{})}, life
+}
+
+// stop ends re-establishment: the link, if up, stays up until cancel or
+// its end, and is then not re-established; an attempt that completes
+// afterwards is closed, not recorded. Idempotent.
+func (q *requester) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !chanClosed(q.halt) {
+		close(q.halt)
+	}
+}
+
+// ending reports whether the link is not to be re-established: stop or
+// cancel was called.
+func (q *requester) ending() bool {
+	return chanClosed(q.halt) || chanClosed(q.quit)
 }
 
 // connect establishes the link to addr once: dial, handshake (and the
@@ -122,6 +144,12 @@ func (q *requester) connect(ctx, life context.Context, addr string) (*router, co
 		return fail(err)
 	}
 	q.mu.Lock()
+	if chanClosed(q.halt) {
+		q.mu.Unlock()
+		r.close()
+		<-r.finished
+		return fail(fmt.Errorf("%w: the link is being closed", ErrClosed))
+	}
 	q.cur = r
 	q.ups++
 	q.mu.Unlock()
@@ -208,16 +236,21 @@ func requestLink(ctx context.Context, conn transport.Conn, lim wire.Limits, req 
 	return a, nil
 }
 
-// supervise keeps the link up until the requester's life ends or its
-// kind says not to re-establish it: when r ends it tries the addresses
-// the kind gives, in rounds with a growing wait between them. It closes
-// done when it returns.
+// supervise keeps the link up until the requester's life ends, stop is
+// called or its kind says not to re-establish it: when r ends it tries
+// the addresses the kind gives, in rounds with a growing wait between
+// them. A link that ends after stop (the peer closing it on a Leave, say)
+// is not the kind's to judge: it ended for good. It closes done when it
+// returns.
 func (q *requester) supervise(life, linkCtx context.Context, r *router) {
 	defer close(q.done)
 	for {
 		q.kind.watch(life, linkCtx, r)
 		err := r.linkErr()
 		q.failed(err)
+		if q.ending() {
+			return
+		}
 		first, again := q.kind.down(r, err)
 		if life.Err() != nil || !again {
 			return
@@ -230,12 +263,15 @@ func (q *requester) supervise(life, linkCtx context.Context, r *router) {
 			}
 			first = nil
 			for _, addr := range addrs {
+				if q.ending() {
+					return
+				}
 				var err error
 				if r, linkCtx, err = q.connect(life, life, addr); err == nil {
 					break
 				}
 				q.failed(err)
-				if life.Err() != nil {
+				if q.ending() {
 					return
 				}
 			}
@@ -246,6 +282,9 @@ func (q *requester) supervise(life, linkCtx context.Context, r *router) {
 			select {
 			case <-t.C:
 			case <-q.quit:
+				t.Stop()
+				return
+			case <-q.halt:
 				t.Stop()
 				return
 			}

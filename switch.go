@@ -697,16 +697,19 @@ func (sw *Switch) Drain(ctx context.Context) error {
 	return sw.Close()
 }
 
-// Close ends the switch's shared links, stops every Serve call (their
-// listeners are closed when it returns), closes every session (remote
-// ones with their connections), waits for their goroutines to return and
-// refuses new sessions with ErrClosed. A connected remote session is told
-// first, at the end of its stream, and given up to a second to confirm
-// what it received: it then reconnects (to a switch that starts again at
-// the address, say) knowing it lost nothing; what it does not confirm in
-// time, and what sessions whose entities are away hold, is counted as
-// dropped here (Stats.Dropped), and those entities cannot know it. Close
-// is idempotent.
+// Close ends the switch's shared links and the gateways it requested, none
+// of which is re-established once Close has begun (the other places are
+// not told that a federation ends: gateways they requested to this switch
+// are re-established when a switch serves at its address again), stops
+// every Serve call (their listeners are closed when it returns), closes
+// every session (remote ones with their connections), waits for their
+// goroutines to return and refuses new sessions with ErrClosed. A
+// connected remote session is told first, at the end of its stream, and
+// given up to a second to confirm what it received: it then reconnects (to
+// a switch that starts again at the address, say) knowing it lost nothing;
+// what it does not confirm in time, and what sessions whose entities are
+// away hold, is counted as dropped here (Stats.Dropped), and those
+// entities cannot know it. Close is idempotent.
 func (sw *Switch) Close() error {
 	sw.mu.Lock()
 	if !chanClosed(sw.stopping) {

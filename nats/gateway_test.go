@@ -480,22 +480,21 @@ func (r *recorder) all() []string {
 }
 
 // TestCloseIsIdempotent: Close ends the federation (unfederate) before
-// the subject switch stops, and the Gateway logs no failure; it waits for
+// the subject switch stops, and neither the Gateway nor the switches log a
+// failure: the federating switch does not re-establish the federation it
+// is ending (sion's Gateway.Close stops that before it sends the Leave),
+// so the subject switch sees no attempt either. Close waits for
 // everything the Gateway started (goleak checks at the end) and may be
 // called again.
-//
-// The switches' own records are not checked: sion's Gateway.Close sends
-// Leave and then waits for a marker, and the other end closes the link on
-// the Leave at once, so the requesting end may see its link fail before
-// it stops re-establishing: it logs "gateway down, re-establishing" (about
-// 1 run in 10 here) and may dial again, and the subject switch then logs
-// "handshake failed" when that attempt is cancelled. A race of the core,
-// not of this package.
 func TestCloseIsIdempotent(t *testing.T) {
 	srv := natsServer(t)
 	nc := connectTo(t, srv)
-	logs := &recorder{}
-	sw := newSwitch(t, "hq", alarms(t))
+	logs, swLogs := &recorder{}, &recorder{}
+	p, err := sion.NewEventPlace(sion.PlaceConfig{Name: "hq", Ontology: alarms(t)})
+	require.NoError(t, err)
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "hq-sw", Place: p, Logger: slog.New(swLogs)})
+	require.NoError(t, err)
+	t.Cleanup(func() { sw.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	g, err := nats.NewGateway(ctx, sw, nats.GatewayConfig{Conn: nc, Logger: slog.New(logs)})
@@ -509,6 +508,10 @@ func TestCloseIsIdempotent(t *testing.T) {
 	require.Eventually(t, func() bool { return subsOn(t, srv, "sion.") == 0 }, wait, time.Millisecond)
 	for _, m := range logs.all() {
 		assert.False(t, strings.HasPrefix(m, "nats:"), "the Gateway logged %q", m)
+		assert.NotContains(t, m, "handshake failed", "the subject switch saw an attempt to re-establish the federation")
+	}
+	for _, m := range swLogs.all() {
+		assert.NotContains(t, m, "re-establishing", "the federating switch logged %q", m)
 	}
 }
 
