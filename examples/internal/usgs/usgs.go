@@ -1,7 +1,8 @@
 // Package usgs holds the real data the quakewatch and place examples run
 // on: a week of the USGS earthquake feed and a small hazard ontology. See
 // DATA.md for provenance and the ground truth the examples are checked
-// against.
+// against. Nested modules below examples/ (examples/nats) import it too:
+// Go's internal rule goes by import path, not by module.
 package usgs
 
 import (
