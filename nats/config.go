@@ -13,8 +13,12 @@ import (
 // Defaults for the zero fields of a Config.
 const (
 	// DefaultSubjectPrefix is the first tokens of every subject the
-	// Transport uses: "sion".
-	DefaultSubjectPrefix = "sion"
+	// Transport uses: "_sion", apart from the Gateway's subject space
+	// (DefaultPrefix, "sion"), so that a client subscribed to "sion.>"
+	// sees no link traffic and no place's name can collide with the
+	// Transport's "listen" and "conn" subjects. Links are internal, as
+	// NATS's own "_INBOX" subjects are.
+	DefaultSubjectPrefix = "_sion"
 	// DefaultWindowFrames is how many messages (a frame is one message,
 	// or several for a frame over the server's max_payload) a Conn holds
 	// for Recv, and so how many its peer may send before Send blocks:
@@ -80,7 +84,9 @@ type Config struct {
 	// receives on SubjectPrefix + ".conn." + an ID + ".d" (the dialed end)
 	// or ".a" (the accepted end). Tokens are separated by dots and
 	// contain no wildcard ('*', '>') nor whitespace. Two Transports talk
-	// only with the same prefix. "" means DefaultSubjectPrefix.
+	// only with the same prefix. "" means DefaultSubjectPrefix. Keep it
+	// apart from a Gateway's GatewayConfig.Prefix: a place named "listen"
+	// or "conn" under the same prefix would share the Transport's subjects.
 	SubjectPrefix string
 
 	// MaxFrameBytes is the largest frame, in bytes, this end sends and

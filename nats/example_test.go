@@ -35,7 +35,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	l, err := tr.Listen("switch-a") // on sion.listen.switch-a
+	l, err := tr.Listen("switch-a") // on _sion.listen.switch-a
 	if err != nil {
 		log.Fatal(err)
 	}

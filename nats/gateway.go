@@ -417,7 +417,12 @@ func (g *Gateway) watch(life context.Context) {
 // restores S2's contract for events published on NATS: Subscribe returns
 // once the gateway's filters in the subject place are installed, and Sync
 // subscribes to what they need, so a message published on NATS after
-// Sync returned reaches the subscriber. Errors: the Gateway is closed
+// Sync returned to the Gateway's NATS server reaches the subscriber. In
+// a NATS cluster the other servers learn of a new subscription a moment
+// later (interest propagates along the cluster's routes), so a message
+// published on another server just after Sync returned may still miss
+// it; wait for the interest there (server.Server's
+// SubscriptionInterest, say) where that matters. Errors: the Gateway is closed
 // (sion.ErrClosed), a NATS subscribe or flush failed, or ctx's. Safe for
 // concurrent use.
 func (g *Gateway) Sync(ctx context.Context) error {
