@@ -1,11 +1,14 @@
 package sion
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sion-go/sion/filter"
@@ -24,40 +27,65 @@ func (id EventID) String() string { return hex.EncodeToString(id[:]) }
 // IsZero reports whether id is the zero ID, which no published event has.
 func (id EventID) IsZero() bool { return id == EventID{} }
 
-// idSource gives event IDs: its random prefix, then a counter. Safe for
+// idSource gives event IDs: a counter after a random prefix, enciphered
+// with a random AES-128 key of the switch, so that the IDs it gives are
+// unpredictable — whoever saw some of them cannot name the next and
+// publish first under it (through a CloudEvents endpoint or a NATS
+// subject, say) to have the switch's own event dropped as a duplicate —
+// while the switch still recognises every ID it gave (gave). Safe for
 // concurrent use once made.
 type idSource struct {
 	prefix [8]byte
 	n      atomic.Uint64
+	block  cipher.Block // AES-128: a permutation of the 16-byte IDs
 }
 
 func newIDSource() *idSource {
 	s := &idSource{}
+	var key [16]byte
 	if _, err := rand.Read(s.prefix[:]); err != nil {
 		panic("sion: no random source for event IDs: " + err.Error())
 	}
+	if _, err := rand.Read(key[:]); err != nil {
+		panic("sion: no random source for event IDs: " + err.Error())
+	}
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic("sion: event IDs: " + err.Error()) // a 16-byte key is always valid
+	}
+	s.block = block
 	return s
 }
 
+// idBufs holds the blocks next and gave encipher in: a slice passed to
+// cipher.Block's methods escapes, and a pooled one saves an allocation
+// per event.
+var idBufs = sync.Pool{New: func() any { return new([32]byte) }}
+
 // next returns a new ID.
 func (s *idSource) next() EventID {
-	var id EventID
-	copy(id[:8], s.prefix[:])
-	binary.BigEndian.PutUint64(id[8:], s.n.Add(1))
+	b := idBufs.Get().(*[32]byte)
+	copy(b[:8], s.prefix[:])
+	binary.BigEndian.PutUint64(b[8:16], s.n.Add(1))
+	s.block.Encrypt(b[16:], b[:16])
+	id := EventID(b[16:])
+	idBufs.Put(b)
 	return id
 }
 
 // gave reports whether s has given id: an event published again with an
 // ID its switch gave it has been here already (it went out, through a
-// bridge or a CloudEvents endpoint, and came back). It costs a compare
-// and an atomic load; the switch's seen set would cost a hash-table
-// insert per event published.
+// bridge or a CloudEvents endpoint, and came back). It costs one AES
+// block and an atomic load; the switch's seen set would cost a
+// hash-table insert per event published.
 func (s *idSource) gave(id EventID) bool {
-	if [8]byte(id[:8]) != s.prefix {
-		return false
-	}
-	c := binary.BigEndian.Uint64(id[8:])
-	return c != 0 && c <= s.n.Load()
+	b := idBufs.Get().(*[32]byte)
+	copy(b[16:], id[:])
+	s.block.Decrypt(b[:16], b[16:])
+	ours := [8]byte(b[:8]) == s.prefix
+	c := binary.BigEndian.Uint64(b[8:16])
+	idBufs.Put(b)
+	return ours && c != 0 && c <= s.n.Load()
 }
 
 // Control is an event's control information (S1): what routing depends
@@ -104,7 +132,11 @@ type Event struct {
 	// Choose such IDs at random (128 bits), never from a counter shared
 	// with other publishers; and do not take IDs from sources you do not
 	// trust: an event published first with another's ID suppresses that
-	// one, wherever the first has been seen.
+	// one, wherever the first has been seen. The IDs a switch gives are
+	// unpredictable (enciphered with a key of the switch), so no one can
+	// claim one before the switch gives it; one already seen outside can
+	// still be replayed, and wins only at switches the event has not
+	// reached yet.
 	ID EventID
 	// Type is the event type's name, canonical or a synonym; Publish
 	// stores the canonical name.

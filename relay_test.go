@@ -397,8 +397,9 @@ func TestRelayEventID(t *testing.T) {
 				// and is published again on its first switch with the ID
 				// that switch gave it has been there: a duplicate, however
 				// long ago (issue 19: dedupe by ID holds for round trips).
-				// An ID with the switch's prefix that it has not given yet
-				// is an ordinary caller-set ID.
+				// An ID next to it (the switch's IDs are enciphered: it
+				// names no count the switch gave) is an ordinary caller-set
+				// ID.
 				t.Run("an ID the switch gave, published again", func(t *testing.T) {
 					rig := newRelayRig(t, fr.relay())
 					pub := k.open(t, rig, "pub")
@@ -412,7 +413,7 @@ func TestRelayEventID(t *testing.T) {
 					require.NoError(t, pub.Publish(ctx, again), "a duplicate returns nil")
 					ahead := relayNotice("hall", 2)
 					ahead.ID = first.ID
-					ahead.ID[15] += 100 // the same prefix, a count not given yet
+					ahead.ID[15] += 100
 					require.NoError(t, pub.Publish(ctx, ahead))
 
 					assert.Equal(t, ahead.ID, next(t, sub).Event.ID)
