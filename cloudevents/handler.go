@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/sion-go/sion"
@@ -100,6 +101,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+// FromStructured decodes body, one CloudEvent in the structured JSON
+// format (application/cloudevents+json), and returns it as a sion event,
+// as FromCloudEvent does. Like Handler it refuses an extension that is a
+// JSON number with a fraction, an exponent or beyond 32 bits, which the
+// SDK's reader would change silently (see the package documentation).
+// Errors: body is not such an event, or has such a number (wrapping
+// sion.ErrInvalidEvent); and FromCloudEvent's. It is what a transport
+// other than HTTP uses for structured mode (the nats module's Gateway).
+func (c *Codec) FromStructured(body []byte) (sion.Event, error) {
+	if err := checkJSONNumbers(body); err != nil {
+		return sion.Event{}, fmt.Errorf("%w: %w", sion.ErrInvalidEvent, err)
+	}
+	var ce event.Event
+	if err := json.Unmarshal(body, &ce); err != nil {
+		return sion.Event{}, fmt.Errorf("%w: cloudevents: not a structured CloudEvent: %w", sion.ErrInvalidEvent, err)
+	}
+	return c.FromCloudEvent(ce)
 }
 
 // checkJSONNumbers refuses a structured-mode event whose extension is a

@@ -166,3 +166,30 @@ func TestHandlerRefuses(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, status, body)
 	})
 }
+
+// TestFromStructured: the structured JSON format read as Handler reads
+// it — a JSON number the SDK would change is refused, naming the
+// extension; a string of the kind comes in exact; what is not an event,
+// and an unknown type, are refused with the sentinels FromCloudEvent uses.
+func TestFromStructured(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{})
+	ev, err := c.FromStructured([]byte(`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.reading", "x": "5.7", "n": 3}`))
+	require.NoError(t, err)
+	x, _ := ev.Value("x")
+	n, _ := ev.Value("n")
+	assert.Equal(t, 5.7, x.Float())
+	assert.Equal(t, int64(3), n.Int())
+	for _, body := range []string{
+		`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.reading", "x": 5.7}`,
+		`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.reading", "n": 8589934592}`,
+		`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.reading", "n": 1e3}`,
+	} {
+		_, err := c.FromStructured([]byte(body))
+		require.ErrorIs(t, err, sion.ErrInvalidEvent, body)
+		assert.Contains(t, err.Error(), "is the JSON number", body)
+	}
+	_, err = c.FromStructured([]byte(`[1, 2]`))
+	assert.ErrorIs(t, err, sion.ErrInvalidEvent)
+	_, err = c.FromStructured([]byte(`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.nothing"}`))
+	assert.ErrorIs(t, err, sion.ErrUnknownEventType)
+}

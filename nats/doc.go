@@ -186,9 +186,12 @@
 // type (not the subject), and the ID comes from ce-id (a 32-hex-digit id
 // is the EventID itself, any other is hashed with ce-source; see the
 // cloudevents doc), so two copies of one event are delivered once. A
-// message with content-type
-// application/cloudevents+json is a structured-mode CloudEvent. Any other
-// message is raw: its event type is GatewayConfig.Types[subject], or,
+// message with content-type application/cloudevents+json is a
+// structured-mode CloudEvent, read as cloudevents.Handler reads one
+// (Codec.FromStructured: an extension that is a JSON number with a
+// fraction is refused, not cut to an integer); one with
+// application/cloudevents-batch+json is refused. Any other message is
+// raw: its event type is GatewayConfig.Types[subject], or,
 // for a subject inside "<prefix>.<place>.", the last token of its type
 // path (the tokens must be a path from a root, unescaped as above); its
 // payload is the message data, with the content-type header as its media

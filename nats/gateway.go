@@ -127,9 +127,15 @@ type Stats struct {
 	// InReceived counts the NATS messages received, InPublished those
 	// published into the subject switch as events (InDuplicates of them
 	// were dropped there as events seen before: echoes and copies),
-	// InRefused those refused, by reason.
-	InReceived, InPublished, InDuplicates uint64
-	InRefused                             map[Reason]uint64
+	// InRefused those refused, by reason. InDropped counts the messages
+	// lost on the way in without a fault of theirs: the NATS client's
+	// pending limits on a subscription (a slow consumer, natsgo's
+	// Subscription.Dropped) and the gateway's queue toward the caller's
+	// place when a burst outruns it (sion.GatewayCounters.Dropped of the
+	// subject switch's end: 65,536 events or 64 MiB wait; the first drop
+	// of an episode is logged at Warn).
+	InReceived, InPublished, InDuplicates, InDropped uint64
+	InRefused                                        map[Reason]uint64
 	// Subjects are the NATS subjects subscribed now, sorted.
 	Subjects []string
 }
@@ -343,8 +349,16 @@ func (g *Gateway) Stats() Stats {
 	g.mu.Lock()
 	st.InRefused = maps.Clone(g.refused)
 	g.mu.Unlock()
+	for _, gi := range g.sw.Gateways() {
+		st.InDropped += gi.Export.Dropped
+	}
 	g.smu.Lock()
 	st.Subjects = slices.Sorted(maps.Keys(g.subs))
+	for _, sub := range g.subs {
+		if n, err := sub.Dropped(); err == nil {
+			st.InDropped += uint64(n)
+		}
+	}
 	g.smu.Unlock()
 	return st
 }

@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -61,12 +60,15 @@ func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
 		}
 		return g.fromCloudEvent(ce)
 	}
-	if media, _, err := mime.ParseMediaType(ct); err == nil && media == structuredMedia {
-		var ce event.Event
-		if err := json.Unmarshal(m.Data, &ce); err != nil {
-			return sion.Event{}, ReasonBadCloudEvent, fmt.Errorf("nats: structured CloudEvent: %w", err)
-		}
-		return g.fromCloudEvent(ce)
+	switch media, _, err := mime.ParseMediaType(ct); {
+	case err != nil:
+	case media == structuredMedia:
+		// As cloudevents.Handler reads it: an extension that is a JSON
+		// number the SDK would change (5.7 read as 5) is refused.
+		ev, err := g.codec.FromStructured(m.Data)
+		return ev, reasonOf(err), err
+	case media == batchMedia:
+		return sion.Event{}, ReasonBadCloudEvent, fmt.Errorf("nats: %s on %q: batch mode is not supported; publish one CloudEvent per message", batchMedia, m.Subject)
 	}
 	t := g.types[m.Subject]
 	if t == nil {
@@ -89,13 +91,20 @@ func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
 
 func (g *Gateway) fromCloudEvent(ce event.Event) (sion.Event, Reason, error) {
 	ev, err := g.codec.FromCloudEvent(ce)
+	return ev, reasonOf(err), err
+}
+
+// reasonOf is the Reason a message is refused for when the Codec
+// returned err: "" for nil.
+func reasonOf(err error) Reason {
 	switch {
+	case err == nil:
+		return ""
 	case errors.Is(err, sion.ErrUnknownEventType):
-		return sion.Event{}, ReasonUnknownType, err
-	case err != nil:
-		return sion.Event{}, ReasonBadCloudEvent, err
+		return ReasonUnknownType
+	default:
+		return ReasonBadCloudEvent
 	}
-	return ev, "", nil
 }
 
 // binaryEvent reads a binary-mode CloudEvent from m's headers (names in

@@ -20,6 +20,7 @@ const (
 	headerPrefix    = "ce-"
 	contentType     = "content-type"
 	structuredMedia = "application/cloudevents+json"
+	batchMedia      = "application/cloudevents-batch+json" // refused: one event per message
 )
 
 // send publishes one event of the subject place to NATS, once per path of

@@ -1,0 +1,88 @@
+package nats_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/nats"
+)
+
+// TestInStructuredNumbersAsTheHandler: a structured CloudEvent whose
+// extension is a JSON number with a fraction is refused, as
+// cloudevents.Handler refuses it, rather than read as the SDK reads it
+// (mag 5.7 as 5, which then matched {mag < 5.5}); a batch is refused too.
+// One with the number as a string comes in exact.
+func TestInStructuredNumbersAsTheHandler(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connectTo(t, srv)})
+	sub := receiver(t, sw, "{type ⊑ Alarm}")
+	subscribed(t, g, "sion.hq.Alarm", "sion.hq.Alarm.>")
+	plain := connectTo(t, srv)
+	structured := natsgo.Header{"Content-Type": {"application/cloudevents+json"}}
+	for _, body := range []string{
+		`{"specversion": "1.0", "id": "f-1", "source": "/plain", "type": "Flood", "level": 2.7}`,
+		`{"specversion": "1.0", "id": "f-2", "source": "/plain", "type": "Flood", "level": 1e1}`,
+		`{"specversion": "1.0", "id": "f-3", "source": "/plain", "type": "Flood", "level": 8589934592}`,
+	} {
+		require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.Alarm.Flood", Header: structured, Data: []byte(body)}))
+	}
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.Alarm.Flood",
+		Header: natsgo.Header{"Content-Type": {"application/cloudevents-batch+json"}},
+		Data:   []byte(`[{"specversion": "1.0", "id": "b-1", "source": "/plain", "type": "Flood"}]`)}))
+	require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.Alarm.Flood", Header: structured,
+		Data: []byte(`{"specversion": "1.0", "id": "f-4", "source": "/plain", "type": "Flood", "level": "7"}`)}))
+
+	got := receive(t, sub, 1)
+	v, _ := got[0].Value("level")
+	assert.Equal(t, int64(7), v.Int(), "the only event that came in")
+	require.Eventually(t, func() bool { return g.Stats().InRefused[nats.ReasonBadCloudEvent] == 4 }, wait, time.Millisecond)
+	assert.Equal(t, uint64(1), g.Stats().InPublished)
+}
+
+// TestInBurstIsCounted: a burst of raw messages that outruns the
+// caller's place — here a subscriber that blocks its switch until the
+// burst is over — loses what the gateway's queue cannot hold, and every
+// message is accounted for: delivered, or counted in Stats.InDropped.
+// Before, the losses were counted only on the Gateway's private subject
+// switch, and InPublished said they had come in.
+func TestInBurstIsCounted(t *testing.T) {
+	const burst = 80_000 // more than the 65,536 events a gateway's queue holds
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connectTo(t, srv)})
+	s, err := sw.Open(context.Background(), sion.SessionConfig{Name: "slow"})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // a failing test does not leave the handler blocked
+	var delivered atomic.Int64
+	_, err = s.Subscribe(context.Background(), "{type ⊑ Flood}", sion.WithQueue(1), sion.WithOverflow(sion.Block),
+		sion.WithHandler(func(sion.Delivery) {
+			<-release
+			delivered.Add(1)
+		}))
+	require.NoError(t, err)
+	subscribed(t, g, "sion.hq.Alarm.Flood", "sion.hq.Alarm.Flood.>")
+	plain := connectTo(t, srv)
+	for range burst {
+		require.NoError(t, plain.Publish("sion.hq.Alarm.Flood", []byte("x")))
+	}
+	require.NoError(t, plain.Flush())
+	require.Eventually(t, func() bool { return g.Stats().InReceived == burst }, 4*wait, time.Millisecond)
+	open()
+	settled := assert.Eventually(t, func() bool {
+		return uint64(delivered.Load())+g.Stats().InDropped == burst
+	}, 4*wait, time.Millisecond)
+	require.True(t, settled, "delivered %d, dropped %d of %d", delivered.Load(), g.Stats().InDropped, burst)
+	assert.Positive(t, g.Stats().InDropped, "the burst outran the queue")
+}
