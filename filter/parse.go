@@ -391,6 +391,11 @@ func (p *parser) typeClause() error {
 	switch {
 	case t.punct("*"):
 		p.spec.Type = AnyType
+	case t.kind == tokWord && p.peek().kind == tokWord:
+		// {type ⊑ volcanic eruption}: a name with a space, unquoted.
+		n := p.peek()
+		return p.errAt(n.start, "expected \";\" after the type name %s, found %s (a name with spaces is quoted: %q)",
+			p.after(), n.describe(), p.src[t.start:n.end])
 	case t.kind == tokWord, t.kind == tokString:
 		p.spec.Type = t.text
 		if t.kind == tokString {

@@ -220,6 +220,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing close brace", `{a exists`, 1, 10, `expected ";" or "}", found end of input`},
 		{"missing semicolon", "{a exists\n b exists}", 2, 2, `expected ";" or "}", found "b"`},
 		{"missing semicolon no braces", `a exists b exists`, 1, 10, `expected ";" or end of input, found "b"`},
+		{"type name with a space", `{type ⊑ volcanic eruption}`, 1, 18, `expected ";" after the type name "volcanic", found "eruption" (a name with spaces is quoted: "volcanic eruption")`},
 		{"text after close", `{a exists} b`, 1, 12, `expected end of input after "}", found "b"`},
 		{"close without open", `a exists}`, 1, 9, `expected ";" or end of input, found "}"`},
 		{"unterminated string", `{a == "abc}`, 1, 7, `string literal not terminated`},

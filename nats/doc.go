@@ -51,7 +51,16 @@
 // UnadmittedCloseTimeout. So a peer not admitted costs a listening switch
 // a subscription, a goroutine and at most PendingReadBytes of frames per
 // connection, and at most Config.BacklogConns connections wait for
-// Accept. Frames carry no MAC: NATS TLS and accounts protect them.
+// Accept. Frames carry no MAC: NATS TLS and accounts protect them. The
+// trust boundary is the NATS account: every switch must publish on
+// "<prefix>.conn.>", and so can anyone else in the account — a message
+// there can end a Conn (its link re-forms; events in flight are lost,
+// counted in LinkInfo.Dropped) or forge frames. Give the switches an
+// account of their own, shared with no other client. A flood of dial
+// requests costs the listening switch goroutines and subscriptions that
+// it sheds within HandshakeTimeout; over NATS the switch cannot tell the
+// requests of one client from another's (their addresses are subjects
+// the requester chose), so sion's per-source fairness does not apply.
 //
 // # When a NATS server fails
 //

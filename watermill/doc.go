@@ -47,8 +47,13 @@
 //     ID is as random as the UUID. A message published again with the same
 //     UUID on the same topic is the same event: the switch drops the copy
 //     (sion.Event.ID; counted in Stats.Duplicates) and it is delivered
-//     once. The same UUID on another topic is another event, so a handler
-//     that forwards a message keeps it. Any other non-empty UUID (a ULID,
+//     once. The topic is the event's own (Topics.Topic: with TypeTopics
+//     its type), not the one it was received on: the same UUID on another
+//     topic is another event, so a handler that forwards a message keeps
+//     it; but a handler that receives an earthquake on topic "seismic"
+//     (a supertype) and forwards it to "earthquake" publishes it again
+//     on its own topic, and the copy is dropped — the earthquake's
+//     subscribers had it. Any other non-empty UUID (a ULID,
 //     an upper-case UUID) gives the ID SHA-256(topic, UUID) cut to 16
 //     bytes, as deterministic; it comes back only through
 //     Config.MetadataAttribute, else as the canonical UUID of the ID XOR
