@@ -54,8 +54,8 @@
 // Accept. Frames carry no MAC: NATS TLS and accounts protect them. The
 // trust boundary is the NATS account: every switch must publish on
 // "<prefix>.conn.>", and so can anyone else in the account — a message
-// there can end a Conn (its link re-forms; events in flight are lost,
-// counted in LinkInfo.Dropped) or forge frames. Give the switches an
+// there can end a Conn (its link re-forms; the events in flight are
+// lost, as when any link fails) or forge frames. Give the switches an
 // account of their own, shared with no other client. A flood of dial
 // requests costs the listening switch goroutines and subscriptions that
 // it sheds within HandshakeTimeout; over NATS the switch cannot tell the
