@@ -437,8 +437,11 @@ func parseValue(raw any, k ontology.Kind) (ontology.Value, error) {
 			return ontology.Float(float64(r)), nil
 		case string:
 			f, err := strconv.ParseFloat(r, 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				return ontology.Value{}, fmt.Errorf("%q is not a finite float64", r)
+			// ParseFloat also reads Go's hexadecimal floats and digit
+			// separators (0x1p-2, 0x_1p0), which no CloudEvents writer
+			// writes: refused.
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(r, "xX_") {
+				return ontology.Value{}, fmt.Errorf("%q is not a finite float64 in decimal", r)
 			}
 			return ontology.Float(f), nil
 		}

@@ -330,6 +330,7 @@ func TestHostileInput(t *testing.T) {
 		{"int beyond int64", prefix + "reading", map[string]any{"n": "9223372036854775808"}, sion.ErrInvalidEvent, `"n"`},
 		{"int from a bool", prefix + "reading", map[string]any{"n": true}, sion.ErrInvalidEvent, `"n"`},
 		{"float NaN", prefix + "reading", map[string]any{"x": "NaN"}, sion.ErrInvalidEvent, `"x"`},
+		{"float in hexadecimal", prefix + "reading", map[string]any{"x": "0x1p-2"}, sion.ErrInvalidEvent, `"x"`},
 		{"float Inf", prefix + "reading", map[string]any{"x": "+Inf"}, sion.ErrInvalidEvent, `"x"`},
 		{"float from a bool", prefix + "reading", map[string]any{"x": false}, sion.ErrInvalidEvent, `"x"`},
 		{"bool from yes", prefix + "reading", map[string]any{"ok": "yes"}, sion.ErrInvalidEvent, `"ok"`},

@@ -72,7 +72,7 @@
 //     Because CloudEvents bindings (HTTP binary mode, structured JSON)
 //     carry values as strings or JSON numbers, each kind accepts its
 //     canonical string as well: an int from an Integer or a decimal string
-//     (parsed exactly, never through float64); a float from a string
+//     (parsed exactly, never through float64); a float from a decimal string
 //     (finite; NaN and ±Inf are refused as Publish refuses them) or an
 //     Integer; a bool from a Boolean or exactly "true" or "false"; a time
 //     from a Timestamp or an RFC 3339 string, within the years 1678 to

@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	wmessage "github.com/ThreeDotsLabs/watermill/message"
@@ -252,7 +253,7 @@ func (c *codec) toMessage(ev *sion.Event, subscribed string) *wmessage.Message {
 }
 
 // parseValue parses metadata text s as a value of kind k: an int in
-// decimal, a finite float as strconv.ParseFloat reads it, a bool as
+// decimal, a finite float in decimal as strconv.ParseFloat reads it, a bool as
 // strconv.ParseBool, a time in RFC 3339 within the years 1678 to 2262.
 func parseValue(s string, k ontology.Kind) (ontology.Value, error) {
 	switch k {
@@ -266,8 +267,9 @@ func parseValue(s string, k ontology.Kind) (ontology.Value, error) {
 		return ontology.Int(n), nil
 	case ontology.KindFloat:
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return ontology.Value{}, errors.New("not a finite float")
+		// Not Go's hexadecimal floats nor digit separators (0x1p-2).
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(s, "xX_") {
+			return ontology.Value{}, errors.New("not a finite float in decimal")
 		}
 		return ontology.Float(f), nil
 	case ontology.KindBool:

@@ -24,7 +24,7 @@
 //   - metadata and attributes: a metadata key that is an attribute of the
 //     event type's vocabulary (by name or synonym) becomes that attribute,
 //     its text parsed by the attribute's kind: int in decimal, float as
-//     strconv.ParseFloat reads it (finite), bool as strconv.ParseBool, time
+//     strconv.ParseFloat reads it (finite, in decimal), bool as strconv.ParseBool, time
 //     in RFC 3339 (years 1678 to 2262), string as is. Text that does not
 //     parse is an error naming the key and the value (wrapping
 //     sion.ErrInvalidEvent). On the way back each attribute is a metadata

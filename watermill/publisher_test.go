@@ -137,6 +137,7 @@ func TestPublishErrors(t *testing.T) {
 		{"unknown topic", p, "Gossip", nil, "", sion.ErrUnknownEventType, []string{`"Gossip"`}},
 		{"int that does not parse", p, "Reading", map[string]string{"seq": "7.5"}, "", sion.ErrInvalidEvent, []string{`"seq"`, `"7.5"`}},
 		{"float that is not finite", p, "Reading", map[string]string{"celsius": "NaN"}, "", sion.ErrInvalidEvent, []string{`"celsius"`, `"NaN"`}},
+		{"float in hexadecimal", p, "Reading", map[string]string{"celsius": "0x1p-2"}, "", sion.ErrInvalidEvent, []string{`"celsius"`, `"0x1p-2"`}},
 		{"bool that does not parse", p, "Reading", map[string]string{"ok": "yes"}, "", sion.ErrInvalidEvent, []string{`"ok"`, `"yes"`}},
 		{"time that is not RFC 3339", p, "Reading", map[string]string{"at": "yesterday"}, "", sion.ErrInvalidEvent, []string{`"at"`, `"yesterday"`}},
 		{"time out of range", p, "Reading", map[string]string{"at": "3000-01-01T00:00:00Z"}, "", sion.ErrInvalidEvent, []string{`"at"`}},
