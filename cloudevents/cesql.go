@@ -354,7 +354,14 @@ func (sc *sqlCompiler) cmp(n *sqlNode) (pair, error) {
 		}
 	}
 	if l.kind == sqlIdent && r.kind == sqlIdent {
-		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s %s %s compares two attributes: sion's filters compare an attribute with literals", l.name, n.op, r.name)
+		hint := ""
+		for _, k := range []*sqlNode{l, r} {
+			if isDigit(k.name[0]) {
+				// tsunami = 1e3: CESQL reads 1e3 as an attribute's name.
+				hint = " (" + k.name + " is an attribute's name: CESQL's numbers are decimal integers, without exponent, fraction or hexadecimal)"
+			}
+		}
+		return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s %s %s compares two attributes: sion's filters compare an attribute with literals%s", l.name, n.op, r.name, hint)
 	}
 	if l.kind == sqlLit && r.kind == sqlLit {
 		res, st := sqlCompare(l.val, n.op, r.val)

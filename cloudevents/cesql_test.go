@@ -385,6 +385,7 @@ func TestCompileSQLRefused(t *testing.T) {
 		{"mixed AND OR", false, "tsunami = 1 AND alert = 'x' OR mag = '1'", cloudevents.ErrFilterUnsupported, 29, "OR after AND without parentheses"},
 		{"NOT binds tighter", false, "NOT tsunami = 1", cloudevents.ErrFilterUnsupported, 1, "NOT applies to tsunami alone"},
 		{"two attributes", false, "tsunami = depth", cloudevents.ErrFilterUnsupported, 9, "compares two attributes"},
+		{"a number with an exponent", false, "tsunami = 1e3", cloudevents.ErrFilterUnsupported, 9, "1e3 is an attribute's name"},
 		{"attribute in an IN list", false, "alert IN ('x', place)", cloudevents.ErrFilterUnsupported, 16, "place in an IN list"},
 		{"comparison of a comparison", false, "tsunami = 1 = TRUE", cloudevents.ErrFilterUnsupported, 9, "tsunami = 1 as an operand of ="},
 		{"LIKE with inner %", false, "alert LIKE 'g%n'", cloudevents.ErrFilterUnsupported, 7, `has "%" inside it`},
