@@ -44,9 +44,11 @@
 //     payload (application/json or text/json) is written inline, an XML
 //     payload that is valid UTF-8 as a string, anything else (a "+json"
 //     type too, which the SDK would write as a string; or a payload
-//     without a content type) as data_base64. On the way in the SDK
-//     reads an inline "+json" payload as a string and refuses an object
-//     (a Handler answers 400). The SDK's MarshalJSON keeps JSON payload
+//     without a content type) as data_base64. On the way in
+//     Codec.FromStructured (and so Handler) takes an inline JSON value of
+//     any JSON type, "+json" too, as the payload's bytes, as written (the
+//     SDK's own reader takes a "+json" value for a string and refuses an
+//     object). The SDK's MarshalJSON keeps JSON payload
 //     bytes, while encoding/json's Marshal compacts them (whitespace
 //     goes, the value stays).
 //   - dataschema (and 0.3's schemaurl and datacontentencoding) have no

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
@@ -75,10 +76,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cloudevents: batch mode is not supported; send one event per request", http.StatusUnsupportedMediaType)
 		return
 	case "application/cloudevents+json":
-		if err := checkJSONNumbers(body); err != nil {
+		ev, err := h.Codec.FromStructured(body)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		h.publish(w, r, &ev)
+		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	ce, err := cehttp.NewEventFromHTTPRequest(r)
@@ -86,12 +90,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cloudevents: not a CloudEvent: "+strings.TrimSpace(err.Error()), http.StatusBadRequest)
 		return
 	}
+	if v := r.Header.Get("Ce-Time"); v != "" && ce.Time().IsZero() {
+		// The SDK reads 0001-01-01T00:00:00Z as no time at all.
+		http.Error(w, fmt.Sprintf("cloudevents: ce-time %q is outside the years 1678 to 2262", v), http.StatusBadRequest)
+		return
+	}
 	ev, err := h.Codec.FromCloudEvent(*ce)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	switch err := h.Session.Publish(r.Context(), &ev); {
+	h.publish(w, r, &ev)
+}
+
+// publish publishes ev and answers r: 204 once Publish returned nil.
+func (h *Handler) publish(w http.ResponseWriter, r *http.Request, ev *sion.Event) {
+	switch err := h.Session.Publish(r.Context(), ev); {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, sion.ErrInvalidEvent), errors.Is(err, sion.ErrUnknownEventType):
@@ -111,27 +125,80 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Errors: body is not such an event, or has such a number (wrapping
 // sion.ErrInvalidEvent); and FromCloudEvent's. It is what a transport
 // other than HTTP uses for structured mode (the nats module's Gateway).
+//
+// A payload whose datacontenttype is JSON — a "+json" type too
+// (application/geo+json) — may be written inline as its JSON value (the
+// JSON event format, 3.1); its bytes are the payload, as written. (The
+// SDK's reader takes the value of a "+json" type for a string and
+// refuses an object.)
 func (c *Codec) FromStructured(body []byte) (sion.Event, error) {
-	if err := checkJSONNumbers(body); err != nil {
+	if err := checkStructured(body); err != nil {
 		return sion.Event{}, fmt.Errorf("%w: %w", sion.ErrInvalidEvent, err)
 	}
+	body, inlined := inlineJSONData(body)
 	var ce event.Event
 	if err := json.Unmarshal(body, &ce); err != nil {
-		return sion.Event{}, fmt.Errorf("%w: cloudevents: not a structured CloudEvent: %w", sion.ErrInvalidEvent, err)
+		return sion.Event{}, fmt.Errorf("%w: cloudevents: not a CloudEvent (structured mode): %s", sion.ErrInvalidEvent, strings.TrimSpace(err.Error()))
+	}
+	if inlined != nil {
+		ce.DataEncoded = inlined
 	}
 	return c.FromCloudEvent(ce)
 }
 
-// checkJSONNumbers refuses a structured-mode event whose extension is a
-// JSON number the SDK would change: one with a fraction or an exponent,
-// or beyond 32 bits (see the package documentation: the SDK cuts the
-// first silently). Context attributes and data are left to the SDK.
-func checkJSONNumbers(body []byte) error {
+// inlineJSONData takes out of a structured event's body a "data" member
+// that is a JSON value other than a string whose datacontenttype is
+// JSON, and returns the body without it and the value's bytes; otherwise
+// body as it is and nil. The SDK then reads the rest, which it reads
+// right.
+func inlineJSONData(body []byte) ([]byte, []byte) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return body, nil // the SDK says what is wrong
+	}
+	data := bytes.TrimSpace(members["data"])
+	if len(data) == 0 || data[0] == '"' || bytes.Equal(data, []byte("null")) {
+		return body, nil
+	}
+	var ct string
+	if json.Unmarshal(members["datacontenttype"], &ct) != nil {
+		return body, nil
+	}
+	media, _, _ := strings.Cut(ct, ";")
+	media = strings.ToLower(strings.TrimSpace(media))
+	if media != "application/json" && media != "text/json" && !strings.HasSuffix(media, "+json") {
+		return body, nil
+	}
+	delete(members, "data")
+	rest, err := json.Marshal(members)
+	if err != nil {
+		return body, nil
+	}
+	return rest, data
+}
+
+// checkStructured refuses a structured-mode event that the SDK would
+// change: an extension that is a JSON number with a fraction or an
+// exponent, or beyond 32 bits (see the package documentation: the SDK
+// cuts the first silently), and the time 0001-01-01T00:00:00Z (the SDK
+// reads it as no time). Other context attributes and data are left to
+// the SDK.
+func checkStructured(body []byte) error {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil {
 		return nil // not an object: the SDK says what is wrong
 	}
 	for name, raw := range members {
+		if name == "time" {
+			// The SDK reads 0001-01-01T00:00:00Z as no time at all.
+			var v string
+			if json.Unmarshal(raw, &v) == nil {
+				if t, err := time.Parse(time.RFC3339Nano, v); err == nil && t.IsZero() {
+					return fmt.Errorf("cloudevents: time %q is outside the years 1678 to 2262", v)
+				}
+			}
+			continue
+		}
 		if contextNames[name] || name == "data_base64" || len(raw) == 0 {
 			continue
 		}

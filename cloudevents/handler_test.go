@@ -193,3 +193,24 @@ func TestFromStructured(t *testing.T) {
 	_, err = c.FromStructured([]byte(`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.nothing"}`))
 	assert.ErrorIs(t, err, sion.ErrUnknownEventType)
 }
+
+// TestZeroTimeRefused: the time 0001-01-01T00:00:00Z, which the SDK
+// reads as no time at all, is refused in both modes rather than dropped.
+func TestZeroTimeRefused(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{TimeAttribute: "at"})
+	_, err := c.FromStructured([]byte(`{"specversion": "1.0", "id": "a", "source": "/s", "type": "org.example.sion.reading", "time": "0001-01-01T00:00:00Z"}`))
+	require.ErrorIs(t, err, sion.ErrInvalidEvent)
+	assert.Contains(t, err.Error(), "outside the years 1678 to 2262")
+
+	_, s, sub := switchWith(t, c, "zero-time", `{type ⊑ *}`)
+	h := &cloudevents.Handler{Codec: c, Session: s}
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
+	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "a", "Ce-Source": "/s", "Ce-Type": prefix + "reading", "Ce-Time": "0001-01-01T00:00:00Z", "Content-Type": "text/plain"} {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+	assert.Contains(t, rec.Body.String(), "outside the years 1678 to 2262")
+	assert.Zero(t, sub.Stats().Delivered)
+}

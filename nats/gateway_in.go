@@ -11,6 +11,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/ontology"
 )
 
 // receive is the handler of every NATS subscription: it decodes the
@@ -152,6 +153,10 @@ func binaryEvent(m *natsgo.Msg) (event.Event, error) {
 			ce.SetDataContentType(v)
 		case "time":
 			t, err := types.ParseTime(v)
+			if err == nil && !ontology.TimeInRange(t) {
+				// 0001-01-01T00:00:00Z would read as no time at all.
+				err = errors.New("outside the years 1678 to 2262")
+			}
 			if err != nil {
 				return ce, fmt.Errorf("%w: nats: ce-time %q: %v", sion.ErrInvalidEvent, v, err)
 			}
