@@ -115,12 +115,18 @@
 // time in order, in binary or structured mode, retrying network errors,
 // 408, 429 and 5xx with exponential backoff and jitter (and Retry-After).
 // It drops an event only when the endpoint refuses it (another 4xx, or a
-// redirect the client followed with a GET), when binary mode would change
-// it (a subject or extension value with leading or trailing whitespace
-// or a control character, which an HTTP header cannot carry; the SDK
-// does not percent-encode), or after SenderConfig.MaxAttempts, counting
-// it and calling SenderConfig.Dropped; an event in flight when Run's
-// context ends is sent first by the next Run.
+// redirect the client followed with a GET) or after
+// SenderConfig.MaxAttempts, counting it and calling SenderConfig.Dropped;
+// an event in flight when Run's context ends is sent first by the next
+// Run.
+//
+// In binary mode both follow the HTTP binding (1.0.2, 3.1.3.2), which the
+// SDK does not: the Sender percent-encodes the values of the ce- headers
+// (space, '"', '%' and every byte outside printable ASCII as %XX), so a
+// value with leading or trailing white space or a control character
+// travels unchanged, and the Handler decodes them once; a '%' that starts
+// no escape stays as it is ("100% sure" from a producer that does not
+// encode). A receiver built on the SDK alone sees the escapes.
 //
 // # Filters
 //

@@ -84,7 +84,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.publish(w, r, &ev)
 		return
 	}
+	r = r.Clone(r.Context()) // its own headers, decoded (HTTP binding 3.1.3.2)
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	ceHeaders(r.Header, percentDecode)
 	ce, err := cehttp.NewEventFromHTTPRequest(r)
 	if err != nil {
 		http.Error(w, "cloudevents: not a CloudEvent: "+strings.TrimSpace(err.Error()), http.StatusBadRequest)

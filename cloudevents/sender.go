@@ -10,13 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-	"github.com/cloudevents/sdk-go/v2/types"
 
 	"github.com/sion-go/sion"
 )
@@ -32,7 +29,10 @@ type SenderConfig struct {
 	// 10 s timeout per request.
 	Client *http.Client
 	// Structured sends structured mode (application/cloudevents+json);
-	// false sends binary mode (ce-* headers).
+	// false sends binary mode (ce-* headers, their values percent-encoded
+	// as the HTTP binding asks: space, '"', '%' and bytes outside
+	// printable ASCII as %XX, so any value travels unchanged to a
+	// receiver that decodes them).
 	Structured bool
 	// MaxAttempts is how often one event is tried before it is given up
 	// (Dropped is called); 0 means until Run's context ends, so that
@@ -45,10 +45,8 @@ type SenderConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Dropped, if set, is called with each event given up and why: a
 	// 4xx answer other than 408 and 429 (the endpoint refuses it: retrying
-	// cannot help), a redirect the client followed with a GET, in binary
-	// mode a subject or extension value an HTTP header would change or
-	// cannot hold (leading or trailing whitespace, a control character),
-	// or MaxAttempts reached. It runs on Run's goroutine.
+	// cannot help), a redirect the client followed with a GET, or
+	// MaxAttempts reached. It runs on Run's goroutine.
 	Dropped func(ev *sion.Event, err error)
 }
 
@@ -145,12 +143,6 @@ func (s *Sender) send(ctx context.Context, ev *sion.Event) error {
 		s.drop(ev, err)
 		return nil
 	}
-	if !s.cfg.Structured {
-		if err := headerSafe(ce); err != nil {
-			s.drop(ev, err)
-			return nil
-		}
-	}
 	var body []byte
 	if s.cfg.Structured {
 		if body, err = ce.MarshalJSON(); err != nil { // keeps a JSON payload's bytes, as json.Marshal does not
@@ -167,6 +159,9 @@ func (s *Sender) send(ctx context.Context, ev *sion.Event) error {
 			}
 		} else {
 			req, err = cehttp.NewHTTPRequestFromEvent(ctx, s.cfg.Target, ce)
+			if err == nil {
+				ceHeaders(req.Header, percentEncode) // HTTP binding 3.1.3.2
+			}
 		}
 		if err != nil {
 			s.drop(ev, err)
@@ -200,36 +195,6 @@ func (s *Sender) send(ctx context.Context, ev *sion.Event) error {
 		}
 		s.retries.Add(1)
 	}
-}
-
-// headerSafe refuses a CloudEvent that binary mode would change or could
-// not send: an HTTP header value loses leading and trailing whitespace,
-// and cannot hold control characters (net/http refuses the request, and
-// retrying would never end). The SDK does not percent-encode.
-func headerSafe(ce event.Event) error {
-	check := func(what, v string) error {
-		bad := strings.Trim(v, " \t") != v
-		for i := 0; i < len(v) && !bad; i++ {
-			bad = (v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f
-		}
-		if bad {
-			return fmt.Errorf("cloudevents: binary mode cannot carry %s %q in an HTTP header unchanged (leading or trailing whitespace, or a control character); SenderConfig.Structured can", what, v)
-		}
-		return nil
-	}
-	if err := check("the subject", ce.Subject()); err != nil {
-		return err
-	}
-	for name, v := range ce.Extensions() {
-		str, err := types.Format(v)
-		if err != nil {
-			return fmt.Errorf("cloudevents: extension %q: %v", name, err)
-		}
-		if err := check("extension "+strconv.Quote(name)+"'s value", str); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // try sends req once. It returns nil when the endpoint accepted it; else
