@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
 	"time"
 
@@ -72,6 +73,13 @@ func TestWindowOverrun(t *testing.T) {
 		binary.BigEndian.PutUint64(m[2:], uint64(seq))
 		require.NoError(t, nc.Publish(d[:len(d)-1]+"a", m))
 	}
+	// Nothing is received before the fifth has arrived (a Recv would
+	// widen the window): a's Send reports the failure once it has.
+	require.Eventually(t, func() bool {
+		probe, stop := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer stop()
+		return errors.Is(a.Send(probe, nil), nats.ErrProtocol)
+	}, time.Minute, time.Millisecond)
 	var err2 error
 	for range 5 {
 		if _, err2 = a.Recv(ctx); err2 != nil {
