@@ -236,7 +236,12 @@
 // configured subject that only overlaps one is subscribed whole; one
 // outside the type space is subscribed while there is any interest, or,
 // for a Types key, while its type is wanted), no subject that another
-// covers, and unsubscribes when the interest goes. Configured subjects
+// covers, and unsubscribes when the interest goes. When the interest
+// changes it subscribes to the new subjects before it drains the old ones
+// (the messages they hold still come in), so a message on a subject both
+// cover is never lost; one published while both are subscribed comes in
+// twice — one event for a CloudEvent (its ID), two for a raw message.
+// Configured subjects
 // that overlap without one covering the other (a.*.c and a.b.>) are both
 // subscribed: a message on a subject both match comes in twice, once per
 // subscription — one event for a CloudEvent (its ID), two for a raw

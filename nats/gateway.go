@@ -165,6 +165,7 @@ type Gateway struct {
 
 	outEvents, outMessages, outStructured, outFailed atomic.Uint64
 	inReceived, inPublished                          atomic.Uint64
+	inRetiredDrops                                   atomic.Uint64 // the NATS client's drops on subscriptions retired
 
 	mu       sync.Mutex
 	closed   bool              // mu
@@ -352,6 +353,7 @@ func (g *Gateway) Stats() Stats {
 	for _, gi := range g.sw.Gateways() {
 		st.InDropped += gi.Export.Dropped
 	}
+	st.InDropped += g.inRetiredDrops.Load()
 	g.smu.Lock()
 	st.Subjects = slices.Sorted(maps.Keys(g.subs))
 	for _, sub := range g.subs {
@@ -468,16 +470,10 @@ func (g *Gateway) sync(ctx context.Context) error {
 	}
 	want := g.wantedSubjects(filters)
 	changed := false
-	for subj, s := range g.subs {
-		if !slices.Contains(want, subj) {
-			if err := s.Unsubscribe(); err != nil {
-				g.log.Warn("nats: unsubscribe", "gateway", g.cfg.Name, "subject", subj, "err", err)
-			}
-			delete(g.subs, subj)
-			changed = true
-		}
-	}
 	var err error
+	// The new subjects first, the old ones after the server has the new:
+	// a message on a subject both cover is not lost in between (it may
+	// come in twice, see the package section).
 	for _, subj := range want {
 		if g.subs[subj] != nil {
 			continue
@@ -500,6 +496,14 @@ func (g *Gateway) sync(ctx context.Context) error {
 			err = fmt.Errorf("nats: gateway %q: flush after subscribing: %w", g.cfg.Name, ferr)
 		}
 	}
+	if err == nil {
+		for subj, s := range g.subs {
+			if !slices.Contains(want, subj) {
+				g.retire(subj, s)
+				delete(g.subs, subj)
+			}
+		}
+	}
 	if err != nil {
 		g.lastSeen = nil // the next sync tries again
 		return err
@@ -509,6 +513,18 @@ func (g *Gateway) sync(ctx context.Context) error {
 		g.lastSeen = []string{}
 	}
 	return nil
+}
+
+// retire ends the subscription s on subj: it keeps the count of the
+// messages the NATS client dropped there (Stats.InDropped) and drains it,
+// so that the messages it holds still come in. smu must be held.
+func (g *Gateway) retire(subj string, s *natsgo.Subscription) {
+	if n, err := s.Dropped(); err == nil {
+		g.inRetiredDrops.Add(uint64(n))
+	}
+	if err := s.Drain(); err != nil {
+		g.log.Warn("nats: unsubscribe", "gateway", g.cfg.Name, "subject", subj, "err", err)
+	}
 }
 
 // wantedSubjects returns the subjects to subscribe to for the filters of
