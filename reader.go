@@ -372,7 +372,7 @@ func parseTime(s string) (ontology.Value, error) {
 		return ontology.Value{}, fmt.Errorf("time %q is not RFC 3339", s)
 	}
 	if !ontology.TimeInRange(t) {
-		return ontology.Value{}, fmt.Errorf("time %q is outside the years 1678-2262 that a time value holds", s)
+		return ontology.Value{}, fmt.Errorf("time %q is outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds", s)
 	}
 	return ontology.Time(t), nil
 }

@@ -162,7 +162,7 @@ func (sc *sqlCompiler) timePrefix(n *sqlNode, o operand, p string) (pair, error)
 		}
 		hi := f.next(lo)
 		if lo.Before(ontology.MinTime) || hi.After(ontology.MaxTime) {
-			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s: the times it selects reach beyond the years 1678 to 2262 that sion holds", describeSQL(n))
+			return pair{}, sc.fail(ErrFilterUnsupported, n.pos, "%s: the times it selects reach beyond 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds", describeSQL(n))
 		}
 		op := filter.Attr(o.attr)
 		tlo, thi := ontology.Time(lo), ontology.Time(hi)

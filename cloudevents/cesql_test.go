@@ -394,7 +394,7 @@ func TestCompileSQLRefused(t *testing.T) {
 		{"NOT LIKE prefix", false, "alert NOT LIKE 'g%'", cloudevents.ErrFilterUnsupported, 7, "no negated prefix"},
 		{"LIKE prefix on a float", false, "mag LIKE '1.%'", cloudevents.ErrFilterUnsupported, 5, "strings only"},
 		{"LIKE prefix on a time inside a field", false, "time LIKE '2023-0%'", cloudevents.ErrFilterUnsupported, 6, "ends at a field"},
-		{"LIKE prefix on a time beyond sion's years", false, "time LIKE '1677%'", cloudevents.ErrFilterUnsupported, 6, "1678 to 2262"},
+		{"LIKE prefix on a time beyond sion's years", false, "time LIKE '1677%'", cloudevents.ErrFilterUnsupported, 6, "the times sion holds"},
 		{"LIKE prefix on a time that no time has", false, "time LIKE '2023-02-30%'", cloudevents.ErrFilterNeverHolds, 6, "no time the Codec writes"},
 		{"string attribute cast to an Integer", false, "alert = 5", cloudevents.ErrFilterUnsupported, 7, "infinitely many strings"},
 		{"string attribute cast to a Boolean", false, "alert = TRUE", cloudevents.ErrFilterUnsupported, 7, "any case"},

@@ -477,7 +477,7 @@ func parseValue(raw any, k ontology.Kind) (ontology.Value, error) {
 			return bad()
 		}
 		if !ontology.TimeInRange(tm) {
-			return ontology.Value{}, fmt.Errorf("%s is outside the years 1678 to 2262", tm.Format(time.RFC3339Nano))
+			return ontology.Value{}, fmt.Errorf("%s is outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds", tm.Format(time.RFC3339Nano))
 		}
 		return ontology.Time(tm), nil
 	}

@@ -554,7 +554,7 @@ func exactValue(e *expr, attr string, k ontology.Kind) (ontology.Value, error) {
 			return never("", "not an RFC 3339 time")
 		}
 		if !ontology.TimeInRange(t) {
-			return never("", "outside the years 1678 to 2262")
+			return never("", "outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds")
 		}
 		if c := types.FormatTime(t); c != s {
 			return never(c, "")

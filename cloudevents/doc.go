@@ -77,8 +77,8 @@
 //     (parsed exactly, never through float64); a float from a decimal string
 //     (finite; NaN and ±Inf are refused as Publish refuses them) or an
 //     Integer; a bool from a Boolean or exactly "true" or "false"; a time
-//     from a Timestamp or an RFC 3339 string, within the years 1678 to
-//     2262 (ontology.TimeInRange); a string only from a String. Anything
+//     from a Timestamp or an RFC 3339 string, from 1677-09-21 to
+//     2262-04-11 (ontology.TimeInRange); a string only from a String. Anything
 //     else is an error naming the extension. Attribute synonyms resolve to
 //     canonical names; the attributes come back sorted by name, as Publish
 //     stores them.
@@ -105,7 +105,8 @@
 // Handler is an http.Handler that publishes each POSTed CloudEvent, in
 // binary or structured mode, into a session, answering 204 once Publish
 // returned (a retry of the same CloudEvent is a duplicate by ID and is
-// delivered once) and 4xx with a body naming what was wrong. In
+// delivered once, while the switch remembers the ID: its last
+// 65,536–131,072) and 4xx with a body naming what was wrong. In
 // structured mode it refuses an extension that is a JSON number with a
 // fraction or beyond 32 bits, which the SDK would change (see above).
 // The body is capped (DefaultMaxBodyBytes, 1 MiB, unless

@@ -30,7 +30,9 @@ const DefaultMaxBodyBytes = 1 << 20
 //
 // Responses: 204 No Content once Publish returned nil — the event was
 // delivered, or was a duplicate by ID (see sion.Event.ID: a retried
-// CloudEvent keeps its source and id, so it is delivered once); 400 Bad
+// CloudEvent keeps its source and id, so it is delivered once — while the
+// switch remembers the ID: among the last 65,536–131,072 IDs it saw, so a
+// retry that comes after that many other events is delivered again); 400 Bad
 // Request with a text body naming what was wrong (not a CloudEvent, a
 // type or extension the Codec refuses, an event Publish refuses); 405 for
 // a method other than POST; 413 for a body over MaxBodyBytes; 415 for
@@ -94,7 +96,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := r.Header.Get("Ce-Time"); v != "" && ce.Time().IsZero() {
 		// The SDK reads 0001-01-01T00:00:00Z as no time at all.
-		http.Error(w, fmt.Sprintf("cloudevents: ce-time %q is outside the years 1678 to 2262", v), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("cloudevents: ce-time %q is outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds", v), http.StatusBadRequest)
 		return
 	}
 	ev, err := h.Codec.FromCloudEvent(*ce)
@@ -196,7 +198,7 @@ func checkStructured(body []byte) error {
 			var v string
 			if json.Unmarshal(raw, &v) == nil {
 				if t, err := time.Parse(time.RFC3339Nano, v); err == nil && t.IsZero() {
-					return fmt.Errorf("cloudevents: time %q is outside the years 1678 to 2262", v)
+					return fmt.Errorf("cloudevents: time %q is outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds", v)
 				}
 			}
 			continue

@@ -788,7 +788,7 @@ func (p *parser) literal() (ontology.Value, error) {
 				return ontology.Value{}, p.errAt(s.start, "time %s is not RFC 3339 (such as \"2006-01-02T15:04:05Z\")", clip(s.text))
 			}
 			if tm.Before(minTime) || tm.After(maxTime) {
-				return ontology.Value{}, p.errAt(s.start, "time %s is outside the years 1678 to 2262", clip(s.text))
+				return ontology.Value{}, p.errAt(s.start, "time %s is outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds", clip(s.text))
 			}
 			return ontology.Time(tm), nil
 		case "NaN", "Inf", "Infinity", "inf", "nan":

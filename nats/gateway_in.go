@@ -155,7 +155,7 @@ func binaryEvent(m *natsgo.Msg) (event.Event, error) {
 			t, err := types.ParseTime(v)
 			if err == nil && !ontology.TimeInRange(t) {
 				// 0001-01-01T00:00:00Z would read as no time at all.
-				err = errors.New("outside the years 1678 to 2262")
+				err = errors.New("outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds")
 			}
 			if err != nil {
 				return ce, fmt.Errorf("%w: nats: ce-time %q: %v", sion.ErrInvalidEvent, v, err)

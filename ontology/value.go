@@ -58,8 +58,9 @@ func (k Kind) Numeric() bool { return k == KindInt || k == KindFloat }
 // stands for "no value". Values are small, immutable and comparable with
 // the methods below, not with ==; they are safe to share between goroutines.
 //
-// A time is kept as int64 nanoseconds since the Unix epoch, so it covers the
-// years 1678 to 2262 and drops the location (instants compare, not clocks).
+// A time is kept as int64 nanoseconds since the Unix epoch, so it covers
+// MinTime to MaxTime (1677-09-21 to 2262-04-11) and drops the location
+// (instants compare, not clocks).
 type Value struct {
 	s    string
 	n    uint64
@@ -85,7 +86,7 @@ func Bool(b bool) Value {
 }
 
 // Time returns a time Value holding t as nanoseconds since the Unix epoch.
-// t must be within the int64 nanosecond range (years 1678 to 2262; see
+// t must be within the int64 nanosecond range (MinTime to MaxTime; see
 // TimeInRange): outside it the value is undefined, as for t.UnixNano.
 func Time(t time.Time) Value { return Value{kind: KindTime, n: uint64(t.UnixNano())} }
 

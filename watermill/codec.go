@@ -254,7 +254,7 @@ func (c *codec) toMessage(ev *sion.Event, subscribed string) *wmessage.Message {
 
 // parseValue parses metadata text s as a value of kind k: an int in
 // decimal, a finite float in decimal as strconv.ParseFloat reads it, a bool as
-// strconv.ParseBool, a time in RFC 3339 within the years 1678 to 2262.
+// strconv.ParseBool, a time in RFC 3339 from 1677-09-21 to 2262-04-11 (ontology.MinTime to MaxTime).
 func parseValue(s string, k ontology.Kind) (ontology.Value, error) {
 	switch k {
 	case ontology.KindString:
@@ -284,7 +284,7 @@ func parseValue(s string, k ontology.Kind) (ontology.Value, error) {
 			return ontology.Value{}, errors.New("not an RFC 3339 time")
 		}
 		if !ontology.TimeInRange(tm) {
-			return ontology.Value{}, errors.New("outside the years 1678 to 2262")
+			return ontology.Value{}, errors.New("outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds")
 		}
 		return ontology.Time(tm), nil
 	}

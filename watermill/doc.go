@@ -25,7 +25,7 @@
 //     event type's vocabulary (by name or synonym) becomes that attribute,
 //     its text parsed by the attribute's kind: int in decimal, float as
 //     strconv.ParseFloat reads it (finite, in decimal), bool as strconv.ParseBool, time
-//     in RFC 3339 (years 1678 to 2262), string as is. Text that does not
+//     in RFC 3339 (1677-09-21 to 2262-04-11, ontology.MinTime to MaxTime), string as is. Text that does not
 //     parse is an error naming the key and the value (wrapping
 //     sion.ErrInvalidEvent). On the way back each attribute is a metadata
 //     key under its canonical name, written so that it parses back to the
