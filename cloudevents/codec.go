@@ -196,6 +196,11 @@ func (c *Codec) ToCloudEvent(e *sion.Event) (event.Event, error) {
 		if !v.IsFinite() {
 			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q is %s; NaN and ±Inf are refused", sion.ErrInvalidEvent, a.Name, v)
 		}
+		if decl.Kind == ontology.KindString && !utf8.ValidString(v.Str()) {
+			// A CloudEvents String is Unicode: the JSON format and other
+			// receivers cannot carry these bytes unchanged.
+			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q is not valid UTF-8, which a CloudEvents String must be", sion.ErrInvalidEvent, a.Name)
+		}
 		switch {
 		case name == c.timeAttr && decl.Kind != ontology.KindTime, name == c.subjAttr && decl.Kind != ontology.KindString:
 			return event.Event{}, fmt.Errorf("%w: cloudevents: attribute %q of event type %q is %s; the CloudEvent's time must be a time, its subject a string", sion.ErrInvalidEvent, name, t.Name, decl.Kind)
@@ -418,6 +423,9 @@ func parseValue(raw any, k ontology.Kind) (ontology.Value, error) {
 	switch k {
 	case ontology.KindString:
 		if s, ok := raw.(string); ok {
+			if !utf8.ValidString(s) {
+				return ontology.Value{}, fmt.Errorf("%q is not valid UTF-8, which a CloudEvents String must be", s)
+			}
 			return ontology.String(s), nil
 		}
 	case ontology.KindInt:

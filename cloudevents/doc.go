@@ -78,8 +78,10 @@
 //     (finite; NaN and ±Inf are refused as Publish refuses them) or an
 //     Integer; a bool from a Boolean or exactly "true" or "false"; a time
 //     from a Timestamp or an RFC 3339 string, from 1677-09-21 to
-//     2262-04-11 (ontology.TimeInRange); a string only from a String. Anything
-//     else is an error naming the extension. Attribute synonyms resolve to
+//     2262-04-11 (ontology.TimeInRange); a string only from a String in
+//     valid UTF-8 (a CloudEvents String is Unicode; ToCloudEvent refuses
+//     one that is not, too). Anything else is an error naming the
+//     extension. Attribute synonyms resolve to
 //     canonical names; the attributes come back sorted by name, as Publish
 //     stores them.
 //   - A limit of the SDK, before the Codec sees the event: its structured
