@@ -1,0 +1,276 @@
+// Command sion runs and inspects sion from a shell (DESIGN.md, "Around the
+// library", Operations).
+//
+//	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
+//
+// filter check reads a filter in sion's filter language (filter/SYNTAX.md),
+// prints its canonical form and what it selects — the event type and the
+// subtypes it covers, the match mode, each predicate with the kind of the
+// attribute it tests — and exits 0; given an ontology it also resolves the
+// filter against it (types and attribute names, synonyms, kinds). A filter
+// that does not parse or resolve is explained on standard error, with a
+// caret under the place in the source, and the exit status is 1. A wrong
+// command line exits 2, as the flag package does.
+//
+// The command uses the standard library's flag package, not a command
+// framework: its few subcommands need no more, and sion's core go.mod
+// stays small.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sion-go/sion/filter"
+	"github.com/sion-go/sion/ontology"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command line args and returns the exit status: 0 done, 1
+// the work failed (a bad filter), 2 a wrong command line.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "filter":
+		if len(args) < 2 || args[1] != "check" {
+			fmt.Fprintln(stderr, "sion filter: want: sion filter check [-ontology FILE] 'FILTER'")
+			return 2
+		}
+		return filterCheck(args[2:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sion: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: sion <command> [flags]
+
+Commands:
+  filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
+        explain a filter, or say where and why it is wrong
+`)
+}
+
+// filterCheck is "sion filter check".
+func filterCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sion filter check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ontFile := fs.String("ontology", "", "an ontology (sion JSON, or RDF/XML with .rdf or .owl) to resolve the filter against")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "sion filter check: want one filter, quoted for the shell: sion filter check '{type ⊑ Alarm; level >= 3}'")
+		return 2
+	}
+	src := fs.Arg(0)
+	var o *ontology.Ontology
+	if *ontFile != "" {
+		var err error
+		if o, err = loadOntology(*ontFile); err != nil {
+			fmt.Fprintf(stderr, "sion filter check: %v\n", err)
+			return 1
+		}
+	}
+	f, err := filter.Compile(src)
+	if err == nil && o != nil {
+		f, err = filter.Resolve(o, f)
+	}
+	if err != nil {
+		explainError(stderr, src, err)
+		return 1
+	}
+	explain(stdout, f, o)
+	return 0
+}
+
+// loadOntology reads an ontology file by its extension.
+func loadOntology(path string) (*ontology.Ontology, error) {
+	r, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".rdf", ".owl", ".xml":
+		return ontology.LoadRDFXML(r, path)
+	default:
+		return ontology.LoadJSON(r, path)
+	}
+}
+
+// explainError writes err, and for a syntax error the source line with a
+// caret under the column it names.
+func explainError(w io.Writer, src string, err error) {
+	fmt.Fprintf(w, "sion filter check: %v\n", err)
+	var se *filter.SyntaxError
+	if !errors.As(err, &se) || se.Line < 1 {
+		return
+	}
+	lines := strings.Split(src, "\n")
+	if se.Line > len(lines) {
+		return
+	}
+	line := lines[se.Line-1]
+	fmt.Fprintf(w, "  %s\n  %s^\n", line, caretPad(line, se.Col))
+}
+
+// caretPad returns the blanks that put a caret under column col (1-based,
+// in runes) of line, keeping its tabs so that it lines up.
+func caretPad(line string, col int) string {
+	var b strings.Builder
+	i := 1
+	for _, r := range line {
+		if i >= col {
+			break
+		}
+		if r == '\t' {
+			b.WriteRune('\t')
+		} else {
+			b.WriteRune(' ')
+		}
+		i++
+	}
+	for ; i < col; i++ {
+		b.WriteRune(' ')
+	}
+	return b.String()
+}
+
+// explain writes what f selects.
+func explain(w io.Writer, f *filter.Filter, o *ontology.Ontology) {
+	fmt.Fprintf(w, "filter: %s\n", f)
+	spec := f.Spec()
+	switch {
+	case f.Type() == filter.AnyType:
+		fmt.Fprintln(w, "type:   every event type (*)")
+	case o == nil:
+		fmt.Fprintf(w, "type:   %s and its subtypes (give -ontology to list them)\n", f.Type())
+	default:
+		t, _ := o.Lookup(f.Type())
+		var subs []string
+		for _, id := range o.Descendants(t.ID) {
+			if id != t.ID {
+				subs = append(subs, o.Type(id).Name)
+			}
+		}
+		if len(subs) == 0 {
+			fmt.Fprintf(w, "type:   %s (no subtypes)\n", t.Name)
+		} else {
+			fmt.Fprintf(w, "type:   %s and its %d subtypes: %s\n", t.Name, len(subs), strings.Join(subs, ", "))
+		}
+	}
+	n := len(spec.Predicates)
+	switch m := f.Mode(); {
+	case m == filter.ModeAll && n == 0:
+		fmt.Fprintln(w, "match:  every event of the type (no predicates)")
+	case m == filter.ModeAll && n == 1:
+		fmt.Fprintln(w, "match:  its one predicate")
+	case m == filter.ModeAll:
+		fmt.Fprintf(w, "match:  all of its %d predicates\n", n)
+	case m == filter.ModeAtLeast:
+		fmt.Fprintf(w, "match:  at least %d of its %s\n", f.AtLeast(), plural(n))
+	case m == filter.ModeScore:
+		fmt.Fprintf(w, "match:  the weights of the predicates that hold add up to at least %s\n", ontology.FormatFloat(f.Threshold()))
+	}
+	for _, p := range spec.Predicates {
+		fmt.Fprintf(w, "  %-40s %s\n", predicate(p), operand(p, f, o))
+	}
+}
+
+// predicate returns p's canonical source, as the filter's String writes
+// it.
+func predicate(p filter.Predicate) string {
+	w := p.Weight
+	p.Weight = 0
+	var ns map[string]string
+	if p.Operand.Source == filter.SourceXPath {
+		ns = map[string]string{} // the prefixes are the filter's; any URI will do to print it
+		for _, prefix := range xpathPrefixes(p.Operand.Name) {
+			ns[prefix] = "urn:x"
+		}
+	}
+	one, err := filter.Build(filter.Spec{Namespaces: ns, Predicates: []filter.Predicate{p}})
+	if err != nil {
+		return "?" // cannot happen: p was part of a valid filter
+	}
+	// "{type ⊑ *; [xmlns:p = "urn:x"; …]PREDICATE}"
+	s := strings.TrimSuffix(strings.TrimPrefix(one.String(), "{type ⊑ *; "), "}")
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for prefix := range ns {
+			if t := strings.TrimPrefix(s, "xmlns:"+prefix+` = "urn:x"; `); t != s {
+				s, trimmed = t, true
+			}
+		}
+	}
+	if w != 0 && w != 1 {
+		s += " weight " + strconv.FormatFloat(w, 'g', -1, 64)
+	}
+	return s
+}
+
+// xpathPrefixes returns the namespace prefixes an XPath uses ("s" of
+// s:reading).
+func xpathPrefixes(expr string) []string {
+	var out []string
+	for _, step := range strings.FieldsFunc(expr, func(r rune) bool {
+		return !(r == ':' || r == '_' || r == '-' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		if prefix, _, ok := strings.Cut(step, ":"); ok && prefix != "" {
+			out = append(out, prefix)
+		}
+	}
+	return out
+}
+
+// plural returns "1 predicate" or "n predicates".
+func plural(n int) string {
+	if n == 1 {
+		return "1 predicate"
+	}
+	return fmt.Sprintf("%d predicates", n)
+}
+
+// operand says what p reads: an attribute with its kind where the
+// ontology knows it, a JSON path or an XPath over the payload.
+func operand(p filter.Predicate, f *filter.Filter, o *ontology.Ontology) string {
+	switch p.Operand.Source {
+	case filter.SourceJSON:
+		return "a JSON path into the payload"
+	case filter.SourceXPath:
+		return "XPath 1.0 over the XML payload"
+	}
+	if p.Operand.Name == "" {
+		return ""
+	}
+	if o == nil || f.Type() == filter.AnyType {
+		return "attribute " + p.Operand.Name
+	}
+	t, _ := o.Lookup(f.Type())
+	if a, ok := o.AttributeBelow(t.ID, p.Operand.Name); ok {
+		unit := ""
+		if a.Unit != "" {
+			unit = ", in " + a.Unit
+		}
+		return fmt.Sprintf("attribute %s (%s%s)", a.Name, a.Kind, unit)
+	}
+	return "attribute " + p.Operand.Name
+}
