@@ -49,6 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return filterCheck(args[2:], stdout, stderr)
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "pub":
+		return pub(args[1:], os.Stdin, stdout, stderr)
+	case "sub":
+		return sub(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -63,6 +69,12 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: sion <command> [flags]
 
 Commands:
+  serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …]
+        run one switch until SIGINT or SIGTERM
+  sub [-server ADDR] [-n N] [-o text|json] 'FILTER'
+        print each event the filter matches
+  pub [-server ADDR] -type T [-attr k=v …] [-payload FILE|-]
+        publish one event; without -type, one per JSON line of standard input
   filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
         explain a filter, or say where and why it is wrong
 `)

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport/tcp"
+)
+
+// DefaultAddr is where serve listens, and pub and sub connect, unless told
+// otherwise: sion's port on the loopback interface.
+const DefaultAddr = "127.0.0.1:4747"
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// serve is "sion serve": one switch of a place, serving remote sessions
+// and shared links over TCP, linked to the switches named by -link, until
+// SIGINT or SIGTERM; then it closes (its links and sessions end) and
+// exits 0.
+func serve(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sion serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", DefaultAddr, "the TCP address to serve sessions and shared links on (port 0: any free port)")
+	name := fs.String("name", "sion", "the switch's name")
+	placeName := fs.String("place", "sion", "the event place's name")
+	ontFile := fs.String("ontology", "", "the place's ontology (sion JSON, or RDF/XML with .rdf or .owl); required")
+	var links stringList
+	fs.Var(&links, "link", "the address of a switch of the same place to link to (a shared link); may be repeated")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *ontFile == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "sion serve: want -ontology FILE, and no arguments")
+		return 2
+	}
+	o, err := loadOntology(*ontFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o})
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: *name, Place: place})
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	defer sw.Close()
+	tr, err := tcp.New(tcp.Config{})
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	l, err := tr.Listen(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	served := make(chan error, 1)
+	go func() { served <- sw.Serve(ctx, l) }()
+	for _, addr := range links {
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := sw.Link(lctx, tr, addr, sion.LinkConfig{})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "sion serve: link to %s: %v\n", addr, err)
+			stop()
+			<-served
+			return 1
+		}
+	}
+	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
+	if err := <-served; err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	if err := sw.Close(); err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// dial opens a remote session on the switch at addr.
+func dial(ctx context.Context, addr, name string) (*sion.Session, error) {
+	tr, err := tcp.New(tcp.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name})
+}
+
+// sub is "sion sub": it subscribes with FILTER on the switch at -server
+// and prints each delivery until N were received or it is interrupted.
+func sub(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sion sub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", DefaultAddr, "the switch's address")
+	n := fs.Int("n", 0, "stop after this many deliveries (0: until interrupted)")
+	format := fs.String("o", "text", "output: text (type, attributes, matched subscriptions and scores) or json (one object per line)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || (*format != "text" && *format != "json") {
+		fmt.Fprintln(stderr, "sion sub: want one filter, quoted for the shell, and -o text or json: sion sub '{type ⊑ Alarm}'")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := dial(ctx, *server, "sion-sub")
+	if err != nil {
+		fmt.Fprintf(stderr, "sion sub: %s: %v\n", *server, err)
+		return 1
+	}
+	defer s.Close()
+	subscription, err := s.Subscribe(ctx, fs.Arg(0), sion.WithQueue(1<<12))
+	if err != nil {
+		fmt.Fprintf(stderr, "sion sub: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "subscribed to %s on %s\n", subscription.Filter(), *server)
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	for got := 0; *n == 0 || got < *n; got++ {
+		d, err := subscription.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0 // interrupted
+			}
+			fmt.Fprintf(stderr, "sion sub: %v\n", err)
+			return 1
+		}
+		if *format == "json" {
+			writeJSON(out, d)
+		} else {
+			writeText(out, d)
+		}
+		out.Flush()
+	}
+	return 0
+}
+
+func writeText(w io.Writer, d sion.Delivery) {
+	var b strings.Builder
+	b.WriteString(d.Event.Type)
+	for _, a := range d.Event.Attrs {
+		fmt.Fprintf(&b, " %s=%s", a.Name, a.Value)
+	}
+	for _, m := range d.Matched {
+		fmt.Fprintf(&b, " [subscription %d score %s]", m.Subscription, strconv.FormatFloat(m.Score, 'g', -1, 64))
+	}
+	if len(d.Event.Data) > 0 {
+		fmt.Fprintf(&b, " (%d bytes of %s)", len(d.Event.Data), d.Event.ContentType)
+	}
+	fmt.Fprintln(w, b.String())
+}
+
+// jsonDelivery is one line of "sion sub -o json".
+type jsonDelivery struct {
+	ID          string         `json:"id"`
+	Type        string         `json:"type"`
+	Attrs       map[string]any `json:"attrs,omitempty"`
+	ContentType string         `json:"content_type,omitempty"`
+	Data        string         `json:"data,omitempty"`
+	Matched     []sion.Match   `json:"matched"`
+}
+
+func writeJSON(w io.Writer, d sion.Delivery) {
+	j := jsonDelivery{ID: d.Event.ID.String(), Type: d.Event.Type, ContentType: d.Event.ContentType, Data: string(d.Event.Data), Matched: d.Matched}
+	if len(d.Event.Attrs) > 0 {
+		j.Attrs = map[string]any{}
+		for _, a := range d.Event.Attrs {
+			j.Attrs[a.Name] = jsonValue(a.Value)
+		}
+	}
+	b, _ := json.Marshal(j) // values are strings, numbers and bools
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// jsonValue is v as JSON writes it: an int as its decimal string when
+// JSON numbers would lose it, a time in RFC 3339.
+func jsonValue(v ontology.Value) any {
+	switch v.Kind() {
+	case ontology.KindInt:
+		if i := v.Int(); i > 1<<53 || i < -(1<<53) {
+			return strconv.FormatInt(i, 10)
+		}
+		return v.Int()
+	case ontology.KindFloat:
+		return v.Float()
+	case ontology.KindBool:
+		return v.Bool()
+	case ontology.KindTime:
+		return v.Time().UTC().Format(time.RFC3339Nano)
+	default:
+		return v.Str()
+	}
+}
+
+// pub is "sion pub": it publishes one event (-type, -attr, -payload) on
+// the switch at -server, or, without -type, one per JSON line of
+// standard input: {"type": T, "attrs": {…}, "content_type": …, "data": …}.
+func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sion pub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", DefaultAddr, "the switch's address")
+	typ := fs.String("type", "", "the event type; without it, events are read as JSON lines from standard input")
+	var attrs stringList
+	fs.Var(&attrs, "attr", "an attribute name=value (an int, float, bool, RFC 3339 time or string, as it reads); may be repeated")
+	payload := fs.String("payload", "", "a file whose bytes are the payload, or - for standard input")
+	contentType := fs.String("content-type", "", "the payload's media type (default: sniffed, JSON or XML)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 || (*typ == "" && (len(attrs) > 0 || *payload != "")) {
+		fmt.Fprintln(stderr, "sion pub: want -type T [-attr k=v …] [-payload FILE|-], or JSON lines on standard input")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var events []*sion.Event
+	if *typ != "" {
+		ev := &sion.Event{Type: *typ, ContentType: *contentType}
+		for _, kv := range attrs {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				fmt.Fprintf(stderr, "sion pub: -attr %q: want name=value\n", kv)
+				return 2
+			}
+			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: k, Value: guessValue(v)})
+		}
+		switch *payload {
+		case "":
+		case "-":
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				fmt.Fprintf(stderr, "sion pub: reading the payload: %v\n", err)
+				return 1
+			}
+			ev.Data = b
+		default:
+			b, err := os.ReadFile(*payload)
+			if err != nil {
+				fmt.Fprintf(stderr, "sion pub: %v\n", err)
+				return 1
+			}
+			ev.Data = b
+		}
+		events = append(events, ev)
+	}
+	s, err := dial(ctx, *server, "sion-pub")
+	if err != nil {
+		fmt.Fprintf(stderr, "sion pub: %s: %v\n", *server, err)
+		return 1
+	}
+	defer s.Close()
+	if *typ != "" {
+		if err := s.Publish(ctx, events[0]); err != nil {
+			fmt.Fprintf(stderr, "sion pub: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 64<<10), 4<<20)
+	line, failed := 0, false
+	for in.Scan() {
+		line++
+		if strings.TrimSpace(in.Text()) == "" {
+			continue
+		}
+		ev, err := eventOfJSON(in.Bytes())
+		if err == nil {
+			err = s.Publish(ctx, ev)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line, err)
+			failed = true
+		}
+	}
+	if err := in.Err(); err != nil {
+		fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line+1, err)
+		return 1
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// guessValue reads an attribute value typed on a command line: an int, a
+// float, true or false, an RFC 3339 time, or else a string.
+func guessValue(s string) ontology.Value {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ontology.Int(i)
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "xX_") {
+		return ontology.Float(f)
+	}
+	if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
+		return ontology.Bool(b)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil && ontology.TimeInRange(t) {
+		return ontology.Time(t)
+	}
+	return ontology.String(s)
+}
+
+// eventOfJSON reads one line of "sion pub"'s standard input.
+func eventOfJSON(line []byte) (*sion.Event, error) {
+	var j struct {
+		Type        string                     `json:"type"`
+		Attrs       map[string]json.RawMessage `json:"attrs"`
+		ContentType string                     `json:"content_type"`
+		Data        json.RawMessage            `json:"data"`
+	}
+	if err := json.Unmarshal(line, &j); err != nil {
+		return nil, err
+	}
+	if j.Type == "" {
+		return nil, errors.New(`no "type"`)
+	}
+	ev := &sion.Event{Type: j.Type, ContentType: j.ContentType}
+	for k, raw := range j.Attrs {
+		v, err := jsonAttr(raw)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", k, err)
+		}
+		ev.Attrs = append(ev.Attrs, ontology.Attr{Name: k, Value: v})
+	}
+	if len(j.Data) > 0 {
+		var s string
+		if json.Unmarshal(j.Data, &s) == nil {
+			ev.Data = []byte(s) // a string: its text
+		} else {
+			ev.Data = j.Data // a JSON value: its bytes
+		}
+	}
+	return ev, nil
+}
+
+// jsonAttr reads an attribute's JSON value: a string (an RFC 3339 time if
+// it reads as one), a number (an int if it is written as one), or a bool.
+func jsonAttr(raw json.RawMessage) (ontology.Value, error) {
+	var x any
+	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d.UseNumber()
+	if err := d.Decode(&x); err != nil {
+		return ontology.Value{}, err
+	}
+	switch x := x.(type) {
+	case string:
+		if t, err := time.Parse(time.RFC3339Nano, x); err == nil && ontology.TimeInRange(t) {
+			return ontology.Time(t), nil
+		}
+		return ontology.String(x), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return ontology.Int(i), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return ontology.Value{}, fmt.Errorf("the number %s is not a float64", x)
+		}
+		return ontology.Float(f), nil
+	case bool:
+		return ontology.Bool(x), nil
+	}
+	return ontology.Value{}, fmt.Errorf("%s is not a string, number or bool", raw)
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// started is a process of the built command that the test reads.
+type started struct {
+	cmd    *exec.Cmd
+	stdout *bufio.Reader
+	stderr *bufio.Reader
+}
+
+// start runs bin with args; the process is killed at cleanup if it is
+// still running.
+func start(t *testing.T, bin string, stdin io.Reader, args ...string) *started {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = stdin
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	errs, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return &started{cmd: cmd, stdout: bufio.NewReader(out), stderr: bufio.NewReader(errs)}
+}
+
+// line reads one line of r, failing the test after 30 s.
+func line(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		s, _ := r.ReadString('\n')
+		got <- s
+	}()
+	select {
+	case s := <-got:
+		return strings.TrimSuffix(s, "\n")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no line within 30 s")
+		return ""
+	}
+}
+
+// exitCode waits for p and returns its exit status, and what is left of
+// its stdout and stderr.
+func exitCode(t *testing.T, p *started) (int, string, string) {
+	t.Helper()
+	out, _ := io.ReadAll(p.stdout)
+	errs, _ := io.ReadAll(p.stderr)
+	err := p.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out), string(errs)
+	}
+	require.NoError(t, err)
+	return 0, string(out), string(errs)
+}
+
+// TestServeSubPub runs a place of two switch processes joined by a
+// shared link, a subscriber on one and publishers on the other, as the
+// README's "Running sion" does: each delivery is printed with its type,
+// attributes and matched subscription; a refused event makes pub exit 1
+// and names the line; SIGTERM makes serve exit 0.
+func TestServeSubPub(t *testing.T) {
+	bin := sionBinary(t)
+	hazards := filepath.Join("..", "..", "examples", "internal", "usgs", "hazards.json")
+	a := start(t, bin, nil, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-name", "a", "-place", "usgs")
+	first := line(t, a.stdout)
+	require.True(t, strings.HasPrefix(first, "switch a of place usgs serving on 127.0.0.1:"), first)
+	addrA := first[strings.LastIndex(first, " ")+1:]
+	b := start(t, bin, nil, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-name", "b", "-place", "usgs", "-link", addrA)
+	second := line(t, b.stdout)
+	addrB := second[strings.LastIndex(second, " ")+1:]
+
+	s := start(t, bin, nil, "sub", "-server", addrB, "-n", "3", "-o", "json", "{type ⊑ seismic; mag >= 4.5}")
+	assert.Equal(t, "subscribed to {type ⊑ seismic; mag >= 4.5} on "+addrB, line(t, s.stderr))
+
+	one := exec.Command(bin, "pub", "-server", addrA, "-type", "earthquake", "-attr", "mag=5.2", "-attr", "place=Near Tokyo", "-attr", "tsunami=1")
+	out, err := one.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.NewReader(`{"type": "earthquake", "attrs": {"mag": 3.1}}
+{"type": "ice quake", "attrs": {"mag": 4.9, "place": "5 km N"}}
+
+{"type": "nonesuch"}
+{"type": "earthquake", "attrs": {"mag": 7, "time": "2023-04-07T17:20:12.38Z"}, "data": {"felt": 12}}
+`)
+	p := start(t, bin, lines, "pub", "-server", addrA)
+	status, _, stderr := exitCode(t, p)
+	assert.Equal(t, 1, status, "one line was refused")
+	assert.Contains(t, stderr, `line 4: sion: unknown event type "nonesuch"`)
+
+	status, stdout, stderr := exitCode(t, s)
+	require.Equal(t, 0, status, stderr)
+	var got []jsonDelivery
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var d jsonDelivery
+		require.NoError(t, json.Unmarshal([]byte(l), &d), l)
+		got = append(got, d)
+	}
+	require.Len(t, got, 3, stdout)
+	assert.Equal(t, "earthquake", got[0].Type)
+	assert.Equal(t, map[string]any{"mag": 5.2, "place": "Near Tokyo", "tsunami": 1.0}, got[0].Attrs)
+	assert.Equal(t, "ice quake", got[1].Type)
+	assert.Equal(t, map[string]any{"mag": 4.9, "place": "5 km N"}, got[1].Attrs)
+	assert.Equal(t, "earthquake", got[2].Type)
+	assert.Equal(t, map[string]any{"mag": 7.0, "time": "2023-04-07T17:20:12.38Z"}, got[2].Attrs)
+	assert.JSONEq(t, `{"felt": 12}`, got[2].Data)
+	for _, d := range got {
+		require.Len(t, d.Matched, 1)
+		assert.Equal(t, 1.0, d.Matched[0].Score)
+	}
+
+	for _, sw := range []*started{b, a} {
+		require.NoError(t, sw.cmd.Process.Signal(syscall.SIGTERM))
+		status, _, stderr := exitCode(t, sw)
+		assert.Equal(t, 0, status, stderr)
+	}
+}
