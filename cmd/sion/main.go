@@ -1,7 +1,36 @@
 // Command sion runs and inspects sion from a shell (DESIGN.md, "Around the
 // library", Operations).
 //
+//	sion serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …] [-key-file F]
+//	sion serve -config FILE [flags that override it]
+//	sion sub [-server ADDR] [-key-file F] [-n N] [-o text|json] 'FILTER'
+//	sion pub [-server ADDR] [-key-file F] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
+//	sion pub [-server ADDR] [-key-file F] < events.jsonl
 //	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
+//
+// serve runs one switch (S1 SI-SW) of an event place over TCP: it serves
+// remote sessions and shared links, links to the switches named by -link,
+// and on SIGINT or SIGTERM closes — its links and sessions end — and exits
+// 0. Its config file is JSON (Config; example-config.json beside this
+// file): listen, name, place, ontology, links and key_file, the files
+// relative to the config file; a flag given overrides its field. With a
+// key file the place admits only switches and sessions that hold the same
+// key (PlaceConfig.SharedKey), so pub and sub need -key-file too.
+//
+// sub opens a remote session, subscribes with FILTER (the contract: it
+// prints "subscribed to …" on stderr once the filter is active in the
+// place) and prints each delivery on stdout — type, attributes, the
+// matched subscription and its score; -o json writes one JSON object per
+// line — until -n were received (status 0), it is interrupted (0), or the
+// session fails (1).
+//
+// pub publishes one event from its flags — an -attr value is read as an
+// int, a float, true or false, an RFC 3339 time, or else a string, and the
+// switch checks it against the ontology — or, without -type, one per line
+// of standard input: {"type": T, "attrs": {name: value, …},
+// "content_type": M, "data": a JSON value or a string}. An event the
+// switch refuses is reported with its line and the status is 1; the
+// others are published.
 //
 // filter check reads a filter in sion's filter language (filter/SYNTAX.md),
 // prints its canonical form and what it selects — the event type and the
@@ -9,8 +38,11 @@
 // attribute it tests — and exits 0; given an ontology it also resolves the
 // filter against it (types and attribute names, synonyms, kinds). A filter
 // that does not parse or resolve is explained on standard error, with a
-// caret under the place in the source, and the exit status is 1. A wrong
-// command line exits 2, as the flag package does.
+// caret under the place in the source, and the exit status is 1.
+//
+// Exit status, as the nats command's: 0 done, 1 the work failed (a switch
+// that cannot be reached or refuses, a bad filter or event), 2 a wrong
+// command line (as the flag package does).
 //
 // The command uses the standard library's flag package, not a command
 // framework: its few subcommands need no more, and sion's core go.mod

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +31,26 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
+// Config is the file "sion serve -config FILE" reads: JSON, every field
+// optional but ontology; a flag given on the command line overrides its
+// field. See example-config.json beside this file.
+type Config struct {
+	// Listen is the TCP address to serve on (-listen).
+	Listen string `json:"listen"`
+	// Name is the switch's name (-name); Place the event place's (-place).
+	Name  string `json:"name"`
+	Place string `json:"place"`
+	// Ontology is the place's ontology file (-ontology), relative to the
+	// config file's directory.
+	Ontology string `json:"ontology"`
+	// Links are the addresses of switches of the place to link to (-link).
+	Links []string `json:"links"`
+	// KeyFile holds the place's shared key (-key-file), relative to the
+	// config file's directory: every switch, pub and sub of the place
+	// needs it. White space around it is ignored.
+	KeyFile string `json:"key_file"`
+}
+
 // serve is "sion serve": one switch of a place, serving remote sessions
 // and shared links over TCP, linked to the switches named by -link, until
 // SIGINT or SIGTERM; then it closes (its links and sessions end) and
@@ -37,18 +58,47 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sion serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "a JSON config file (see example-config.json); flags override its fields")
 	listen := fs.String("listen", DefaultAddr, "the TCP address to serve sessions and shared links on (port 0: any free port)")
 	name := fs.String("name", "sion", "the switch's name")
 	placeName := fs.String("place", "sion", "the event place's name")
 	ontFile := fs.String("ontology", "", "the place's ontology (sion JSON, or RDF/XML with .rdf or .owl); required")
+	keyFile := fs.String("key-file", "", "a file holding the place's shared key (at least 16 bytes)")
 	var links stringList
 	fs.Var(&links, "link", "the address of a switch of the same place to link to (a shared link); may be repeated")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if *configFile != "" {
+		cfg, err := readConfig(*configFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			return 1
+		}
+		set := map[string]bool{} // the flags given: they override the file
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		fromFile := func(flagName string, field *string, v string) {
+			if !set[flagName] && v != "" {
+				*field = v
+			}
+		}
+		fromFile("listen", listen, cfg.Listen)
+		fromFile("name", name, cfg.Name)
+		fromFile("place", placeName, cfg.Place)
+		fromFile("ontology", ontFile, cfg.Ontology)
+		fromFile("key-file", keyFile, cfg.KeyFile)
+		if !set["link"] {
+			links = cfg.Links
+		}
+	}
 	if *ontFile == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "sion serve: want -ontology FILE, and no arguments")
+		fmt.Fprintln(stderr, "sion serve: want -ontology FILE (or a -config that names one), and no arguments")
 		return 2
+	}
+	key, err := readKey(*keyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
 	}
 	o, err := loadOntology(*ontFile)
 	if err != nil {
@@ -57,7 +107,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o})
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o, SharedKey: key})
 	if err != nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
@@ -103,13 +153,55 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// dial opens a remote session on the switch at addr.
-func dial(ctx context.Context, addr, name string) (*sion.Session, error) {
+// readConfig reads a Config file; its file names become relative to the
+// file's directory.
+func readConfig(path string) (Config, error) {
+	var cfg Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	for _, f := range []*string{&cfg.Ontology, &cfg.KeyFile} {
+		if *f != "" && !filepath.IsAbs(*f) {
+			*f = filepath.Join(filepath.Dir(path), *f)
+		}
+	}
+	return cfg, nil
+}
+
+// readKey returns the shared key in path, trimmed; nil for "".
+func readKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	key := []byte(strings.TrimSpace(string(b)))
+	if len(key) < sion.MinSharedKeyBytes {
+		return nil, fmt.Errorf("key file %s: the key has %d bytes; at least %d", path, len(key), sion.MinSharedKeyBytes)
+	}
+	return key, nil
+}
+
+// dial opens a remote session on the switch at addr, with the place's
+// shared key in keyFile ("" for none).
+func dial(ctx context.Context, addr, name, keyFile string) (*sion.Session, error) {
+	key, err := readKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
 	tr, err := tcp.New(tcp.Config{})
 	if err != nil {
 		return nil, err
 	}
-	return sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name})
+	return sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key})
 }
 
 // sub is "sion sub": it subscribes with FILTER on the switch at -server
@@ -118,6 +210,7 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sion sub", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", DefaultAddr, "the switch's address")
+	keyFile := fs.String("key-file", "", "a file holding the place's shared key, if it has one")
 	n := fs.Int("n", 0, "stop after this many deliveries (0: until interrupted)")
 	format := fs.String("o", "text", "output: text (type, attributes, matched subscriptions and scores) or json (one object per line)")
 	if err := fs.Parse(args); err != nil {
@@ -129,7 +222,7 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := dial(ctx, *server, "sion-sub")
+	s, err := dial(ctx, *server, "sion-sub", *keyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "sion sub: %s: %v\n", *server, err)
 		return 1
@@ -226,6 +319,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sion pub", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", DefaultAddr, "the switch's address")
+	keyFile := fs.String("key-file", "", "a file holding the place's shared key, if it has one")
 	typ := fs.String("type", "", "the event type; without it, events are read as JSON lines from standard input")
 	var attrs stringList
 	fs.Var(&attrs, "attr", "an attribute name=value (an int, float, bool, RFC 3339 time or string, as it reads); may be repeated")
@@ -270,7 +364,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		events = append(events, ev)
 	}
-	s, err := dial(ctx, *server, "sion-pub")
+	s, err := dial(ctx, *server, "sion-pub", *keyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "sion pub: %s: %v\n", *server, err)
 		return 1

@@ -133,3 +133,33 @@ func TestServeSubPub(t *testing.T) {
 		assert.Equal(t, 0, status, stderr)
 	}
 }
+
+// TestServeConfigAndKey: serve reads example-config.json (its ontology and
+// key file relative to it, a flag overriding its listen address); a sub
+// without the place's key is refused (status 1), one with it subscribes.
+func TestServeConfigAndKey(t *testing.T) {
+	bin := sionBinary(t)
+	sw := start(t, bin, nil, "serve", "-config", "example-config.json", "-listen", "127.0.0.1:0")
+	first := line(t, sw.stdout)
+	require.True(t, strings.HasPrefix(first, "switch quakes-1 of place usgs serving on 127.0.0.1:"), first)
+	addr := first[strings.LastIndex(first, " ")+1:]
+
+	refused := exec.Command(bin, "sub", "-server", addr, "-n", "1", "{type ⊑ seismic}")
+	out, err := refused.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%v: %s", err, out)
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, string(out), "sion sub: "+addr)
+
+	s := start(t, bin, nil, "sub", "-server", addr, "-key-file", "example.key", "-n", "1", "{type ⊑ seismic}")
+	assert.Equal(t, "subscribed to {type ⊑ seismic} on "+addr, line(t, s.stderr))
+	pubOut, err := exec.Command(bin, "pub", "-server", addr, "-key-file", "example.key", "-type", "ice quake", "-attr", "mag=1.5").CombinedOutput()
+	require.NoError(t, err, "%s", pubOut)
+	status, stdout, stderr := exitCode(t, s)
+	require.Equal(t, 0, status, stderr)
+	assert.Equal(t, "ice quake mag=1.5 [subscription 1 score 0]\n", stdout) // a filter of no predicates scores 0
+
+	require.NoError(t, sw.cmd.Process.Signal(syscall.SIGTERM))
+	status, _, stderr = exitCode(t, sw)
+	assert.Equal(t, 0, status, stderr)
+}
