@@ -26,10 +26,10 @@ type LinkInfo struct {
 	// Dropped counts events not forwarded because the link's queue was
 	// full (65,536 events or 64 MiB of frames wait for the peer; beyond,
 	// the newest are dropped, and the first drop of each episode is
-	// logged at Warn) or the event did not fit a frame; Expired those not forwarded
-	// because their TTL was spent; Duplicates the events received that
-	// the switch had seen already; Refused those received that the place
-	// refused (logged).
+	// logged at Warn) or the event did not fit a frame; Expired those not
+	// forwarded because their TTL was spent; Duplicates the events
+	// received that the switch had seen already; Refused those received
+	// that the place refused (logged).
 	Dropped, Expired, Duplicates, Refused uint64
 	// Routes is the number of keys this switch has registered at the
 	// peer — not those counted under a covering key (PlaceConfig.Covering;

@@ -22,15 +22,7 @@ func TestWindowBytes(t *testing.T) {
 	tr := newTransport(t, connect(t, s.ClientURL()), cfg)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	l, err := tr.Listen("")
-	require.NoError(t, err)
-	defer l.Close()
-	c, err := tr.Dial(ctx, l.Addr().String())
-	require.NoError(t, err)
-	defer c.Close()
-	a, err := l.Accept(ctx)
-	require.NoError(t, err)
-	defer a.Close()
+	c, a := connPair(ctx, t, tr)
 	a.(transport.Admitter).Admit()
 
 	frame := make([]byte, 300)
@@ -40,7 +32,7 @@ func TestWindowBytes(t *testing.T) {
 	probe, stop := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer stop()
 	require.ErrorIs(t, c.Send(probe, frame), context.DeadlineExceeded, "Send past WindowBytes did not block")
-	_, err = a.Recv(ctx)
+	_, err := a.Recv(ctx)
 	require.NoError(t, err)
 	require.NoError(t, c.Send(ctx, frame), "Send once Recv made room")
 }
@@ -54,15 +46,7 @@ func TestWindowOverrun(t *testing.T) {
 	tr := newTransport(t, nc, nats.Config{SubjectPrefix: pfx, WindowFrames: 4})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	l, err := tr.Listen("")
-	require.NoError(t, err)
-	defer l.Close()
-	c, err := tr.Dial(ctx, l.Addr().String())
-	require.NoError(t, err)
-	defer c.Close()
-	a, err := l.Accept(ctx)
-	require.NoError(t, err)
-	defer a.Close()
+	c, a := connPair(ctx, t, tr)
 
 	// Data messages 0..4, each a whole frame, straight to the accepted
 	// end's subject, as a peer ignoring the window would send them.
@@ -88,4 +72,20 @@ func TestWindowOverrun(t *testing.T) {
 	}
 	assert.ErrorIs(t, err2, nats.ErrProtocol)
 	assert.ErrorIs(t, err2, transport.ErrClosed)
+}
+
+// connPair listens on tr and dials that listener, and returns the dialed
+// end and the accepted one, closed (with the listener) when t ends.
+func connPair(ctx context.Context, t *testing.T, tr *nats.Transport) (dialed, accepted transport.Conn) {
+	t.Helper()
+	l, err := tr.Listen("")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	c, err := tr.Dial(ctx, l.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	a, err := l.Accept(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	return c, a
 }

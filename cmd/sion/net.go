@@ -334,7 +334,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var events []*sion.Event
+	var one *sion.Event // the event of the flags, if -type is given
 	if *typ != "" {
 		ev := &sion.Event{Type: *typ, ContentType: *contentType}
 		for _, kv := range attrs {
@@ -362,7 +362,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 			ev.Data = b
 		}
-		events = append(events, ev)
+		one = ev
 	}
 	s, err := dial(ctx, *server, "sion-pub", *keyFile)
 	if err != nil {
@@ -370,8 +370,8 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer s.Close()
-	if *typ != "" {
-		if err := s.Publish(ctx, events[0]); err != nil {
+	if one != nil {
+		if err := s.Publish(ctx, one); err != nil {
 			fmt.Fprintf(stderr, "sion pub: %v\n", err)
 			return 1
 		}
