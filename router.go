@@ -127,6 +127,8 @@ type linkEnd interface {
 	// via names the gateway the link is ("" for a shared link), as
 	// RouteInfo.Gateway shows it.
 	via() string
+	// sessionKind is what the router's session is (SessionInfo.Kind).
+	sessionKind() SessionKind
 }
 
 // route is one key propagated to the peer — a proxy filter's text: a

@@ -68,6 +68,8 @@ type sink interface {
 	// session's switch side ends its connection, its requests and its
 	// stream here.
 	ending()
+	// describe fills in si's Kind, Peer and Away (Switch.Sessions).
+	describe(si *SessionInfo)
 }
 
 // patronOf reports whether s's profile satisfies e's patronage condition
