@@ -159,7 +159,7 @@ func (sw *Switch) acceptLink(ctx context.Context, conn transport.Conn, sess *Ses
 		return
 	}
 	r, linkCtx := sw.newRouter(ctx, conn, peer, false, sess, newSharedEnd())
-	r.sendControl(&linkctl.LinkAccept{Switch: sw.cfg.Name, Place: sw.place.Name()})
+	r.sendAccept()
 	child := &childLink{id: id, r: r, addr: addr}
 	sw.mu.Lock()
 	if sw.closed {
@@ -222,7 +222,7 @@ func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *
 	end := &gatewayEnd{name: name, peerPlace: place, in: fr.Export, out: fr.Import}
 	end.cnt = &end.own
 	r, linkCtx := sw.newRouter(ctx, conn, peer, false, sess, end)
-	r.sendControl(&linkctl.LinkAccept{Switch: sw.cfg.Name, Place: sw.place.Name()})
+	r.sendAccept()
 	if sw.isClosed() {
 		r.close()
 		return

@@ -31,6 +31,16 @@ type LinkInfo struct {
 	// received that the switch had seen already; Refused those received
 	// that the place refused (logged).
 	Dropped, Expired, Duplicates, Refused uint64
+	// FramesSent and FramesReceived count the frames the link's
+	// connection carried — events, control messages, and the rest of its
+	// protocol (its handshake's frames are not counted) — and BytesSent
+	// and BytesReceived their bytes, as handed to and taken from the
+	// transport (without the transport's own framing).
+	FramesSent, FramesReceived, BytesSent, BytesReceived uint64
+	// Queued is the number of frames waiting in the link's queue for the
+	// peer now, QueuedBytes the bytes of the data events among them and
+	// of those being sent (at most 65,536 events and 64 MiB; see Dropped).
+	Queued, QueuedBytes int
 	// Routes is the number of keys this switch has registered at the
 	// peer — not those counted under a covering key (PlaceConfig.Covering;
 	// Switch.Routes lists both); Proxies the number of the peer's keys
@@ -58,9 +68,13 @@ func (sw *Switch) Links() []LinkInfo {
 			EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
 			ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
 			Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
+			FramesSent: r.framesSent.Load(), FramesReceived: r.framesRecv.Load(), BytesSent: r.bytesSent.Load(), BytesReceived: r.bytesRecv.Load(),
 			Routes: len(r.routes) - r.nCover, Proxies: r.sess.numInstalled(),
 		}
 		r.mu.Unlock()
+		r.qmu.Lock()
+		li.Queued, li.QueuedBytes = r.q.len(), r.q.held()
+		r.qmu.Unlock()
 		parentUp = parentUp || r.parent
 		out = append(out, li)
 	}
@@ -75,6 +89,53 @@ func (sw *Switch) Links() []LinkInfo {
 		out = append(out, LinkInfo{Peer: peer, Parent: true, State: st})
 	}
 	slices.SortFunc(out, func(a, b LinkInfo) int { return cmp.Compare(a.Peer, b.Peer) })
+	return out
+}
+
+// maxPeerTotals bounds the peers whose ended links' counters a switch
+// keeps apart (LinkTotals); those of further peers are summed under "".
+const maxPeerTotals = 4096
+
+// endedByPeer returns where the counters of peer's ended links add up.
+// routeMu must be held.
+func (sw *Switch) endedByPeer(peer string) *LinkTotals {
+	if t := sw.endedBy[peer]; t != nil {
+		return t
+	}
+	if sw.endedBy == nil {
+		sw.endedBy = map[string]*LinkTotals{}
+	}
+	if len(sw.endedBy) >= maxPeerTotals {
+		peer = ""
+		if t := sw.endedBy[peer]; t != nil {
+			return t
+		}
+	}
+	t := &LinkTotals{}
+	sw.endedBy[peer] = t
+	return t
+}
+
+// LinkTotals returns the counters of the switch's shared links (overlay
+// links included) by peer name, each over the switch's life: the links
+// to that peer that have ended and the one up now, so that they never
+// decrease when a link re-forms. It keeps the ended links of 4,096 peers
+// apart; those of further peers add up under "". Safe for concurrent
+// use.
+func (sw *Switch) LinkTotals() map[string]LinkTotals {
+	sw.routeMu.Lock()
+	defer sw.routeMu.Unlock()
+	out := make(map[string]LinkTotals, len(sw.endedBy)+len(sw.routers))
+	for p, t := range sw.endedBy {
+		out[p] = *t
+	}
+	for _, r := range append(slices.Clone(sw.routers), sw.ending...) {
+		if r.end.inPlace() {
+			t := out[r.peer]
+			t.add(r)
+			out[r.peer] = t
+		}
+	}
 	return out
 }
 

@@ -357,7 +357,7 @@ func (s *rvSwitch) acceptOverlay(ctx context.Context, conn transport.Conn, sess 
 	delete(s.tombs, node.ID) // it links: it lives
 	s.mu.Unlock()
 	r, linkCtx := sw.newRouter(ctx, conn, req.Switch, false, sess, &overlayEnd{sharedEnd: newSharedEnd(), s: s, node: node})
-	r.sendControl(&linkctl.LinkAccept{Switch: sw.cfg.Name, Place: sw.place.Name()})
+	r.sendAccept()
 	if sw.isClosed() {
 		r.close()
 		return

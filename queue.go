@@ -254,6 +254,7 @@ func (q *frameQueue[T]) clear() int {
 type linkFrame struct {
 	f      []byte
 	isData bool
+	accept bool // the handshake's LinkAccept: not counted in the link's frames and bytes
 }
 
 func (l linkFrame) frame() []byte { return l.f }

@@ -610,8 +610,10 @@ func (rc *remoteClient) sessionClosed(*Session) {}
 
 // The switch counts deliveries and drops; this side only its
 // subscriptions'.
-func (rc *remoteClient) countDeliveries(uint64) {}
-func (rc *remoteClient) countDrops(uint64)      {}
+func (rc *remoteClient) countDeliveries(uint64)        {}
+func (rc *remoteClient) countDrops(uint64, dropReason) {}
+func (rc *remoteClient) countMatches(uint64)           {}
+func (rc *remoteClient) countSpills(uint64)            {}
 
 func (rc *remoteClient) logger() *slog.Logger { return rc.log }
 

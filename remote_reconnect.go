@@ -496,7 +496,7 @@ func (rc *remoteClient) lost(cs []wire.Count) (uint64, []*Subscription) {
 		if sub != nil { // matched on the switch, lost there
 			sub = sub.owner()
 			sub.matched.Add(c.N)
-			sub.drop(c.N)
+			sub.drop(c.N, dropStream)
 			slow = append(slow, sub)
 		}
 	}

@@ -80,7 +80,7 @@ func (ob *outbox) dropped(it outItem, why dropCause) {
 		if why != dropClosed {
 			ob.lost[sub.public]++
 		}
-		sub.drop(1)
+		sub.drop(1, dropStream)
 	}
 }
 

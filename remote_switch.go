@@ -485,7 +485,7 @@ func (re *remoteEnd) fire(_ context.Context, _ <-chan struct{}, s *Session, e *E
 	d := newDelivery(e, hits)
 	var lookIn, push []*Subscription
 	for _, h := range hits {
-		h.sub.matched.Add(1)
+		h.sub.match()
 		if h.sub.cfg.lookIn {
 			lookIn = append(lookIn, h.sub)
 			h.sub.placed()

@@ -66,8 +66,9 @@ type router struct {
 	upAt   time.Time                 // mu
 	state  atomic.Pointer[LinkState] // for Links
 
-	eventsSent, eventsRecv, ctlSent, ctlRecv atomic.Uint64
-	dropped, duplicates, expired, refused    atomic.Uint64
+	eventsSent, eventsRecv, ctlSent, ctlRecv     atomic.Uint64
+	dropped, duplicates, expired, refused        atomic.Uint64
+	framesSent, framesRecv, bytesSent, bytesRecv atomic.Uint64 // as the transport carried them
 }
 
 // linkEnd is what one end of a link does that depends on the kind of
@@ -323,6 +324,10 @@ func (r *router) write(ctx context.Context) {
 				r.conn.Close() // the reader sees it and shuts the router down
 				return
 			}
+			if !it.accept {
+				r.framesSent.Add(1)
+				r.bytesSent.Add(uint64(len(it.f)))
+			}
 		}
 	}
 }
@@ -331,8 +336,12 @@ func (r *router) write(ctx context.Context) {
 // false returned; lostData counts it) when the queue is over its bounds;
 // control frames are always queued.
 func (r *router) enqueue(f []byte, data bool) bool {
+	return r.enqueueFrame(linkFrame{f: f, isData: data})
+}
+
+func (r *router) enqueueFrame(it linkFrame) bool {
 	r.qmu.Lock()
-	ok, _ := r.q.push(linkFrame{f: f, isData: data})
+	ok, _ := r.q.push(it)
 	r.qmu.Unlock()
 	if !ok {
 		return false
@@ -359,6 +368,19 @@ func (r *router) sendControl(m linkctl.Message) error {
 	r.ctlSent.Add(1)
 	r.enqueue(f, false)
 	return nil
+}
+
+// sendAccept queues the LinkAccept that ends the handshake of a link
+// this switch accepted. It counts as a control message sent, not as one
+// of the link's frames: the requester reads it in its handshake, before
+// its router counts frames (LinkInfo.FramesSent).
+func (r *router) sendAccept() {
+	f, err := linkctl.Encode(&linkctl.LinkAccept{Switch: r.sw.cfg.Name, Place: r.sw.place.Name()}, r.lim)
+	if err != nil {
+		panic("sion: a LinkAccept does not fit a frame: " + err.Error()) // names are bounded (MaxNameBytes)
+	}
+	r.ctlSent.Add(1)
+	r.enqueueFrame(linkFrame{f: f, accept: true})
 }
 
 // sendData queues data frame f and counts it as sent, or, when the queue
@@ -407,6 +429,8 @@ func (r *router) read(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.framesRecv.Add(1)
+		r.bytesRecv.Add(uint64(len(f)))
 		m, err := wire.DecodeReusing(f, r.lim, &fwd)
 		if err != nil {
 			return r.protocolError(ctx, err)

@@ -462,6 +462,7 @@ func (sw *Switch) endRouter(r *router) {
 	sw.ending = slices.DeleteFunc(sw.ending, func(x *router) bool { return x == r })
 	if r.end.inPlace() { // a gateway's counters are its own (Gateways)
 		sw.ended.add(r)
+		sw.endedByPeer(r.peer).add(r)
 	}
 }
 

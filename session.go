@@ -109,12 +109,15 @@ type backend interface {
 	// and their handlers returned. A switch takes s out of its table (only
 	// now: Switch.Close waits for the sessions it still lists).
 	sessionClosed(s *Session)
-	// countDeliveries and countDrops count n events handed over to, or
-	// lost for, a subscription of a session on the backend, on top of the
-	// subscription's own counters: a switch's Stats.Deliveries and
-	// Dropped; nothing on the entity's side.
+	// countDeliveries, countDrops, countMatches and countSpills count n
+	// events handed over to, lost for (and why), matched by, or spilled
+	// by a subscription of a session on the backend, on top of the
+	// subscription's own counters: a switch's Stats.Deliveries, Dropped
+	// and Drops, Matched and Spilled; nothing on the entity's side.
 	countDeliveries(n uint64)
-	countDrops(n uint64)
+	countDrops(n uint64, why dropReason)
+	countMatches(n uint64)
+	countSpills(n uint64)
 	logger() *slog.Logger
 	name() string
 }
@@ -532,7 +535,7 @@ func (sp *spool) evict(n int) {
 	for _, it := range sp.items[:n] {
 		sp.dropped++
 		for _, sub := range it.subs {
-			sub.drop(1)
+			sub.drop(1, dropSpool)
 			if sub.cfg.lookIn {
 				sub.delivered.Add(^uint64(0))
 			}

@@ -130,7 +130,7 @@ func (localSink) fire(ctx context.Context, stop <-chan struct{}, s *Session, e *
 	var errs []error
 	for _, h := range hits {
 		if h.sub.cfg.lookIn {
-			h.sub.matched.Add(1)
+			h.sub.match()
 			h.sub.placed()
 			spool = append(spool, h.sub)
 			continue

@@ -430,10 +430,17 @@ func (sub *Subscription) placed() {
 	sub.sess.be.countDeliveries(1)
 }
 
-// drop counts n events lost for the subscription, on it and its switch.
-func (sub *Subscription) drop(n uint64) {
+// drop counts n events lost for the subscription, and why, on it and its
+// switch.
+func (sub *Subscription) drop(n uint64, why dropReason) {
 	sub.dropped.Add(n)
-	sub.sess.be.countDrops(n)
+	sub.sess.be.countDrops(n, why)
+}
+
+// match counts an event its filters matched, on it and its switch.
+func (sub *Subscription) match() {
+	sub.matched.Add(1)
+	sub.sess.be.countMatches(1)
 }
 
 // Stats returns the subscription's counters.
@@ -472,7 +479,7 @@ func (sub *Subscription) runHandler() {
 // slow-consumer report runs after mu is released, so that its callback may
 // cancel the subscription.
 func (sub *Subscription) enqueue(ctx context.Context, stop <-chan struct{}, d Delivery) (spill bool, err error) {
-	sub.matched.Add(1)
+	sub.match()
 	sub.mu.RLock()
 	slow, spill, err := sub.offer(ctx, stop, d)
 	sub.mu.RUnlock()
@@ -490,7 +497,7 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 	}
 	if sub.cfg.overflow == DropNewest && sub.slow.Load() {
 		if len(sub.ch) > 0 {
-			sub.drop(1) // the episode goes on: keep the prefix gap-free
+			sub.drop(1, dropQueueFull) // the episode goes on: keep the prefix gap-free
 			return false, false, nil
 		}
 		sub.slow.Store(false)
@@ -511,7 +518,7 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 			select {
 			case <-sub.ch:
 				sub.delivered.Add(^uint64(0))
-				sub.drop(1)
+				sub.drop(1, dropEvicted)
 			default:
 			}
 			select {
@@ -523,6 +530,7 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 		}
 	case Spill:
 		sub.spilled.Add(1)
+		sub.sess.be.countSpills(1)
 		return slow, true, nil
 	case Block:
 		if slow {
@@ -539,17 +547,17 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 			sub.placed()
 			return false, false, nil
 		case <-sub.done:
-			sub.drop(1)
+			sub.drop(1, dropQueueFull)
 			return false, false, nil
 		case <-stop:
-			sub.drop(1)
+			sub.drop(1, dropQueueFull)
 			return false, false, fmt.Errorf("%w: the publishing session closed while subscription %d was full", ErrClosed, sub.id)
 		case <-ctx.Done():
-			sub.drop(1)
+			sub.drop(1, dropQueueFull)
 			return false, false, fmt.Errorf("sion: subscription %d stayed full until the publisher's context ended: %w", sub.id, ctx.Err())
 		}
 	}
-	sub.drop(1)
+	sub.drop(1, dropQueueFull)
 	return slow, false, nil
 }
 

@@ -111,14 +111,15 @@ type Switch struct {
 	// subscription's routeAdd/routeRemove and a new router's initial
 	// registers. Lock order: routeMu, then mu, then a router's mu.
 	routeMu sync.Mutex
-	routing switchRouting         // this switch's part of the place's routing (Routing.attach)
-	front   front                 // what the switch does with its entities' publishes and subscriptions
-	routed  map[uint64]*routedSub // routeMu; subscriptions propagated, and what they registered
-	routers []*router             // routeMu; shared links connected
-	ended   LinkTotals            // routeMu; counters of the links that have ended
-	ending  []*router             // routeMu; out of routers, still shutting down
-	seen    seenIDs               // events that crossed a link, came back from a relay, or were published with a caller-set ID
-	ids     *idSource             // the IDs this switch gives the events it admits
+	routing switchRouting          // this switch's part of the place's routing (Routing.attach)
+	front   front                  // what the switch does with its entities' publishes and subscriptions
+	routed  map[uint64]*routedSub  // routeMu; subscriptions propagated, and what they registered
+	routers []*router              // routeMu; shared links connected
+	ended   LinkTotals             // routeMu; counters of the links that have ended
+	endedBy map[string]*LinkTotals // routeMu; the same, by peer (LinkTotals)
+	ending  []*router              // routeMu; out of routers, still shutting down
+	seen    seenIDs                // events that crossed a link, came back from a relay, or were published with a caller-set ID
+	ids     *idSource              // the IDs this switch gives the events it admits
 
 	// installing, set by tests only, is called as a peer's register over
 	// a shared or overlay link or a gateway is being installed, between
@@ -140,9 +141,14 @@ type Switch struct {
 	tombs       map[string]tombstone  // mu; remote sessions that ended while away, by token
 	tombOrder   []string              // mu; the tokens of tombs, oldest first
 
-	dropped     atomic.Uint64 // events lost for subscriptions, over the switch's life
-	disconnects atomic.Uint64 // remote sessions' connections that ended with the session kept
-	held        atomic.Int64  // bytes of deliveries held by remote sessions' streams
+	dropped     atomic.Uint64                 // events lost for subscriptions, over the switch's life
+	drops       [numDropReasons]atomic.Uint64 // dropped, by reason
+	published   atomic.Uint64                 // events its sessions published, admitted
+	matched     atomic.Uint64                 // subscriptions' matches (SubscriptionStats.Matched, summed)
+	spilled     atomic.Uint64                 // events the Spill policy put in spools
+	matchTime   durations                     // Index.Match's durations
+	disconnects atomic.Uint64                 // remote sessions' connections that ended with the session kept
+	held        atomic.Int64                  // bytes of deliveries held by remote sessions' streams
 
 	pool sync.Pool // *publishScratch
 }
@@ -359,6 +365,7 @@ func (sw *Switch) publish(ctx context.Context, s *Session, ev *Event) error {
 	if err := sw.routing.publishing(s, e); err != nil {
 		return err
 	}
+	sw.published.Add(1)
 	return sw.front.publish(ctx, s.done, s, e)
 }
 
@@ -414,7 +421,14 @@ func (sw *Switch) sessionClosed(s *Session) {
 
 func (sw *Switch) countDeliveries(n uint64) { sw.deliveries.Add(n) }
 
-func (sw *Switch) countDrops(n uint64) { sw.dropped.Add(n) }
+func (sw *Switch) countDrops(n uint64, why dropReason) {
+	sw.dropped.Add(n)
+	sw.drops[why].Add(n)
+}
+
+func (sw *Switch) countMatches(n uint64) { sw.matched.Add(n) }
+
+func (sw *Switch) countSpills(n uint64) { sw.spilled.Add(n) }
 
 func (sw *Switch) logger() *slog.Logger { return sw.log }
 
@@ -466,7 +480,7 @@ func (sw *Switch) deliver(ctx context.Context, stop <-chan struct{}, from *Sessi
 // deliverExcept is deliver, leaving out the sessions for which skip (when
 // not nil) reports true.
 func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from *Session, skip func(*Session) bool, e *Event) error {
-	sw.eventsIn.Add(1)
+	timed := sw.eventsIn.Add(1)%matchSampling == 0
 	ps := sw.pool.Get().(*publishScratch)
 	defer func() {
 		clear(ps.hits)
@@ -475,9 +489,16 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 		sw.pool.Put(ps)
 	}()
 	g := sw.matching.enter()
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
 	sw.index.Match(e, func(id uint64, score float64) {
 		ps.hits = append(ps.hits, hitSub{id: id, score: score})
 	})
+	if timed {
+		sw.matchTime.observe(time.Since(start))
+	}
 	if len(ps.hits) == 0 {
 		sw.matching.leave(g)
 		return nil
@@ -588,9 +609,13 @@ type Stats struct {
 	Sessions, Subscriptions, Filters int
 	// The counters below count over the switch's life: they never
 	// decrease. EventsIn counts the events published on the switch or
-	// arrived over its links; Fires the sessions fired (one per session
-	// and event, routers' included).
-	EventsIn, Fires uint64
+	// arrived over its links, of which Published those its sessions
+	// (local and remote) published and the place admitted; Fires the
+	// sessions fired (one per session and event, routers' included);
+	// Matched the matches of entities' subscriptions, once per
+	// subscription and event (SubscriptionStats.Matched, summed; a link's
+	// proxy filters are not counted here but in the link's EventsSent).
+	EventsIn, Published, Fires, Matched uint64
 	// Deliveries counts, per subscription, the events handed over: put
 	// in its queue or passed to its handler, put in its session's
 	// look-in spool (a look-in subscription), or — for a remote session —
@@ -603,8 +628,13 @@ type Stats struct {
 	// Dropped counts, per subscription, the events it matched and lost:
 	// a full queue (DropNewest, Block's wait ending, DropOldest's
 	// evictions), spool evictions (full, expired), a remote session's
-	// stream full or ended unconfirmed (see Dial).
+	// stream full or ended unconfirmed (see Dial). Drops breaks it down
+	// by reason. Spilled counts the events the Spill policy put in a
+	// look-in spool instead of a full queue (SubscriptionStats.Spilled,
+	// summed); they are not dropped.
 	Dropped uint64
+	Drops   DropCounts
+	Spilled uint64
 	// Refused counts sessions and shared links the place refused
 	// (admission hook, shared key, tree rule); handshakes that fail
 	// before a session is named (no hello, a timeout, an eviction) are
@@ -643,6 +673,7 @@ type Stats struct {
 type LinkTotals struct {
 	EventsSent, EventsReceived, ControlSent, ControlReceived uint64
 	Dropped, Expired, Duplicates, Refused                    uint64
+	FramesSent, FramesReceived, BytesSent, BytesReceived     uint64
 }
 
 func (t *LinkTotals) add(r *router) {
@@ -654,6 +685,10 @@ func (t *LinkTotals) add(r *router) {
 	t.Expired += r.expired.Load()
 	t.Duplicates += r.duplicates.Load()
 	t.Refused += r.refused.Load()
+	t.FramesSent += r.framesSent.Load()
+	t.FramesReceived += r.framesRecv.Load()
+	t.BytesSent += r.bytesSent.Load()
+	t.BytesReceived += r.bytesRecv.Load()
 }
 
 // Stats returns the switch's counters.
@@ -678,6 +713,11 @@ func (sw *Switch) Stats() Stats {
 	st.EventsIn, st.Fires, st.Deliveries, st.Refused = sw.eventsIn.Load(), sw.fires.Load(), sw.deliveries.Load(), sw.refused.Load()
 	st.Dropped, st.RetainedBytes, st.Disconnects = sw.dropped.Load(), sw.held.Load(), sw.disconnects.Load()
 	st.Duplicates = sw.duplicates.Load()
+	st.Published, st.Matched, st.Spilled = sw.published.Load(), sw.matched.Load(), sw.spilled.Load()
+	st.Drops = DropCounts{
+		QueueFull: sw.drops[dropQueueFull].Load(), Evicted: sw.drops[dropEvicted].Load(),
+		Spool: sw.drops[dropSpool].Load(), Stream: sw.drops[dropStream].Load(),
+	}
 	st.AgentSent, st.AgentReceived = sw.agentSent.Load(), sw.agentReceived.Load()
 	return st
 }
