@@ -220,7 +220,7 @@ func (sw *Switch) acceptGateway(ctx context.Context, conn transport.Conn, sess *
 		}
 	}
 	end := &gatewayEnd{name: name, peerPlace: place, in: fr.Export, out: fr.Import}
-	end.cnt = &end.own
+	end.cnt = sw.acceptedCounters(name, place)
 	r, linkCtx := sw.newRouter(ctx, conn, peer, false, sess, end)
 	r.sendAccept()
 	if sw.isClosed() {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/transport/tcp"
 )
 
 // TestStatsCounters checks the switch counters issue 20's metrics read:
@@ -99,4 +100,34 @@ func TestLinkCounters(t *testing.T) {
 	assert.Equal(t, uint64(11), after.EventsSent, "10 over the first link, 1 over the second")
 	assert.Greater(t, after.FramesSent, totals[peer].FramesSent)
 	assert.Less(t, link(0).EventsSent, after.EventsSent, "a link's own counters start again")
+}
+
+// TestGatewayCountersOverReestablishment checks that both ends of a
+// gateway count over its life: the accepting end keeps its counters when
+// the gateway is cut and re-established, as the requesting end does.
+func TestGatewayCountersOverReestablishment(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	o := ont1(t)
+	a := newPlace(t, tr, placeAddrs("tcp", "A"), "A", o, 1)
+	b := newPlace(t, tr, placeAddrs("tcp", "B"), "B", o, 1)
+	sub := collector(t, open(t, b.sws[0], "sub"), "{type ⊑ Notice}")
+	proxy := newFreezeProxy(t, b.addrs[0])
+	g := federate(t, a, 0, &network{t: t, tr: tr, addrs: []string{proxy.addr()}}, 0,
+		sion.GatewayConfig{Name: "AB", Export: &sion.DirectionConfig{}})
+	pub := open(t, a.sws[0], "pub")
+	for range 3 {
+		publish(t, pub, &sion.Event{Type: "Notice"})
+	}
+	sub.exactlyOnce(t, 3, "before the cut")
+	assert.Equal(t, uint64(3), gatewayInfo(t, b.sws[0], "AB").Import.Forwarded)
+
+	proxy.cut()
+	require.Eventually(t, func() bool { st, _ := g.State(); return st == sion.LinkUp && g.Establishments() == 2 }, waitFor, time.Millisecond)
+	require.NoError(t, a.sws[0].Flush(context.Background()))
+	for range 2 {
+		publish(t, pub, &sion.Event{Type: "Notice"})
+	}
+	sub.exactlyOnce(t, 5, "after the gateway is re-established")
+	assert.Equal(t, uint64(5), gatewayInfo(t, b.sws[0], "AB").Import.Forwarded, "the accepting end counts on")
+	assert.Equal(t, uint64(5), gatewayInfo(t, a.sws[0], "AB").Export.Forwarded, "as the requesting end does")
 }

@@ -112,6 +112,8 @@ type GatewayInfo struct {
 	Since time.Time
 	// Import counts the events that entered this switch's place through
 	// it, Export those that left; a direction that is off counts nothing.
+	// They count over the gateway's life on this switch: across its
+	// re-establishments, at both ends.
 	Import, Export GatewayCounters
 	// Routes is the number of filters registered in the other place for
 	// this place's interest; Proxies the number installed here for the

@@ -58,6 +58,36 @@ type gwCounters struct {
 	forwarded, converted, filtered, unmapped, refused, expired, looped, duplicates, dropped atomic.Uint64
 }
 
+// gatewayKey names a gateway another place requested: its name and that
+// place.
+type gatewayKey struct{ name, place string }
+
+// maxGatewayCounters bounds the gateways of other places whose counters a
+// switch keeps over its life (acceptedCounters).
+const maxGatewayCounters = 4096
+
+// acceptedCounters returns the counters of the gateway named name that
+// place requested: the same each time it is re-established, so that
+// GatewayInfo's counters never decrease for it, as a requested Gateway's
+// do not. Beyond 4,096 such gateways a new one gets counters of its own,
+// which start from zero.
+func (sw *Switch) acceptedCounters(name, place string) *[2]gwCounters {
+	k := gatewayKey{name, place}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if c := sw.gwCnt[k]; c != nil {
+		return c
+	}
+	c := new([2]gwCounters)
+	if len(sw.gwCnt) < maxGatewayCounters {
+		if sw.gwCnt == nil {
+			sw.gwCnt = map[gatewayKey]*[2]gwCounters{}
+		}
+		sw.gwCnt[k] = c
+	}
+	return c
+}
+
 func (c *gwCounters) snapshot() GatewayCounters {
 	return GatewayCounters{
 		Forwarded: c.forwarded.Load(), Converted: c.converted.Load(),

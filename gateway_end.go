@@ -50,8 +50,7 @@ type gatewayEnd struct {
 	peerPlace string
 	g         *Gateway // the requesting end's handle; nil at the other end
 	in, out   bool
-	cnt       *[2]gwCounters // by GatewayDirection: Import = into this place
-	own       [2]gwCounters  // the counters of an end this switch did not request
+	cnt       *[2]gwCounters // by GatewayDirection: Import = into this place; the Gateway's, or the switch's for the name and place (acceptedCounters)
 
 	routeMu sync.Mutex            // taken under the switch's routeMu, before the router's mu
 	routes  map[routeKey]*gwRoute // routeMu; this place's keys → the keys registered at the peer

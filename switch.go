@@ -111,15 +111,16 @@ type Switch struct {
 	// subscription's routeAdd/routeRemove and a new router's initial
 	// registers. Lock order: routeMu, then mu, then a router's mu.
 	routeMu sync.Mutex
-	routing switchRouting          // this switch's part of the place's routing (Routing.attach)
-	front   front                  // what the switch does with its entities' publishes and subscriptions
-	routed  map[uint64]*routedSub  // routeMu; subscriptions propagated, and what they registered
-	routers []*router              // routeMu; shared links connected
-	ended   LinkTotals             // routeMu; counters of the links that have ended
-	endedBy map[string]*LinkTotals // routeMu; the same, by peer (LinkTotals)
-	ending  []*router              // routeMu; out of routers, still shutting down
-	seen    seenIDs                // events that crossed a link, came back from a relay, or were published with a caller-set ID
-	ids     *idSource              // the IDs this switch gives the events it admits
+	routing switchRouting                 // this switch's part of the place's routing (Routing.attach)
+	front   front                         // what the switch does with its entities' publishes and subscriptions
+	routed  map[uint64]*routedSub         // routeMu; subscriptions propagated, and what they registered
+	routers []*router                     // routeMu; shared links connected
+	ended   LinkTotals                    // routeMu; counters of the links that have ended
+	endedBy map[string]*LinkTotals        // routeMu; the same, by peer (LinkTotals)
+	gwCnt   map[gatewayKey]*[2]gwCounters // mu; of the gateways other places requested, by name and place, over the switch's life
+	ending  []*router                     // routeMu; out of routers, still shutting down
+	seen    seenIDs                       // events that crossed a link, came back from a relay, or were published with a caller-set ID
+	ids     *idSource                     // the IDs this switch gives the events it admits
 
 	// installing, set by tests only, is called as a peer's register over
 	// a shared or overlay link or a gateway is being installed, between
