@@ -152,8 +152,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	gateways := make([]sion.GatewayConfig, len(feds))
 	for i, fc := range feds {
 		where := fmt.Sprintf("federate[%d]", i)
-		if set := federate; len(set) > 0 {
-			where = fmt.Sprintf("-federate %q", set[i])
+		switch {
+		case len(federate) == 1:
+			where = "-federate"
+		case len(federate) > 1:
+			where = fmt.Sprintf("-federate #%d", i+1)
 		}
 		if gateways[i], err = fc.gatewayConfig(o, where); err != nil {
 			fmt.Fprintf(stderr, "sion serve: %v\n", err)
