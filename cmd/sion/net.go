@@ -132,7 +132,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fromFile("tls-key", &tf.key, cfg.TLSKey)
 		fromFile("tls-ca", &tf.ca, cfg.TLSCA)
 		if !set["tls-verify-clients"] {
-			tf.verifyClients = tf.verifyClients || cfg.TLSVerifyClients
+			tf.verifyClients = cfg.TLSVerifyClients
 		}
 	}
 	if *ontFile == "" || fs.NArg() != 0 {
