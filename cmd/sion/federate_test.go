@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,45 +43,30 @@ func federateConfig(t *testing.T, addr string) string {
 // from usgs through example-mapping.json and a firewall). A subscriber
 // in alerts, in alerts' vocabulary, receives an earthquake published in
 // usgs, converted: type, renamed attributes, metres from kilometres, a
-// value table, a dropped attribute. A place that accepts no federation
-// refuses a gateway, and the requesting serve exits 1 saying so. SIGTERM
-// ends both places with status 0.
+// value table, a dropped attribute. When usgs restarts, the gateway
+// re-establishes itself and events cross again. A place that accepts no
+// federation refuses a gateway, and the requesting serve exits 1 saying
+// so. SIGTERM ends both places with status 0.
 func TestFederate(t *testing.T) {
 	bin := sionBinary(t)
 	usgs, usgsAddr := serveAddr(t, bin, "-config", "example-config.json")
 	alerts, alertsAddr := serveAddr(t, bin, "-config", federateConfig(t, usgsAddr))
 	assert.Equal(t, "gateway usgs-quakes to switch quakes-1 of place usgs up (import)", line(t, alerts.stdout))
 
-	s := start(t, bin, nil, "sub", "-server", alertsAddr, "-n", "1", "-o", "json", "{type ⊑ Alert; magnitude >= 4.5}")
-	assert.Equal(t, "subscribed to {type ⊑ Alert; magnitude >= 4.5} on "+alertsAddr, line(t, s.stderr))
-	// The subscription reaches usgs through the gateway after the sub
-	// is told it is active in alerts: publish until it has its event.
-	done := make(chan struct{})
-	published := make(chan error, 1)
-	go func() {
-		defer close(published)
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-			out, err := exec.Command(bin, "pub", "-server", usgsAddr, "-key-file", "example.key", "-type", "earthquake",
-				"-attr", "mag=5.2", "-attr", "place=Near Tokyo", "-attr", "depth=10.5", "-attr", "alert=yellow", "-attr", "tsunami=1").CombinedOutput()
-			if err != nil {
-				published <- &pubError{err, out}
-				return
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	status, stdout, stderr := exitCode(t, s)
-	close(done)
-	require.NoError(t, <-published)
-	require.Equal(t, 0, status, stderr)
-	var d jsonDelivery
-	require.NoError(t, json.Unmarshal(bytes.TrimSpace([]byte(stdout)), &d), stdout)
+	quake := []string{"pub", "-server", usgsAddr, "-key-file", "example.key", "-type", "earthquake",
+		"-attr", "mag=5.2", "-attr", "place=Near Tokyo", "-attr", "depth=10.5", "-attr", "alert=yellow", "-attr", "tsunami=1"}
+	d := subscribeWhilePublishing(t, bin, alertsAddr, "{type ⊑ Alert; magnitude >= 4.5}", quake)
 	assert.Equal(t, "QuakeAlert", d.Type)
 	assert.Equal(t, map[string]any{"magnitude": 5.2, "region": "Near Tokyo", "depth_m": 10500.0, "level": "moderate"}, d.Attrs)
+
+	// usgs restarts on its address: the gateway re-establishes itself
+	// and the subscriptions of alerts cross again.
+	require.NoError(t, usgs.cmd.Process.Signal(syscall.SIGTERM))
+	status, _, stderr := exitCode(t, usgs)
+	require.Equal(t, 0, status, stderr)
+	usgs, _ = serveAddr(t, bin, "-config", "example-config.json", "-listen", usgsAddr)
+	d = subscribeWhilePublishing(t, bin, alertsAddr, "{type ⊑ QuakeAlert}", quake)
+	assert.Equal(t, "QuakeAlert", d.Type)
 
 	// alerts accepts no federation: its refusal reaches the requester.
 	status, out := runStatus(t, bin, "serve", "-listen", "127.0.0.1:0", "-ontology", "example-alerts.json", "-place", "other", "-federate", alertsAddr)
@@ -92,6 +78,41 @@ func TestFederate(t *testing.T) {
 		status, _, stderr := exitCode(t, p)
 		assert.Equal(t, 0, status, stderr)
 	}
+}
+
+// subscribeWhilePublishing subscribes on the switch at addr with filter
+// for one delivery, and runs "sion pub" with pubArgs until it is there:
+// interest reaches another place through a gateway after the sub is told
+// its filter is active in its own. It returns the delivery.
+func subscribeWhilePublishing(t *testing.T, bin, addr, filter string, pubArgs []string) jsonDelivery {
+	t.Helper()
+	s := start(t, bin, nil, "sub", "-server", addr, "-n", "1", "-o", "json", filter)
+	require.Contains(t, line(t, s.stderr), "subscribed to ")
+	done := make(chan struct{})
+	published := make(chan error, 1)
+	go func() {
+		defer close(published)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			if out, err := exec.Command(bin, pubArgs...).CombinedOutput(); err != nil {
+				published <- &pubError{err, out}
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		published <- errors.New("no delivery within 30 s")
+		s.cmd.Process.Kill()
+	}()
+	status, stdout, stderr := exitCode(t, s)
+	close(done)
+	require.NoError(t, <-published)
+	require.Equal(t, 0, status, stderr)
+	var d jsonDelivery
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace([]byte(stdout)), &d), stdout)
+	return d
 }
 
 // pubError is a failed "sion pub" with its output.
