@@ -69,10 +69,11 @@ type Config struct {
 	TLSVerifyClients bool   `json:"tls_verify_clients"`
 }
 
-// serve is "sion serve": one switch of a place, serving remote sessions
-// and shared links over TCP, linked to the switches named by -link, until
-// SIGINT or SIGTERM; then it closes (its links and sessions end) and
-// exits 0.
+// serve is "sion serve": one switch of a place, serving remote sessions,
+// shared links and gateways over TCP (TLS with -tls-cert), linked to the
+// switches named by -link and federated with the places named by
+// -federate, until SIGINT or SIGTERM; then it closes its gateways and the
+// switch (its links and sessions end) and exits 0.
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sion serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
