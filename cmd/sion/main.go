@@ -2,20 +2,80 @@
 // library", Operations).
 //
 //	sion serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …] [-key-file F]
+//	           [-federate ADDR|JSON …] [-accept-federation PLACE …]
+//	           [-tls-cert F -tls-key F [-tls-ca F] [-tls-verify-clients]]
 //	sion serve -config FILE [flags that override it]
-//	sion sub [-server ADDR] [-key-file F] [-n N] [-o text|json] 'FILTER'
-//	sion pub [-server ADDR] [-key-file F] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
-//	sion pub [-server ADDR] [-key-file F] < events.jsonl
+//	sion sub [-server ADDR] [-key-file F] [TLS] [-n N] [-o text|json] 'FILTER'
+//	sion pub [-server ADDR] [-key-file F] [TLS] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
+//	sion pub [-server ADDR] [-key-file F] [TLS] < events.jsonl
 //	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
+//
+// where TLS, for sub and pub, is [-tls] [-tls-ca F] [-tls-cert F -tls-key F].
 //
 // serve runs one switch (S1 SI-SW) of an event place over TCP: it serves
 // remote sessions and shared links, links to the switches named by -link,
 // and on SIGINT or SIGTERM closes — its links and sessions end — and exits
 // 0. Its config file is JSON (Config; example-config.json beside this
-// file): listen, name, place, ontology, links and key_file, the files
-// relative to the config file; a flag given overrides its field. With a
-// key file the place admits only switches and sessions that hold the same
+// file): listen, name, place, ontology, links, key_file, federate,
+// accept_federation, tls_cert, tls_key, tls_ca and tls_verify_clients,
+// the files relative to the config file; a flag given overrides its
+// field (a list flag, the whole list). A file that does not parse, or a
+// field it does not know, is named with its line and column. With a key
+// file the place admits only switches and sessions that hold the same
 // key (PlaceConfig.SharedKey), so pub and sub need -key-file too.
+//
+// Federation (S1 SI-GW). Each -federate, or entry of the config's
+// "federate" list (FederateConfig), makes a gateway from this switch's
+// place to the place of the switch at its address, once the switch
+// serves and its links are up; serve prints "gateway NAME to switch S of
+// place P up (DIRECTIONS)" for each, and exits 1 if one cannot be made
+// (unreachable, refused, or a bad mapping). A gateway that fails later
+// re-establishes itself; on SIGINT or SIGTERM serve closes its gateways,
+// telling the other places, before its switch. -federate ADDR is a
+// two-way gateway that converts nothing, for places that share an
+// ontology; -federate '{…}' takes a JSON entry like the config file's,
+// its files relative to the working directory (the comments here are
+// not JSON; example-federate.json is a whole file):
+//
+//	"federate": [{
+//	  "addr": "127.0.0.1:4747",             // a switch of the other place (required)
+//	  "name": "usgs-quakes",                // default "<switch>→<addr>"
+//	  "ontology": "hazards.json",           // the other place's ontology: needed by a mapping
+//	  "key_file": "usgs.key",               // the other place's shared key, if it has one
+//	  "import": {                           // from the other place into this one
+//	    "mapping": "usgs-to-alerts.json",   // a MappingFile, or the object inline
+//	    "firewall": ["{type ⊑ seismic; mag >= 2.5}"]
+//	  },
+//	  "export": {}                          // from this place into the other
+//	}]
+//
+// An entry with neither import nor export is two-way and converts
+// nothing; one with either opens only the directions it names. A
+// direction without a mapping passes events unchanged; its firewall lists
+// filters over the source place's ontology, one of which an event must
+// match to cross (absent: every event the mapping converts and the other
+// place subscribes to; []: none). The mapping file (MappingFile;
+// example-mapping.json) holds type rules and attribute rules: renames,
+// linear conversions (scale, offset), value tables, drops.
+//
+// A place accepts a gateway only from the places its serve names with
+// -accept-federation PLACE (repeatable; "accept_federation" in the
+// config; "*" any place); by default it accepts none, and the requesting
+// serve is told so, with the flag to give. The name is the one the
+// requesting switch gives: what authenticates it is the place's shared
+// key or mutual TLS.
+//
+// TLS. With -tls-cert and -tls-key (PEM) serve serves TLS only, and
+// presents the same certificate when it dials its -link and -federate
+// switches, which it verifies with -tls-ca (or the system's roots); with
+// -tls-verify-clients it requires from every session, link and gateway a
+// certificate signed by -tls-ca (mutual TLS). One setting covers all of
+// a serve's connections: its links and gateways go to switches that
+// serve TLS too. sub and pub use TLS with -tls-ca (the CA of the
+// switch's certificate), -tls (the system's roots), or -tls-cert and
+// -tls-key (a client certificate, for mutual TLS); a TLS failure is
+// explained (unknown CA, a certificate required, a switch that does or
+// does not serve TLS) and the status is 1.
 //
 // sub opens a remote session, subscribes with FILTER (the contract: it
 // prints "subscribed to …" on stderr once the filter is active in the
@@ -102,7 +162,10 @@ func usage(w io.Writer) {
 
 Commands:
   serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …]
-        run one switch until SIGINT or SIGTERM
+        [-federate ADDR|JSON …] [-accept-federation PLACE …] [-tls-cert F -tls-key F]
+        run one switch, with its links and gateways, until SIGINT or SIGTERM
+  serve -config FILE
+        the same from a JSON file (see example-config.json)
   sub [-server ADDR] [-n N] [-o text|json] 'FILTER'
         print each event the filter matches
   pub [-server ADDR] -type T [-attr k=v …] [-payload FILE|-]

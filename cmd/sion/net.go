@@ -49,12 +49,31 @@ type Config struct {
 	// config file's directory: every switch, pub and sub of the place
 	// needs it. White space around it is ignored.
 	KeyFile string `json:"key_file"`
+	// Federate lists the gateways to other places that the switch
+	// requests (-federate; see FederateConfig), its files relative to
+	// the config file's directory.
+	Federate []FederateConfig `json:"federate"`
+	// AcceptFederation names the places whose gateways the place accepts
+	// (-accept-federation); "*" accepts any. Empty: none, and a
+	// requesting switch is told so.
+	AcceptFederation []string `json:"accept_federation"`
+	// TLSCert and TLSKey are PEM files of the switch's certificate and
+	// key (-tls-cert, -tls-key): it serves TLS, and presents them when
+	// it dials links and gateways. TLSCA holds the CA certificates that
+	// verify the switches it dials and, with TLSVerifyClients, every
+	// client, link and gateway (mutual TLS). Relative to the config
+	// file's directory.
+	TLSCert          string `json:"tls_cert"`
+	TLSKey           string `json:"tls_key"`
+	TLSCA            string `json:"tls_ca"`
+	TLSVerifyClients bool   `json:"tls_verify_clients"`
 }
 
-// serve is "sion serve": one switch of a place, serving remote sessions
-// and shared links over TCP, linked to the switches named by -link, until
-// SIGINT or SIGTERM; then it closes (its links and sessions end) and
-// exits 0.
+// serve is "sion serve": one switch of a place, serving remote sessions,
+// shared links and gateways over TCP (TLS with -tls-cert), linked to the
+// switches named by -link and federated with the places named by
+// -federate, until SIGINT or SIGTERM; then it closes its gateways and the
+// switch (its links and sessions end) and exits 0.
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sion serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -66,8 +85,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key-file", "", "a file holding the place's shared key (at least 16 bytes)")
 	var links stringList
 	fs.Var(&links, "link", "the address of a switch of the same place to link to (a shared link); may be repeated")
+	var federate, accept stringList
+	fs.Var(&federate, "federate", "a gateway to another place: the address of its switch (two-way, events unchanged), or a JSON object as in a config's \"federate\"; may be repeated")
+	fs.Var(&accept, "accept-federation", "a place whose gateways this place accepts (* any); may be repeated; default none")
+	var tf tlsFiles
+	tf.serverFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	var feds []FederateConfig
+	for _, v := range federate {
+		fc, err := parseFederate(v)
+		if err != nil {
+			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			return 2
+		}
+		feds = append(feds, fc)
 	}
 	if *configFile != "" {
 		cfg, err := readConfig(*configFile)
@@ -90,6 +123,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		if !set["link"] {
 			links = cfg.Links
 		}
+		if !set["federate"] {
+			feds = cfg.Federate
+		}
+		if !set["accept-federation"] {
+			accept = cfg.AcceptFederation
+		}
+		fromFile("tls-cert", &tf.cert, cfg.TLSCert)
+		fromFile("tls-key", &tf.key, cfg.TLSKey)
+		fromFile("tls-ca", &tf.ca, cfg.TLSCA)
+		if !set["tls-verify-clients"] {
+			tf.verifyClients = cfg.TLSVerifyClients
+		}
 	}
 	if *ontFile == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "sion serve: want -ontology FILE (or a -config that names one), and no arguments")
@@ -105,9 +150,29 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
+	gateways := make([]sion.GatewayConfig, len(feds))
+	for i, fc := range feds {
+		where := fmt.Sprintf("federate[%d]", i)
+		switch {
+		case len(federate) == 1:
+			where = "-federate"
+		case len(federate) > 1:
+			where = fmt.Sprintf("-federate #%d", i+1)
+		}
+		if gateways[i], err = fc.gatewayConfig(o, where); err != nil {
+			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			return 1
+		}
+	}
+	tlsConfig, err := tf.serverConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o, SharedKey: key})
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o, SharedKey: key,
+		Federation: acceptFederation(*placeName, accept)})
 	if err != nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
@@ -118,7 +183,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer sw.Close()
-	tr, err := tcp.New(tcp.Config{})
+	tr, err := tcp.New(tcp.Config{TLS: tlsConfig})
 	if err != nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
@@ -142,15 +207,54 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
+	var gws []*sion.Gateway
+	closeGateways := func() {
+		for _, g := range gws {
+			if err := g.Close(); err != nil {
+				fmt.Fprintf(stderr, "sion serve: gateway %s: %v\n", g.Name(), err)
+			}
+		}
+	}
+	for i, gc := range gateways {
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		g, err := sw.Federate(fctx, tr, feds[i].Addr, gc)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			break // interrupted: close what is up, exit 0
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "sion serve: federate with %s: %v\n", feds[i].Addr, err)
+			closeGateways()
+			stop()
+			<-served
+			return 1
+		}
+		gws = append(gws, g)
+		info := g.Info()
+		fmt.Fprintf(stdout, "gateway %s to switch %s of place %s up (%s)\n", g.Name(), info.Peer, info.PeerPlace, directions(gc))
+	}
 	if err := <-served; err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		closeGateways()
 		return 1
 	}
+	closeGateways() // each tells the other place the federation ends
 	if err := sw.Close(); err != nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// directions says which directions of gateway cfg are open.
+func directions(cfg sion.GatewayConfig) string {
+	switch {
+	case cfg.Import != nil && cfg.Export != nil:
+		return "import and export"
+	case cfg.Import != nil:
+		return "import"
+	}
+	return "export"
 }
 
 // readConfig reads a Config file; its file names become relative to the
@@ -161,15 +265,15 @@ func readConfig(path string) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+	if err := decodeStrict(b, "config "+path, &cfg); err != nil {
+		return cfg, err
 	}
-	for _, f := range []*string{&cfg.Ontology, &cfg.KeyFile} {
-		if *f != "" && !filepath.IsAbs(*f) {
-			*f = filepath.Join(filepath.Dir(path), *f)
-		}
+	dir := filepath.Dir(path)
+	for _, f := range []*string{&cfg.Ontology, &cfg.KeyFile, &cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA} {
+		*f = rebase(dir, *f)
+	}
+	for i := range cfg.Federate {
+		cfg.Federate[i].rebase(dir)
 	}
 	return cfg, nil
 }
@@ -191,17 +295,25 @@ func readKey(path string) ([]byte, error) {
 }
 
 // dial opens a remote session on the switch at addr, with the place's
-// shared key in keyFile ("" for none).
-func dial(ctx context.Context, addr, name, keyFile string) (*sion.Session, error) {
+// shared key in keyFile ("" for none), over TLS as tf says.
+func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles) (*sion.Session, error) {
 	key, err := readKey(keyFile)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := tcp.New(tcp.Config{})
+	tlsConfig, err := tf.clientConfig()
 	if err != nil {
 		return nil, err
 	}
-	return sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key})
+	tr, err := tcp.New(tcp.Config{TLS: tlsConfig})
+	if err != nil {
+		return nil, err
+	}
+	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key})
+	if err != nil {
+		return nil, fmt.Errorf("%w%s", err, tlsHint(err, tlsConfig != nil))
+	}
+	return s, nil
 }
 
 // sub is "sion sub": it subscribes with FILTER on the switch at -server
@@ -211,6 +323,8 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	server := fs.String("server", DefaultAddr, "the switch's address")
 	keyFile := fs.String("key-file", "", "a file holding the place's shared key, if it has one")
+	var tf tlsFiles
+	tf.clientFlags(fs)
 	n := fs.Int("n", 0, "stop after this many deliveries (0: until interrupted)")
 	format := fs.String("o", "text", "output: text (type, attributes, matched subscriptions and scores) or json (one object per line)")
 	if err := fs.Parse(args); err != nil {
@@ -222,7 +336,7 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := dial(ctx, *server, "sion-sub", *keyFile)
+	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf)
 	if err != nil {
 		fmt.Fprintf(stderr, "sion sub: %s: %v\n", *server, err)
 		return 1
@@ -320,6 +434,8 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	server := fs.String("server", DefaultAddr, "the switch's address")
 	keyFile := fs.String("key-file", "", "a file holding the place's shared key, if it has one")
+	var tf tlsFiles
+	tf.clientFlags(fs)
 	typ := fs.String("type", "", "the event type; without it, events are read as JSON lines from standard input")
 	var attrs stringList
 	fs.Var(&attrs, "attr", "an attribute name=value (an int, float, bool, RFC 3339 time or string, as it reads); may be repeated")
@@ -364,7 +480,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		one = ev
 	}
-	s, err := dial(ctx, *server, "sion-pub", *keyFile)
+	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf)
 	if err != nil {
 		fmt.Fprintf(stderr, "sion pub: %s: %v\n", *server, err)
 		return 1
