@@ -324,6 +324,9 @@ func (r *router) write(ctx context.Context) {
 				r.conn.Close() // the reader sees it and shuts the router down
 				return
 			}
+			if it.isData { // counted once the transport has it: the counters never go back
+				r.eventsSent.Add(1)
+			}
 			if !it.accept {
 				r.framesSent.Add(1)
 				r.bytesSent.Add(uint64(len(it.f)))
@@ -396,7 +399,6 @@ func (r *router) sendData(f []byte) bool {
 	if r.dropping.Load() { // the episode ended: a read per event, a write per episode
 		r.dropping.Store(false)
 	}
-	r.eventsSent.Add(1)
 	return true
 }
 
@@ -411,14 +413,8 @@ func (r *router) unfit() {
 
 // lostData counts a data frame the queue dropped (LinkInfo.Dropped): one
 // it had no room for, or one queued and never handed to the transport
-// when the router shuts down, which sendData had counted sent. qmu must
-// be held.
-func (r *router) lostData(_ linkFrame, why dropCause) {
-	r.dropped.Add(1)
-	if why == dropEnded {
-		r.eventsSent.Add(^uint64(0))
-	}
-}
+// when the router shuts down. qmu must be held.
+func (r *router) lostData(linkFrame, dropCause) { r.dropped.Add(1) }
 
 // read handles the peer's frames until the connection ends; ctx is the
 // link's.

@@ -536,9 +536,6 @@ func (sp *spool) evict(n int) {
 		sp.dropped++
 		for _, sub := range it.subs {
 			sub.drop(1, dropSpool)
-			if sub.cfg.lookIn {
-				sub.delivered.Add(^uint64(0))
-			}
 		}
 	}
 	clear(sp.items[:n])

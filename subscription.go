@@ -184,7 +184,10 @@ type SubscriptionStats struct {
 	// condition allowed), once per event.
 	Matched uint64
 	// Delivered counts the events placed in its queue (or passed to its
-	// handler, or spooled for a look-in subscription) and not evicted.
+	// handler, or spooled for a look-in subscription); one evicted later
+	// (DropOldest, a look-in spool's eviction) stays counted here and is
+	// counted in Dropped too. Like every counter of sion's, it never
+	// decreases.
 	Delivered uint64
 	// Dropped counts the events lost for it: a full queue under
 	// DropNewest or Block, evictions under DropOldest, spool evictions.
@@ -517,7 +520,6 @@ func (sub *Subscription) offer(ctx context.Context, stop <-chan struct{}, d Deli
 		for {
 			select {
 			case <-sub.ch:
-				sub.delivered.Add(^uint64(0))
 				sub.drop(1, dropEvicted)
 			default:
 			}
