@@ -213,6 +213,13 @@ function details() {
     }
   };
   flat(v.sw.stats, "");
+  const links = document.getElementById("links");
+  links.replaceChildren(row(["peer", "peer is", "state", "events sent", "received", "dropped", "routes", "proxies"], "th"));
+  for (const l of v.links) {
+    const tr = row([l.peer, l.parent ? "parent" : "child", l.state, l.events_sent, l.events_received, l.dropped, l.routes, l.proxies]);
+    tr.dataset.peer = l.peer;
+    links.append(tr);
+  }
   const sessions = document.getElementById("sessions");
   sessions.replaceChildren(row(["id", "name", "kind", "peer", "subs", "matched", "delivered", "dropped", "slow"], "th"));
   for (const s of v.sessions) {
