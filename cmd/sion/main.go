@@ -7,6 +7,7 @@
 //	sion pub [-server ADDR] [-key-file F] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
 //	sion pub [-server ADDR] [-key-file F] < events.jsonl
 //	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
+//	sion stats [-server 127.0.0.1:8747|URL] [-o text|json]
 //
 // serve runs one switch (S1 SI-SW) of an event place over TCP: it serves
 // remote sessions and shared links, links to the switches named by -link,
@@ -31,6 +32,18 @@
 // "content_type": M, "data": a JSON value or a string}. An event the
 // switch refuses is reported with its line and the status is 1; the
 // others are published.
+//
+// serve -http ADDR also serves the switch's management view (S1 SION-MT;
+// package manage) on ADDR — the page at /, JSON under /api/, /healthz —
+// and -http-peer NAME=URL names a neighbour's, which the page follows to
+// draw the whole place; without -http there is none. stats reads a
+// management view (-server names it: the -http address, or a URL; as
+// the nats command reads nats-server's monitoring port) and prints the
+// switch's links with their state and counters, the filters it
+// propagated with their reference counts, its gateways, its sessions
+// with their drops and slow consumers, and its totals; -o json prints
+// the endpoints' answers as one JSON object. It exits 1 when the view
+// cannot be read.
 //
 // filter check reads a filter in sion's filter language (filter/SYNTAX.md),
 // prints its canonical form and what it selects — the event type and the
@@ -87,6 +100,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return pub(args[1:], os.Stdin, stdout, stderr)
 	case "sub":
 		return sub(args[1:], stdout, stderr)
+	case "stats":
+		return stats(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -101,14 +116,17 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: sion <command> [flags]
 
 Commands:
-  serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …]
-        run one switch until SIGINT or SIGTERM
+  serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …] [-http ADDR]
+        run one switch until SIGINT or SIGTERM (-http: its management view)
   sub [-server ADDR] [-n N] [-o text|json] 'FILTER'
         print each event the filter matches
   pub [-server ADDR] -type T [-attr k=v …] [-payload FILE|-]
         publish one event; without -type, one per JSON line of standard input
   filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
         explain a filter, or say where and why it is wrong
+  stats [-server 127.0.0.1:8747|URL] [-o text|json]
+        print a switch's links, routes, gateways and sessions from its
+        management view (serve -http ADDR)
 `)
 }
 

@@ -49,6 +49,11 @@ type Config struct {
 	// config file's directory: every switch, pub and sub of the place
 	// needs it. White space around it is ignored.
 	KeyFile string `json:"key_file"`
+	// HTTP is the address of the switch's management view (-http; "":
+	// none); HTTPPeers maps neighbours' names to their management views'
+	// URLs (-http-peer NAME=URL). See http.go.
+	HTTP      string            `json:"http"`
+	HTTPPeers map[string]string `json:"http_peers"`
 }
 
 // serve is "sion serve": one switch of a place, serving remote sessions
@@ -66,6 +71,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key-file", "", "a file holding the place's shared key (at least 16 bytes)")
 	var links stringList
 	fs.Var(&links, "link", "the address of a switch of the same place to link to (a shared link); may be repeated")
+	httpOpts := httpFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -90,6 +96,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		if !set["link"] {
 			links = cfg.Links
 		}
+		httpOpts.fromConfig(cfg, set)
 	}
 	if *ontFile == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "sion serve: want -ontology FILE (or a -config that names one), and no arguments")
@@ -142,6 +149,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
+	stopHTTP, err := httpOpts.start(sw, l.Addr().String(), stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		stop()
+		<-served
+		return 1
+	}
+	defer stopHTTP()
 	if err := <-served; err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
