@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -100,3 +101,29 @@ func TestServeHTTPAndStats(t *testing.T) {
 }
 
 func lastWord(s string) string { return s[strings.LastIndex(s, " ")+1:] }
+
+// TestServeHTTPFromConfig: the config file's http and http_peers fields
+// start the management view, as -http and -http-peer do.
+func TestServeHTTPFromConfig(t *testing.T) {
+	bin := sionBinary(t)
+	hazards, err := filepath.Abs(filepath.Join("..", "..", "examples", "internal", "usgs", "hazards.json"))
+	require.NoError(t, err)
+	cfg := filepath.Join(t.TempDir(), "sion.json")
+	b, err := json.Marshal(map[string]any{"listen": "127.0.0.1:0", "name": "c", "ontology": hazards,
+		"http": "127.0.0.1:0", "http_peers": map[string]string{"d": "http://10.0.0.4:8747"}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfg, b, 0o644))
+	sw := start(t, bin, nil, "serve", "-config", cfg)
+	line(t, sw.stdout)
+	view := lastWord(line(t, sw.stdout))
+	resp, err := http.Get(view + "/api/switch")
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	resp.Body.Close()
+	assert.Equal(t, "c", got["name"])
+	assert.Equal(t, map[string]any{"d": "http://10.0.0.4:8747"}, got["peers"])
+	require.NoError(t, sw.cmd.Process.Signal(syscall.SIGTERM))
+	status, _, stderr := exitCode(t, sw)
+	assert.Equal(t, 0, status, stderr)
+}
