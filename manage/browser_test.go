@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/transport/tcp"
 )
 
 // browser returns a headless Chromium's context, closed at cleanup, or
@@ -53,7 +54,8 @@ func browser(t *testing.T) context.Context {
 // Chromium: it draws the 4 switches and 3 links, following each
 // neighbour's management address; a filter c subscribes to with TTL 1
 // appears under the links c-b and c-d, propagated by c, and not under
-// a-b; d's slow consumer is marked. A screenshot goes to $SION_ARTIFACTS
+// a-b; d's slow consumer is marked; d's gateway to place office is drawn
+// to a node of that place. A screenshot goes to $SION_ARTIFACTS
 // (and, with SION_UPDATE_SCREENSHOT=1, to testdata/management-page.png).
 func TestPageInBrowser(t *testing.T) {
 	ctx := browser(t)
@@ -91,12 +93,26 @@ func TestPageInBrowser(t *testing.T) {
 		return slow.Stats().Slow
 	}, 20*time.Second, 50*time.Millisecond)
 
+	// A gateway from d to another place, drawn as an edge to a node of
+	// that place.
+	_, addrY, _ := federated(t, "office", "y")
+	tr, err := tcp.New(tcp.Config{})
+	require.NoError(t, err)
+	fctx, fcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer fcancel()
+	g, err := pl.sws[3].Federate(fctx, tr, addrY, sion.GatewayConfig{Name: "plant-office", Export: &sion.DirectionConfig{},
+		RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+
 	const shown = `[...document.querySelectorAll(".route")].filter(e => e.dataset.filter === %q)` +
 		`.map(e => e.closest("[data-link]").dataset.link + " " + e.dataset.from + "→" + e.dataset.to + " ×" + e.dataset.refs).sort()`
 	js := fmt.Sprintf(shown, f)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Poll[chromedp.Void](js+`.length === 2`, chromedp.WithPollingTimeout(30*time.Second)),
-		chromedp.Poll[chromedp.Void](`document.querySelector('[data-switch="d"][data-slow]') !== null`, chromedp.WithPollingTimeout(30*time.Second))))
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-switch="d"][data-slow]') !== null`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-gateway="plant-office"]') !== null && document.querySelector('[data-place="office/y"]') !== null`,
+			chromedp.WithPollingTimeout(30*time.Second))))
 	routes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](js))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c->b c→b ×1", "d->c c→d ×1"}, routes, "on c's two links, from c; not on a-b")

@@ -52,7 +52,8 @@
 // The page reads this switch's endpoints every 1.5 s and, for each shared
 // link whose peer has a management URL in "peers", that peer's endpoints
 // (cross-origin; hence the CORS header), and so on from there, and draws
-// every switch it reached: nodes are switches (data-switch="NAME"; a
+// every switch it reached as the tree the links make, roots on top:
+// nodes are switches (data-switch="NAME"; a
 // dashed one is a peer whose view it could not read; red, data-slow, one
 // with a slow consumer), edges are shared links (data-link="CHILD->PARENT",
 // an arrow from the switch that requested the link to its parent) with

@@ -128,17 +128,41 @@ function el(tag, attrs, text) {
   return e;
 }
 
-// draw lays the nodes on a circle (this switch first) and draws the edges
-// between them with their rates and filters.
-function draw({ nodes, edges }) {
-  const names = [...nodes.keys()].sort((a, b) =>
-    (a === selfName ? -1 : b === selfName ? 1 : 0) || (!!nodes.get(a).place - !!nodes.get(b).place) || a.localeCompare(b));
+// layout places the switches as the tree the links make — each parent
+// above its children, roots on top — and each other place below the
+// switch whose gateway reaches it.
+function layout({ nodes, edges }) {
+  const up = new Map(); // node → the node it hangs from
+  for (const e of edges.values()) {
+    if (e.kind === "link") up.set(e.child, e.parent);
+    else up.set(e.parent, e.child); // an other place hangs from its gateway's switch
+  }
+  const depth = (name) => {
+    let d = 0;
+    for (let n = name; up.has(n) && d < nodes.size; n = up.get(n)) d++;
+    return d;
+  };
+  const levels = new Map();
+  const order = (a, b) => (a === selfName ? -1 : b === selfName ? 1 : 0) || a.localeCompare(b);
+  for (const name of [...nodes.keys()].sort(order)) {
+    const d = depth(name);
+    if (!levels.has(d)) levels.set(d, []);
+    levels.get(d).push(name);
+  }
+  const deepest = Math.max(1, ...levels.keys());
+  const step = Math.min(140, 500 / deepest);
   const pos = new Map();
-  names.forEach((name, i) => {
-    const angle = Math.PI + (2 * Math.PI * i) / names.length;
-    const r = names.length === 1 ? 0 : 210;
-    pos.set(name, { x: 450 + r * Math.cos(angle), y: 300 + r * Math.sin(angle) });
-  });
+  for (const [d, names] of levels) {
+    names.forEach((name, i) => pos.set(name, { x: (900 * (i + 1)) / (names.length + 1), y: 60 + d * step }));
+  }
+  return pos;
+}
+
+// draw draws the nodes where layout puts them and the edges between them
+// with their rates and filters.
+function draw({ nodes, edges }) {
+  const pos = layout({ nodes, edges });
+  const names = [...nodes.keys()];
   const gEdges = document.getElementById("edges");
   const gNodes = document.getElementById("nodes");
   gEdges.replaceChildren();
@@ -182,8 +206,9 @@ function draw({ nodes, edges }) {
     }
     target.append(el("circle", { cx: p.x, cy: p.y, r: 32 }));
     target.append(el("text", { x: p.x, y: p.y + 4 }, n.place ? n.place : name));
-    if (n.view) target.append(el("text", { class: "sub", x: p.x, y: p.y + 48 }, n.view.sw.state + ", " + n.view.sessions.length + " sessions"));
-    if (n.place) target.append(el("text", { class: "sub", x: p.x, y: p.y + 48 }, "other place, via " + name.split("/").slice(1).join("/")));
+    // the node's note goes on its left: the edges' labels are on the right
+    const note = n.view ? n.view.sw.state + ", " + n.view.sessions.length + " sessions" : n.place ? "other place, via " + name.split("/").slice(1).join("/") : "no view";
+    target.append(el("text", { class: "sub", x: p.x - 40, y: p.y + 4 }, note));
     gNodes.append(g);
   }
 }
