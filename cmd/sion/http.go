@@ -50,8 +50,9 @@ func (o *httpOptions) fromConfig(cfg Config, set map[string]bool) {
 }
 
 // start serves sw's management view when -http is set, says where on
-// stdout, and returns the function that stops it; a no-op without -http.
-func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout io.Writer) (stop func(), err error) {
+// stdout (and on stderr if it fails later), and returns the function that
+// stops it; a no-op without -http.
+func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout, stderr io.Writer) (stop func(), err error) {
 	if *o.addr == "" {
 		return func() {}, nil
 	}
@@ -72,7 +73,7 @@ func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout io.Writer
 	go func() {
 		defer close(done)
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stdout, "sion serve: management view: %v\n", err)
+			fmt.Fprintf(stderr, "sion serve: management view: %v\n", err)
 		}
 	}()
 	fmt.Fprintf(stdout, "management view of switch %s on http://%s\n", sw.Name(), l.Addr())

@@ -149,7 +149,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
-	stopHTTP, err := httpOpts.start(sw, l.Addr().String(), stdout)
+	stopHTTP, err := httpOpts.start(sw, l.Addr().String(), stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		stop()
