@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/sion-go/sion v0.0.0
+	github.com/sion-go/sion/manage v0.0.0
 	github.com/stretchr/testify v1.12.1
 )
 
@@ -20,3 +21,5 @@ require (
 )
 
 replace github.com/sion-go/sion => ../../
+
+replace github.com/sion-go/sion/manage => ../../manage

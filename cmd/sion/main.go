@@ -9,6 +9,7 @@
 //	sion pub [-server ADDR] [-key-file F] [TLS] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
 //	sion pub [-server ADDR] [-key-file F] [TLS] < events.jsonl
 //	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
+//	sion stats [-server 127.0.0.1:8747|URL] [-o text|json]
 //
 // where TLS, for sub and pub, is [-tls] [-tls-ca F] [-tls-cert F -tls-key F].
 //
@@ -92,6 +93,18 @@
 // switch refuses is reported with its line and the status is 1; the
 // others are published.
 //
+// serve -http ADDR also serves the switch's management view (S1 SION-MT;
+// package manage) on ADDR — the page at /, JSON under /api/, /healthz —
+// and -http-peer NAME=URL names a neighbour's, which the page follows to
+// draw the whole place; without -http there is none. stats reads a
+// management view (-server names it: the -http address, or a URL; as
+// the nats command reads nats-server's monitoring port) and prints the
+// switch's links with their state and counters, the filters it
+// propagated with their reference counts, its gateways, its sessions
+// with their drops and slow consumers, and its totals; -o json prints
+// the endpoints' answers as one JSON object. It exits 1 when the view
+// cannot be read.
+//
 // filter check reads a filter in sion's filter language (filter/SYNTAX.md),
 // prints its canonical form and what it selects — the event type and the
 // subtypes it covers, the match mode, each predicate with the kind of the
@@ -147,6 +160,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return pub(args[1:], os.Stdin, stdout, stderr)
 	case "sub":
 		return sub(args[1:], stdout, stderr)
+	case "stats":
+		return stats(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -162,8 +177,9 @@ func usage(w io.Writer) {
 
 Commands:
   serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …]
-        [-federate ADDR|JSON …] [-accept-federation PLACE …] [-tls-cert F -tls-key F]
+        [-federate ADDR|JSON …] [-accept-federation PLACE …] [-tls-cert F -tls-key F] [-http ADDR]
         run one switch, with its links and gateways, until SIGINT or SIGTERM
+        (-http: its management view and /metrics)
   serve -config FILE
         the same from a JSON file (see example-config.json)
   sub [-server ADDR] [-n N] [-o text|json] 'FILTER'
@@ -172,6 +188,9 @@ Commands:
         publish one event; without -type, one per JSON line of standard input
   filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
         explain a filter, or say where and why it is wrong
+  stats [-server 127.0.0.1:8747|URL] [-o text|json]
+        print a switch's links, routes, gateways and sessions from its
+        management view (serve -http ADDR)
 `)
 }
 

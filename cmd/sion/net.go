@@ -67,6 +67,11 @@ type Config struct {
 	TLSKey           string `json:"tls_key"`
 	TLSCA            string `json:"tls_ca"`
 	TLSVerifyClients bool   `json:"tls_verify_clients"`
+	// HTTP is the address of the switch's management view (-http; "":
+	// none); HTTPPeers maps neighbours' names to their management views'
+	// URLs (-http-peer NAME=URL). See http.go.
+	HTTP      string            `json:"http"`
+	HTTPPeers map[string]string `json:"http_peers"`
 }
 
 // serve is "sion serve": one switch of a place, serving remote sessions,
@@ -90,6 +95,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&accept, "accept-federation", "a place whose gateways this place accepts (* any); may be repeated; default none")
 	var tf tlsFiles
 	tf.serverFlags(fs)
+	httpOpts := httpFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -135,6 +141,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		if !set["tls-verify-clients"] {
 			tf.verifyClients = cfg.TLSVerifyClients
 		}
+		httpOpts.fromConfig(cfg, set)
 	}
 	if *ontFile == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "sion serve: want -ontology FILE (or a -config that names one), and no arguments")
@@ -207,6 +214,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
+	stopHTTP, err := httpOpts.start(sw, l.Addr().String(), stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		stop()
+		<-served
+		return 1
+	}
+	defer stopHTTP()
 	var gws []*sion.Gateway
 	closeGateways := func() {
 		for _, g := range gws {
