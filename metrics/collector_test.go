@@ -1,0 +1,177 @@
+package metrics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/metrics"
+)
+
+// TestCollectorLinked publishes on one switch of two linked over mem to a
+// subscriber on the other and checks the exact counts on both.
+func TestCollectorLinked(t *testing.T) {
+	tr := memNet(t)
+	p := newPlace(t, "plant", testOntology(t))
+	a := serve(t, tr, p, "a", "a")
+	b := serve(t, tr, p, "b", "b")
+	linkUp(t, tr, b, a, "a")
+	sub := subscribe(t, open(t, b, "reader"), "{type ⊑ Reading}", sion.WithQueue(100))
+	pub := open(t, a, "writer")
+	const n = 5
+	publish(t, pub, "Reading", n)
+	publish(t, pub, "Alarm", 2) // matches nothing
+	require.Eventually(t, func() bool { return sub.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
+
+	c := metrics.NewCollector(a, b)
+	problems, err := testutil.CollectAndLint(c)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+	s := scrape(t, c)
+	for series, want := range map[string]float64{
+		"sion_events_in_total{place=plant,switch=a}":                                    n + 2,
+		"sion_events_in_total{place=plant,switch=b}":                                    n,
+		"sion_session_fires_total{place=plant,switch=a}":                                n, // b's link session
+		"sion_session_fires_total{place=plant,switch=b}":                                n, // the reader
+		"sion_events_delivered_total{place=plant,switch=b}":                             n,
+		"sion_link_events_sent_total{peer=b,place=plant,switch=a}":                      n,
+		"sion_link_events_received_total{peer=a,place=plant,switch=b}":                  n,
+		"sion_link_events_sent_total{peer=a,place=plant,switch=b}":                      0,
+		"sion_link_up{peer=a,place=plant,switch=b}":                                     1,
+		"sion_link_up{peer=b,place=plant,switch=a}":                                     1,
+		"sion_link_routes{peer=a,place=plant,switch=b}":                                 1,
+		"sion_link_proxies{peer=b,place=plant,switch=a}":                                1,
+		"sion_sessions{kind=local,place=plant,switch=a}":                                1,
+		"sion_sessions{kind=link,place=plant,switch=a}":                                 1,
+		"sion_sessions{kind=remote,place=plant,switch=a}":                               0,
+		"sion_subscriptions{place=plant,switch=b}":                                      1,
+		"sion_filters{place=plant,switch=b}":                                            1,
+		"sion_link_events_dropped_total{peer=b,place=plant,reason=queue_full,switch=a}": 0,
+	} {
+		assert.Equal(t, want, s[series], "%s in\n%s", series, dump(s))
+	}
+	// Control messages still in flight arrive: what the child sent, the
+	// parent received. (The other way, the parent counts its LinkAccept
+	// as sent, and the child, which reads it in its handshake before its
+	// router runs, does not count it received.)
+	require.Eventually(t, func() bool {
+		s := scrape(t, c)
+		return s["sion_link_control_sent_total{peer=a,place=plant,switch=b}"] == s["sion_link_control_received_total{peer=b,place=plant,switch=a}"]
+	}, 10*time.Second, time.Millisecond)
+	assert.Positive(t, s["sion_link_control_sent_total{peer=b,place=plant,switch=a}"])
+}
+
+// TestCollectorGateway federates two places over mem, sends events
+// across, cuts the gateway's connection so that it re-forms, and checks
+// that both ends' counters are exact and never go down.
+func TestCollectorGateway(t *testing.T) {
+	tr := &cutter{Transport: memNet(t)}
+	o := testOntology(t)
+	west := serve(t, tr, newPlace(t, "west", o), "w", "w")
+	east := serve(t, tr, newPlace(t, "east", o), "e", "e")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g, err := west.Federate(ctx, tr, "e", sion.GatewayConfig{Name: "w-e",
+		Export:   &sion.DirectionConfig{Firewall: []string{"{type ⊑ Reading; n < 100}"}},
+		RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	sub := subscribe(t, open(t, east, "reader"), "{type ⊑ Reading}", sion.WithQueue(1000))
+	require.Eventually(t, func() bool { return gateway(west, "w-e").Proxies > 0 }, 10*time.Second, time.Millisecond)
+
+	c := metrics.NewCollector(west, east)
+	pub := open(t, west, "writer")
+	const n = 4
+	publish(t, pub, "Reading", n)
+	require.Eventually(t, func() bool { return sub.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
+	s := scrape(t, c)
+	for series, want := range map[string]float64{
+		"sion_gateway_events_forwarded_total{direction=export,gateway=w-e,place=west,switch=w}": n,
+		"sion_gateway_events_forwarded_total{direction=import,gateway=w-e,place=east,switch=e}": n,
+		"sion_gateway_events_converted_total{direction=export,gateway=w-e,place=west,switch=w}": 0,
+		"sion_gateway_events_forwarded_total{direction=import,gateway=w-e,place=west,switch=w}": 0,
+		"sion_gateway_up{gateway=w-e,place=west,switch=w}":                                      1,
+		"sion_gateway_up{gateway=w-e,place=east,switch=e}":                                      1,
+		"sion_sessions{kind=gateway,place=west,switch=w}":                                       1,
+		"sion_sessions{kind=gateway,place=east,switch=e}":                                       1,
+		"sion_events_delivered_total{place=east,switch=e}":                                      n,
+	} {
+		assert.Equal(t, want, s[series], "%s in\n%s", series, dump(s))
+	}
+
+	// Cut: the requested end keeps its counters, the accepting end's
+	// start again from zero; the collector carries them over.
+	before := gateway(east, "w-e").Since
+	tr.cut()
+	require.Eventually(t, func() bool {
+		gi := gateway(east, "w-e")
+		return gi.State == sion.LinkUp && !gi.Since.Equal(before) && gateway(west, "w-e").State == sion.LinkUp
+	}, 10*time.Second, time.Millisecond)
+	assert.Zero(t, gateway(east, "w-e").Import.Forwarded, "the accepting end counts from zero again")
+	require.Eventually(t, func() bool { return gateway(west, "w-e").Proxies > 0 }, 10*time.Second, time.Millisecond)
+	scrape(t, c) // not needed for the carry-over: the epoch changed
+	publish(t, pub, "Reading", 1)
+	require.Eventually(t, func() bool { return sub.Stats().Delivered == n+1 }, 10*time.Second, time.Millisecond)
+	s = scrape(t, c)
+	assert.Equal(t, float64(n+1), s["sion_gateway_events_forwarded_total{direction=export,gateway=w-e,place=west,switch=w}"], dump(s))
+	assert.Equal(t, float64(n+1), s["sion_gateway_events_forwarded_total{direction=import,gateway=w-e,place=east,switch=e}"], dump(s))
+}
+
+// gateway returns sw's gateway named name (zero when it has none).
+func gateway(sw *sion.Switch, name string) sion.GatewayInfo {
+	for _, gi := range sw.Gateways() {
+		if gi.Name == name {
+			return gi
+		}
+	}
+	return sion.GatewayInfo{}
+}
+
+// TestCollectorLinkReforms cuts a shared link so that it re-forms and
+// checks that its counters carry on from where they were.
+func TestCollectorLinkReforms(t *testing.T) {
+	tr := &cutter{Transport: memNet(t)}
+	p := newPlace(t, "plant", testOntology(t))
+	a := serve(t, tr, p, "a", "a")
+	b := serve(t, tr, p, "b", "b")
+	linkUp(t, tr, b, a, "a")
+	sub := subscribe(t, open(t, b, "reader"), "{type ⊑ Reading}", sion.WithQueue(100))
+	pub := open(t, a, "writer")
+	c := metrics.NewCollector(a, b)
+	const sent = "sion_link_events_sent_total{peer=b,place=plant,switch=a}"
+	const received = "sion_link_events_received_total{peer=a,place=plant,switch=b}"
+
+	publish(t, pub, "Reading", 3)
+	require.Eventually(t, func() bool { return sub.Stats().Delivered == 3 }, 10*time.Second, time.Millisecond)
+	s := scrape(t, c)
+	require.Equal(t, float64(3), s[sent], dump(s))
+	require.Equal(t, float64(3), s[received], dump(s))
+
+	before := b.Links()[0].Since
+	tr.cut()
+	require.Eventually(t, func() bool {
+		l := b.Links()
+		return len(l) == 1 && l[0].State == sion.LinkUp && !l[0].Since.Equal(before) &&
+			linkState(a, "b") == sion.LinkUp && proxies(a, "b") > 0
+	}, 10*time.Second, time.Millisecond)
+	publish(t, pub, "Reading", 2)
+	require.Eventually(t, func() bool { return sub.Stats().Delivered == 5 }, 10*time.Second, time.Millisecond)
+	s = scrape(t, c)
+	assert.Equal(t, float64(5), s[sent], dump(s))
+	assert.Equal(t, float64(5), s[received], dump(s))
+}
+
+// proxies is LinkInfo.Proxies of sw's link to peer.
+func proxies(sw *sion.Switch, peer string) int {
+	for _, l := range sw.Links() {
+		if l.Peer == peer {
+			return l.Proxies
+		}
+	}
+	return 0
+}

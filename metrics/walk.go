@@ -1,0 +1,195 @@
+package metrics
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sion-go/sion"
+)
+
+// emitFunc receives one series' value; lv (switch and place first) is
+// valid only during the call.
+type emitFunc func(f *family, lv []string, v float64)
+
+// monoKey names one counter series.
+type monoKey struct {
+	f  *family
+	lv [maxLabels]string
+}
+
+// An epoch names the incarnation of the core object a counter series is
+// read from: the switch, and for a series whose core counters start again
+// at zero when a link or gateway re-forms, when that one came up.
+type epoch struct {
+	sw    *sion.Switch
+	since int64 // UnixNano; 0 when the counters outlive re-forming
+}
+
+// monoVal is what the collector remembers of a counter series: the epoch
+// and value last read from the core, and the offset carried over from
+// earlier epochs.
+type monoVal struct {
+	ep           epoch
+	last, offset float64
+}
+
+// state is what a Collector reads and remembers; shared by its
+// Prometheus and OpenTelemetry sides.
+type state struct {
+	mu   sync.Mutex
+	sws  []*sion.Switch
+	mono map[monoKey]monoVal
+}
+
+// add adds sws, leaving out those state has already.
+func (st *state) add(sws ...*sion.Switch) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, sw := range sws {
+		if sw != nil && !slices.Contains(st.sws, sw) {
+			st.sws = append(st.sws, sw)
+		}
+	}
+}
+
+// remove removes sw; its counters' memory stays (see Collector.Remove).
+func (st *state) remove(sw *sion.Switch) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sws = slices.DeleteFunc(st.sws, func(x *sion.Switch) bool { return x == sw })
+}
+
+// count returns counter f's value for series lv given the core's raw
+// value now, read in epoch ep, so that what is exported never decreases:
+// when the epoch changed since the last read, the last value read is
+// carried over as an offset (the new incarnation counts from zero); a
+// value lower than the last within one epoch (a correction, see the
+// package doc) is held at the last until the core passes it again. mu
+// must be held.
+func (st *state) count(f *family, lv []string, ep epoch, raw uint64) float64 {
+	k := monoKey{f: f}
+	copy(k.lv[:], lv)
+	m, seen := st.mono[k]
+	v := float64(raw)
+	switch {
+	case seen && m.ep != ep:
+		m.offset += m.last
+		m.ep, m.last = ep, v
+	case !seen || v > m.last:
+		m.ep, m.last = ep, v
+	}
+	if st.mono == nil {
+		st.mono = map[monoKey]monoVal{}
+	}
+	st.mono[k] = m
+	return m.offset + m.last
+}
+
+// sessionKinds are the values of the kind label, in order.
+var sessionKinds = []sion.SessionKind{sion.SessionLocal, sion.SessionRemote, sion.SessionLink, sion.SessionOverlay, sion.SessionGateway}
+
+// walk reads every switch's snapshots and emits each series once. mu
+// must be held.
+func (st *state) walk(emit emitFunc) {
+	for _, sw := range st.sws {
+		st.walkSwitch(sw, emit)
+	}
+}
+
+// walkSwitch emits sw's series. mu must be held.
+func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc) {
+	var buf [maxLabels]string
+	buf[0], buf[1] = sw.Name(), sw.Place().Name()
+	lv := func(extra ...string) []string {
+		n := copy(buf[2:], extra)
+		return buf[:2+n]
+	}
+	ep := epoch{sw: sw}
+	c := func(f *family, raw uint64, extra ...string) {
+		l := lv(extra...)
+		emit(f, l, st.count(f, l, ep, raw))
+	}
+	n := func(f *family, v int, extra ...string) { emit(f, lv(extra...), float64(v)) }
+
+	s := sw.Stats()
+	c(fEventsIn, s.EventsIn)
+	c(fFires, s.Fires)
+	c(fDelivered, s.Deliveries)
+	c(fDuplicates, s.Duplicates)
+	c(fRefused, s.Refused)
+	c(fDisconnects, s.Disconnects)
+	c(fAgentSent, s.AgentSent)
+	c(fAgentReceived, s.AgentReceived)
+
+	var kinds [5]int
+	for _, si := range sw.Sessions() {
+		if i := slices.Index(sessionKinds, si.Kind); i >= 0 {
+			kinds[i]++
+		}
+	}
+	for i, k := range sessionKinds {
+		n(fSessions, kinds[i], string(k))
+	}
+	n(fAway, s.Away)
+	n(fSubscriptions, s.Subscriptions)
+	n(fFilters, s.Filters)
+	n(fRetained, int(s.RetainedBytes))
+
+	for _, li := range sw.Links() {
+		p := li.Peer
+		ep = epoch{sw: sw, since: unixNano(li.Since)}
+		c(fLinkEventsSent, li.EventsSent, p)
+		c(fLinkEventsReceived, li.EventsReceived, p)
+		c(fLinkControlSent, li.ControlSent, p)
+		c(fLinkControlReceived, li.ControlReceived, p)
+		c(fLinkDropped, li.Dropped, p, "queue_full")
+		c(fLinkDropped, li.Expired, p, "expired")
+		c(fLinkDropped, li.Duplicates, p, "duplicate")
+		c(fLinkDropped, li.Refused, p, "refused")
+		n(fLinkUp, up(li.State), p)
+		n(fLinkRoutes, li.Routes, p)
+		n(fLinkProxies, li.Proxies, p)
+	}
+
+	for _, gi := range sw.Gateways() {
+		g := gi.Name
+		ep = epoch{sw: sw}
+		if !gi.Requested { // the accepting end's counters start again when it re-forms
+			ep.since = unixNano(gi.Since)
+		}
+		for _, d := range []struct {
+			name string
+			c    sion.GatewayCounters
+		}{{"import", gi.Import}, {"export", gi.Export}} {
+			c(fGatewayForwarded, d.c.Forwarded, g, d.name)
+			c(fGatewayConverted, d.c.Converted, g, d.name)
+			c(fGatewayStopped, d.c.Filtered, g, d.name, "filtered")
+			c(fGatewayStopped, d.c.Unmapped, g, d.name, "unmapped")
+			c(fGatewayStopped, d.c.Refused, g, d.name, "refused")
+			c(fGatewayStopped, d.c.Expired, g, d.name, "expired")
+			c(fGatewayStopped, d.c.Looped, g, d.name, "looped")
+			c(fGatewayStopped, d.c.Duplicates, g, d.name, "duplicate")
+			c(fGatewayStopped, d.c.Dropped, g, d.name, "queue_full")
+		}
+		n(fGatewayUp, up(gi.State), g)
+		n(fGatewayRoutes, gi.Routes, g)
+		n(fGatewayProxies, gi.Proxies, g)
+	}
+}
+
+// unixNano is t in nanoseconds since 1970, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// up is 1 for sion.LinkUp, 0 for any other state.
+func up(s sion.LinkState) int {
+	if s == sion.LinkUp {
+		return 1
+	}
+	return 0
+}
