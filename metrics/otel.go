@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sion-go/sion"
+)
+
+// RegisterOTel registers the metrics of sws with meter, as
+// NewCollector(sws...).RegisterOTel(meter) does.
+func RegisterOTel(meter metric.Meter, sws ...*sion.Switch) (metric.Registration, error) {
+	return NewCollector(sws...).RegisterOTel(meter)
+}
+
+// RegisterOTel creates one asynchronous instrument per metric family on
+// meter (see the package doc for the names, units and attributes) and
+// registers one callback that reads c's switches when the meter's
+// reader collects: counters as Int64ObservableCounter (cumulative,
+// monotonic: the same values the Prometheus side exports), counts of
+// things present as Int64ObservableUpDownCounter, up states as
+// Int64ObservableGauge. Unregister the returned Registration to stop.
+// Errors: those of creating the instruments and of registering the
+// callback, joined. The callback is safe to run concurrently with
+// Collect; they are serialised.
+func (c *Collector) RegisterOTel(meter metric.Meter) (metric.Registration, error) {
+	insts := make([]metric.Observable, len(families))
+	var errs []error
+	for i, f := range families {
+		var (
+			inst metric.Observable
+			err  error
+		)
+		switch f.typ {
+		case counter:
+			inst, err = meter.Int64ObservableCounter(f.otel, metric.WithUnit(f.unit), metric.WithDescription(f.help))
+		case upDown:
+			inst, err = meter.Int64ObservableUpDownCounter(f.otel, metric.WithUnit(f.unit), metric.WithDescription(f.help))
+		case gauge:
+			inst, err = meter.Int64ObservableGauge(f.otel, metric.WithUnit(f.unit), metric.WithDescription(f.help))
+		}
+		errs = append(errs, err)
+		insts[i] = inst
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		c.st.mu.Lock()
+		defer c.st.mu.Unlock()
+		var kvs [maxLabels]attribute.KeyValue
+		c.st.walk(func(f *family, lv []string, v float64) {
+			for i, l := range lv {
+				kvs[i] = attribute.String(otelKeys[f.labels[i]], l)
+			}
+			set := attribute.NewSet(kvs[:len(lv)]...)
+			o.ObserveInt64(insts[f.index].(metric.Int64Observable), int64(v), metric.WithAttributeSet(set))
+		})
+		return nil
+	}, insts...)
+}
+
+// otelKeys are the OpenTelemetry attribute keys of the labels.
+var otelKeys = map[string]string{
+	lSwitch:    "sion.switch",
+	lPlace:     "sion.place",
+	lPeer:      "sion.peer",
+	lGateway:   "sion.gateway",
+	lDirection: "sion.direction",
+	lReason:    "sion.reason",
+	lKind:      "sion.session.kind",
+}
