@@ -64,7 +64,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			t = prometheus.CounterValue
 		}
 		ch <- prometheus.MustNewConstMetric(f.desc, t, v, lv...)
+	}, func(f *family, lv []string, h sion.Histogram) {
+		ch <- prometheus.MustNewConstHistogram(f.desc, h.Count, h.Sum.Seconds(), cumulative(h), lv...)
 	})
+}
+
+// cumulative returns h's buckets as Prometheus takes them: by upper bound
+// in seconds, cumulative (the +Inf bucket is h.Count).
+func cumulative(h sion.Histogram) map[float64]uint64 {
+	out := make(map[float64]uint64, len(h.Bounds))
+	var sum uint64
+	for i, b := range h.Bounds {
+		sum += h.Counts[i]
+		out[b.Seconds()] = sum
+	}
+	return out
 }
 
 var _ prometheus.Collector = (*Collector)(nil)

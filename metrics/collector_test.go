@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,15 +57,30 @@ func TestCollectorLinked(t *testing.T) {
 	} {
 		assert.Equal(t, want, s[series], "%s in\n%s", series, dump(s))
 	}
-	// Control messages still in flight arrive: what the child sent, the
-	// parent received. (The other way, the parent counts its LinkAccept
-	// as sent, and the child, which reads it in its handshake before its
-	// router runs, does not count it received.)
+	// Frames still in flight arrive: what one end sent, the other
+	// received, both ways. Control messages too, but for the parent's
+	// LinkAccept: the core counts it in the parent's ControlSent (not in
+	// its FramesSent: it is the handshake's), and the child, which takes
+	// it in its handshake, does not count it received.
 	require.Eventually(t, func() bool {
 		s := scrape(t, c)
-		return s["sion_link_control_sent_total{peer=a,place=plant,switch=b}"] == s["sion_link_control_received_total{peer=b,place=plant,switch=a}"]
-	}, 10*time.Second, time.Millisecond)
-	assert.Positive(t, s["sion_link_control_sent_total{peer=b,place=plant,switch=a}"])
+		accept := s["sion_link_control_sent_total{peer=b,place=plant,switch=a}"] - s["sion_link_control_received_total{peer=a,place=plant,switch=b}"]
+		if s["sion_link_control_sent_total{peer=a,place=plant,switch=b}"] != s["sion_link_control_received_total{peer=b,place=plant,switch=a}"] ||
+			accept != 0 && accept != 1 {
+			return false
+		}
+		for _, m := range []string{"frames"} {
+			if s["sion_link_"+m+"_sent_total{peer=a,place=plant,switch=b}"] != s["sion_link_"+m+"_received_total{peer=b,place=plant,switch=a}"] ||
+				s["sion_link_"+m+"_sent_total{peer=b,place=plant,switch=a}"] != s["sion_link_"+m+"_received_total{peer=a,place=plant,switch=b}"] {
+				return false
+			}
+		}
+		return s["sion_link_sent_bytes_total{peer=b,place=plant,switch=a}"] == s["sion_link_received_bytes_total{peer=a,place=plant,switch=b}"] &&
+			s["sion_link_sent_bytes_total{peer=a,place=plant,switch=b}"] == s["sion_link_received_bytes_total{peer=b,place=plant,switch=a}"]
+	}, 10*time.Second, time.Millisecond, "%s", dumpLinks(scrape(t, c)))
+	s = scrape(t, c)
+	assert.GreaterOrEqual(t, s["sion_link_frames_sent_total{peer=b,place=plant,switch=a}"], float64(n), "n events and some control")
+	assert.Greater(t, s["sion_link_sent_bytes_total{peer=b,place=plant,switch=a}"], s["sion_link_frames_sent_total{peer=b,place=plant,switch=a}"])
 }
 
 // TestCollectorGateway federates two places over mem, sends events
@@ -174,4 +191,49 @@ func proxies(sw *sion.Switch, peer string) int {
 		}
 	}
 	return 0
+}
+
+// TestCollectorDropsAndMatchTime checks drops by reason, spills and the
+// match-time histogram on one switch.
+func TestCollectorDropsAndMatchTime(t *testing.T) {
+	a := serve(t, memNet(t), newPlace(t, "plant", testOntology(t)), "a", "a")
+	s := open(t, a, "s")
+	subscribe(t, s, "{type ⊑ Reading}", sion.WithQueue(1))                                     // keeps 1, drops the newest
+	subscribe(t, s, "{type ⊑ Reading}", sion.WithQueue(1), sion.WithOverflow(sion.DropOldest)) // keeps the last
+	subscribe(t, s, "{type ⊑ Reading}", sion.WithQueue(1), sion.WithOverflow(sion.Spill))      // spills into the spool
+	const n = 16
+	publish(t, s, "Reading", n)
+
+	c := metrics.NewCollector(a)
+	got := scrape(t, c)
+	for series, want := range map[string]float64{
+		"sion_events_published_total{place=plant,switch=a}":                 n,
+		"sion_events_matched_total{place=plant,switch=a}":                   3 * n,
+		"sion_events_dropped_total{place=plant,reason=queue_full,switch=a}": n - 1,
+		"sion_events_dropped_total{place=plant,reason=evicted,switch=a}":    n - 1,
+		"sion_events_dropped_total{place=plant,reason=spool,switch=a}":      0,
+		"sion_events_dropped_total{place=plant,reason=stream,switch=a}":     0,
+		"sion_events_spilled_total{place=plant,switch=a}":                   n - 1,
+		"sion_match_duration_seconds_count{place=plant,switch=a}":           n / 8, // one in 8 is timed
+	} {
+		assert.Equal(t, want, got[series], "%s in\n%s", series, dump(got))
+	}
+	h := a.MatchTime()
+	assert.Equal(t, h.Sum.Seconds(), got["sion_match_duration_seconds_sum{place=plant,switch=a}"])
+	var cum uint64
+	for i, b := range h.Bounds {
+		cum += h.Counts[i]
+		assert.Equal(t, float64(cum), got[fmt.Sprintf("sion_match_duration_seconds_bucket{le=%g,place=plant,switch=a}", b.Seconds())], b)
+	}
+}
+
+// dumpLinks is dump of the link series.
+func dumpLinks(s map[string]float64) string {
+	l := map[string]float64{}
+	for k, v := range s {
+		if strings.HasPrefix(k, "sion_link_") {
+			l[k] = v
+		}
+	}
+	return dump(l)
 }

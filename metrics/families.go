@@ -58,10 +58,18 @@ func newFamily(typ famType, name, otel, unit, help string, labels ...string) *fa
 var (
 	fEventsIn = newFamily(counter, "sion_events_in_total", "sion.events.in", "{event}",
 		"Events published on the switch or arrived over its shared links (Stats.EventsIn).")
+	fPublished = newFamily(counter, "sion_events_published_total", "sion.events.published", "{event}",
+		"Events the switch's sessions (local and remote) published and the place admitted (Stats.Published).")
+	fMatched = newFamily(counter, "sion_events_matched_total", "sion.events.matched", "{match}",
+		"Matches of entities' subscriptions, one per subscription and event; links' proxy filters are not counted (Stats.Matched).")
 	fFires = newFamily(counter, "sion_session_fires_total", "sion.session.fires", "{fire}",
 		"Sessions fired: one per session and event, the links' sessions included (Stats.Fires).")
 	fDelivered = newFamily(counter, "sion_events_delivered_total", "sion.events.delivered", "{event}",
 		"Events handed over to subscriptions, one per subscription and event (Stats.Deliveries).")
+	fDropped = newFamily(counter, "sion_events_dropped_total", "sion.events.dropped", "{event}",
+		"Events subscriptions matched and lost, by reason: queue_full, evicted, spool, stream (Stats.Drops).", lReason)
+	fSpilled = newFamily(counter, "sion_events_spilled_total", "sion.events.spilled", "{event}",
+		"Events the Spill policy put in a look-in spool instead of a full queue; not lost (Stats.Spilled).")
 	fDuplicates = newFamily(counter, "sion_events_duplicates_total", "sion.events.duplicates", "{event}",
 		"Events the switch dropped because it had seen their ID already, not over a link (Stats.Duplicates).")
 	fRefused = newFamily(counter, "sion_admission_refused_total", "sion.admission.refused", "{session}",
@@ -72,6 +80,9 @@ var (
 		"Messages sent to the place's agent (S2; Stats.AgentSent).")
 	fAgentReceived = newFamily(counter, "sion_agent_messages_received_total", "sion.agent.messages.received", "{message}",
 		"Messages received from the place's agent (S2; Stats.AgentReceived).")
+
+	fMatchDuration = newFamily(histogram, "sion_match_duration_seconds", "sion.match.duration", "s",
+		"Time the filter index took to match an event, one event in 8 sampled (Switch.MatchTime).")
 
 	fSessions = newFamily(upDown, "sion_sessions", "sion.sessions", "{session}",
 		"Sessions open now, by kind: local, remote, link, overlay, gateway (Switch.Sessions).", lKind)
@@ -85,21 +96,34 @@ var (
 		"Bytes of deliveries remote sessions' streams hold now (Stats.RetainedBytes).")
 )
 
-// Link families, by peer (Switch.Links).
+// Link families, by peer: the counters over the switch's life
+// (Switch.LinkTotals), the others now (Switch.Links).
 var (
 	fLinkEventsSent = newFamily(counter, "sion_link_events_sent_total", "sion.link.events.sent", "{event}",
-		"Data events sent over the shared link (LinkInfo.EventsSent).", lPeer)
+		"Data events sent over the shared link (LinkTotals.EventsSent).", lPeer)
 	fLinkEventsReceived = newFamily(counter, "sion_link_events_received_total", "sion.link.events.received", "{event}",
-		"Data events received over the shared link (LinkInfo.EventsReceived).", lPeer)
+		"Data events received over the shared link (LinkTotals.EventsReceived).", lPeer)
 	fLinkControlSent = newFamily(counter, "sion_link_control_sent_total", "sion.link.control.sent", "{message}",
-		"Link control messages sent (LinkInfo.ControlSent).", lPeer)
+		"Link control messages sent (LinkTotals.ControlSent).", lPeer)
 	fLinkControlReceived = newFamily(counter, "sion_link_control_received_total", "sion.link.control.received", "{message}",
-		"Link control messages received (LinkInfo.ControlReceived).", lPeer)
+		"Link control messages received (LinkTotals.ControlReceived).", lPeer)
+	fLinkFramesSent = newFamily(counter, "sion_link_frames_sent_total", "sion.link.frames.sent", "{frame}",
+		"Frames handed to the link's connection, its handshake's excepted (LinkTotals.FramesSent).", lPeer)
+	fLinkFramesReceived = newFamily(counter, "sion_link_frames_received_total", "sion.link.frames.received", "{frame}",
+		"Frames taken from the link's connection, its handshake's excepted (LinkTotals.FramesReceived).", lPeer)
+	fLinkBytesSent = newFamily(counter, "sion_link_sent_bytes_total", "sion.link.sent", "By",
+		"Bytes of the frames sent, without the transport's framing (LinkTotals.BytesSent).", lPeer)
+	fLinkBytesReceived = newFamily(counter, "sion_link_received_bytes_total", "sion.link.received", "By",
+		"Bytes of the frames received, without the transport's framing (LinkTotals.BytesReceived).", lPeer)
 	fLinkDropped = newFamily(counter, "sion_link_events_dropped_total", "sion.link.events.dropped", "{event}",
-		"Events the link did not forward or did not take in, by reason: queue_full (or too big for a frame), expired (TTL spent), duplicate, refused (LinkInfo.Dropped, Expired, Duplicates, Refused).", lPeer, lReason)
+		"Events the link did not forward or did not take in, by reason: queue_full (or too big for a frame), expired (TTL spent), duplicate, refused (LinkTotals.Dropped, Expired, Duplicates, Refused).", lPeer, lReason)
 
 	fLinkUp = newFamily(gauge, "sion_link_up", "sion.link.up", "1",
 		"1 while the shared link is up, 0 while it connects or is down (LinkInfo.State).", lPeer)
+	fLinkQueued = newFamily(upDown, "sion_link_queued_frames", "sion.link.queued", "{frame}",
+		"Frames waiting in the link's queue for the peer now (LinkInfo.Queued).", lPeer)
+	fLinkQueuedBytes = newFamily(upDown, "sion_link_queued_bytes", "sion.link.queued.size", "By",
+		"Bytes of the data events waiting in the link's queue or being sent now (LinkInfo.QueuedBytes).", lPeer)
 	fLinkRoutes = newFamily(upDown, "sion_link_routes", "sion.link.routes", "{key}",
 		"Keys this switch has registered at the peer (LinkInfo.Routes).", lPeer)
 	fLinkProxies = newFamily(upDown, "sion_link_proxies", "sion.link.proxies", "{filter}",

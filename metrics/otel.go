@@ -28,7 +28,12 @@ func RegisterOTel(meter metric.Meter, sws ...*sion.Switch) (metric.Registration,
 // Collect; they are serialised.
 func (c *Collector) RegisterOTel(meter metric.Meter) (metric.Registration, error) {
 	insts := make([]metric.Observable, len(families))
-	var errs []error
+	var (
+		errs       []error
+		hCount     metric.Int64ObservableCounter
+		hSum       metric.Float64ObservableCounter
+		registered []metric.Observable
+	)
 	for i, f := range families {
 		var (
 			inst metric.Observable
@@ -41,9 +46,20 @@ func (c *Collector) RegisterOTel(meter metric.Meter) (metric.Registration, error
 			inst, err = meter.Int64ObservableUpDownCounter(f.otel, metric.WithUnit(f.unit), metric.WithDescription(f.help))
 		case gauge:
 			inst, err = meter.Int64ObservableGauge(f.otel, metric.WithUnit(f.unit), metric.WithDescription(f.help))
+		case histogram:
+			var err2 error
+			hCount, err = meter.Int64ObservableCounter(f.otel+".count", metric.WithUnit("{event}"),
+				metric.WithDescription("Events whose match was timed, one in 8 (Switch.MatchTime: Count)."))
+			hSum, err2 = meter.Float64ObservableCounter(f.otel+".sum", metric.WithUnit(f.unit),
+				metric.WithDescription("Total time of the timed matches (Switch.MatchTime: Sum)."))
+			errs = append(errs, err2)
+			registered = append(registered, hCount, hSum)
 		}
 		errs = append(errs, err)
-		insts[i] = inst
+		if inst != nil {
+			insts[i] = inst
+			registered = append(registered, inst)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -52,15 +68,21 @@ func (c *Collector) RegisterOTel(meter metric.Meter) (metric.Registration, error
 		c.st.mu.Lock()
 		defer c.st.mu.Unlock()
 		var kvs [maxLabels]attribute.KeyValue
-		c.st.walk(func(f *family, lv []string, v float64) {
+		attrs := func(f *family, lv []string) metric.ObserveOption {
 			for i, l := range lv {
 				kvs[i] = attribute.String(otelKeys[f.labels[i]], l)
 			}
-			set := attribute.NewSet(kvs[:len(lv)]...)
-			o.ObserveInt64(insts[f.index].(metric.Int64Observable), int64(v), metric.WithAttributeSet(set))
+			return metric.WithAttributeSet(attribute.NewSet(kvs[:len(lv)]...))
+		}
+		c.st.walk(func(f *family, lv []string, v float64) {
+			o.ObserveInt64(insts[f.index].(metric.Int64Observable), int64(v), attrs(f, lv))
+		}, func(f *family, lv []string, h sion.Histogram) {
+			a := attrs(f, lv)
+			o.ObserveInt64(hCount, int64(h.Count), a)
+			o.ObserveFloat64(hSum, h.Sum.Seconds(), a)
 		})
 		return nil
-	}, insts...)
+	}, registered...)
 }
 
 // otelKeys are the OpenTelemetry attribute keys of the labels.

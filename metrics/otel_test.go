@@ -45,6 +45,10 @@ func TestOTel(t *testing.T) {
 		{"sion.events.in", swAttrs("a"), n},
 		{"sion.events.in", swAttrs("b"), n},
 		{"sion.events.delivered", swAttrs("b"), n},
+		{"sion.events.published", swAttrs("a"), n},
+		{"sion.events.matched", swAttrs("b"), n},
+		{"sion.events.dropped", swAttrs("b", attribute.String("sion.reason", "queue_full")), 0},
+		{"sion.match.duration.count", swAttrs("a"), int64(a.MatchTime().Count)},
 		{"sion.link.events.sent", swAttrs("a", attribute.String("sion.peer", "b")), n},
 		{"sion.link.events.received", swAttrs("b", attribute.String("sion.peer", "a")), n},
 		{"sion.link.events.dropped", swAttrs("a", attribute.String("sion.peer", "b"), attribute.String("sion.reason", "queue_full")), 0},
@@ -57,7 +61,7 @@ func TestOTel(t *testing.T) {
 		key := tc.name + " " + set.Encoded(attribute.DefaultEncoder())
 		assert.Equal(t, tc.want, got[key], key)
 	}
-	for name, unit := range map[string]string{"sion.events.in": "{event}", "sion.retained": "By", "sion.link.up": "1"} {
+	for name, unit := range map[string]string{"sion.events.in": "{event}", "sion.retained": "By", "sion.link.up": "1", "sion.match.duration.sum": "s"} {
 		assert.Equal(t, unit, otelUnit(rm, name), name)
 	}
 

@@ -8,6 +8,9 @@ import (
 	"github.com/sion-go/sion"
 )
 
+// histFunc receives a histogram series; lv as for emitFunc.
+type histFunc func(f *family, lv []string, h sion.Histogram)
+
 // emitFunc receives one series' value; lv (switch and place first) is
 // valid only during the call.
 type emitFunc func(f *family, lv []string, v float64)
@@ -89,16 +92,17 @@ func (st *state) count(f *family, lv []string, ep epoch, raw uint64) float64 {
 // sessionKinds are the values of the kind label, in order.
 var sessionKinds = []sion.SessionKind{sion.SessionLocal, sion.SessionRemote, sion.SessionLink, sion.SessionOverlay, sion.SessionGateway}
 
-// walk reads every switch's snapshots and emits each series once. mu
-// must be held.
-func (st *state) walk(emit emitFunc) {
+// walk reads every switch's snapshots and emits each series once, the
+// match-time histogram through emitHist (left out when nil). mu must be
+// held.
+func (st *state) walk(emit emitFunc, emitHist histFunc) {
 	for _, sw := range st.sws {
-		st.walkSwitch(sw, emit)
+		st.walkSwitch(sw, emit, emitHist)
 	}
 }
 
 // walkSwitch emits sw's series. mu must be held.
-func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc) {
+func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc, emitHist histFunc) {
 	var buf [maxLabels]string
 	buf[0], buf[1] = sw.Name(), sw.Place().Name()
 	lv := func(extra ...string) []string {
@@ -114,8 +118,15 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc) {
 
 	s := sw.Stats()
 	c(fEventsIn, s.EventsIn)
+	c(fPublished, s.Published)
+	c(fMatched, s.Matched)
 	c(fFires, s.Fires)
 	c(fDelivered, s.Deliveries)
+	c(fDropped, s.Drops.QueueFull, "queue_full")
+	c(fDropped, s.Drops.Evicted, "evicted")
+	c(fDropped, s.Drops.Spool, "spool")
+	c(fDropped, s.Drops.Stream, "stream")
+	c(fSpilled, s.Spilled)
 	c(fDuplicates, s.Duplicates)
 	c(fRefused, s.Refused)
 	c(fDisconnects, s.Disconnects)
@@ -136,18 +147,29 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc) {
 	n(fFilters, s.Filters)
 	n(fRetained, int(s.RetainedBytes))
 
+	if emitHist != nil {
+		emitHist(fMatchDuration, lv(), sw.MatchTime())
+	}
+
+	for p, t := range sw.LinkTotals() { // over the switch's life: one epoch
+		c(fLinkEventsSent, t.EventsSent, p)
+		c(fLinkEventsReceived, t.EventsReceived, p)
+		c(fLinkControlSent, t.ControlSent, p)
+		c(fLinkControlReceived, t.ControlReceived, p)
+		c(fLinkFramesSent, t.FramesSent, p)
+		c(fLinkFramesReceived, t.FramesReceived, p)
+		c(fLinkBytesSent, t.BytesSent, p)
+		c(fLinkBytesReceived, t.BytesReceived, p)
+		c(fLinkDropped, t.Dropped, p, "queue_full")
+		c(fLinkDropped, t.Expired, p, "expired")
+		c(fLinkDropped, t.Duplicates, p, "duplicate")
+		c(fLinkDropped, t.Refused, p, "refused")
+	}
 	for _, li := range sw.Links() {
 		p := li.Peer
-		ep = epoch{sw: sw, since: unixNano(li.Since)}
-		c(fLinkEventsSent, li.EventsSent, p)
-		c(fLinkEventsReceived, li.EventsReceived, p)
-		c(fLinkControlSent, li.ControlSent, p)
-		c(fLinkControlReceived, li.ControlReceived, p)
-		c(fLinkDropped, li.Dropped, p, "queue_full")
-		c(fLinkDropped, li.Expired, p, "expired")
-		c(fLinkDropped, li.Duplicates, p, "duplicate")
-		c(fLinkDropped, li.Refused, p, "refused")
 		n(fLinkUp, up(li.State), p)
+		n(fLinkQueued, li.Queued, p)
+		n(fLinkQueuedBytes, li.QueuedBytes, p)
 		n(fLinkRoutes, li.Routes, p)
 		n(fLinkProxies, li.Proxies, p)
 	}
