@@ -72,7 +72,7 @@ var (
 		"Events the Spill policy put in a look-in spool instead of a full queue; not lost (Stats.Spilled).")
 	fDuplicates = newFamily(counter, "sion_events_duplicates_total", "sion.events.duplicates", "{event}",
 		"Events the switch dropped because it had seen their ID already, not over a link (Stats.Duplicates).")
-	fRefused = newFamily(counter, "sion_admission_refused_total", "sion.admission.refused", "{session}",
+	fRefused = newFamily(counter, "sion_admission_refused_total", "sion.admission.refused", "{refusal}",
 		"Sessions and shared links the place refused (Stats.Refused).")
 	fDisconnects = newFamily(counter, "sion_remote_disconnects_total", "sion.remote.disconnects", "{disconnect}",
 		"Times a remote session's connection ended and the switch kept the session (Stats.Disconnects).")
@@ -92,7 +92,7 @@ var (
 		"Subscriptions open now, the links' proxy filters included (Stats.Subscriptions).")
 	fFilters = newFamily(upDown, "sion_filters", "sion.filters", "{filter}",
 		"Filters in the switch's filter index now (Stats.Filters).")
-	fRetained = newFamily(upDown, "sion_retained_bytes", "sion.retained", "By",
+	fRetained = newFamily(upDown, "sion_retained_bytes", "sion.retained.bytes", "By",
 		"Bytes of deliveries remote sessions' streams hold now (Stats.RetainedBytes).")
 )
 
@@ -111,18 +111,18 @@ var (
 		"Frames handed to the link's connection, its handshake's excepted (LinkTotals.FramesSent).", lPeer)
 	fLinkFramesReceived = newFamily(counter, "sion_link_frames_received_total", "sion.link.frames.received", "{frame}",
 		"Frames taken from the link's connection, its handshake's excepted (LinkTotals.FramesReceived).", lPeer)
-	fLinkBytesSent = newFamily(counter, "sion_link_sent_bytes_total", "sion.link.sent", "By",
+	fLinkBytesSent = newFamily(counter, "sion_link_sent_bytes_total", "sion.link.bytes.sent", "By",
 		"Bytes of the frames sent, without the transport's framing (LinkTotals.BytesSent).", lPeer)
-	fLinkBytesReceived = newFamily(counter, "sion_link_received_bytes_total", "sion.link.received", "By",
+	fLinkBytesReceived = newFamily(counter, "sion_link_received_bytes_total", "sion.link.bytes.received", "By",
 		"Bytes of the frames received, without the transport's framing (LinkTotals.BytesReceived).", lPeer)
 	fLinkDropped = newFamily(counter, "sion_link_events_dropped_total", "sion.link.events.dropped", "{event}",
 		"Events the link did not forward or did not take in, by reason: queue_full (or too big for a frame), expired (TTL spent), duplicate, refused (LinkTotals.Dropped, Expired, Duplicates, Refused).", lPeer, lReason)
 
 	fLinkUp = newFamily(gauge, "sion_link_up", "sion.link.up", "1",
 		"1 while the shared link is up, 0 while it connects or is down (LinkInfo.State).", lPeer)
-	fLinkQueued = newFamily(upDown, "sion_link_queued_frames", "sion.link.queued", "{frame}",
+	fLinkQueued = newFamily(upDown, "sion_link_queued_frames", "sion.link.queued.frames", "{frame}",
 		"Frames waiting in the link's queue for the peer now (LinkInfo.Queued).", lPeer)
-	fLinkQueuedBytes = newFamily(upDown, "sion_link_queued_bytes", "sion.link.queued.size", "By",
+	fLinkQueuedBytes = newFamily(upDown, "sion_link_queued_bytes", "sion.link.queued.bytes", "By",
 		"Bytes of the data events waiting in the link's queue or being sent now (LinkInfo.QueuedBytes).", lPeer)
 	fLinkRoutes = newFamily(upDown, "sion_link_routes", "sion.link.routes", "{key}",
 		"Keys this switch has registered at the peer (LinkInfo.Routes).", lPeer)

@@ -19,13 +19,15 @@ func RegisterOTel(meter metric.Meter, sws ...*sion.Switch) (metric.Registration,
 // RegisterOTel creates one asynchronous instrument per metric family on
 // meter (see the package doc for the names, units and attributes) and
 // registers one callback that reads c's switches when the meter's
-// reader collects: counters as Int64ObservableCounter (cumulative,
-// monotonic: the same values the Prometheus side exports), counts of
-// things present as Int64ObservableUpDownCounter, up states as
-// Int64ObservableGauge. Unregister the returned Registration to stop.
+// reader collects: counters as Int64ObservableCounter (cumulative and
+// monotonic: the values the Prometheus side exports), counts of things
+// present as Int64ObservableUpDownCounter, up states as
+// Int64ObservableGauge, and the match-time histogram as two counters,
+// sion.match.duration.count and sion.match.duration.sum (see the
+// package doc for why). Unregister the returned Registration to stop.
 // Errors: those of creating the instruments and of registering the
-// callback, joined. The callback is safe to run concurrently with
-// Collect; they are serialised.
+// callback, joined. The callback and Collect are serialised; both may
+// run at any time.
 func (c *Collector) RegisterOTel(meter metric.Meter) (metric.Registration, error) {
 	insts := make([]metric.Observable, len(families))
 	var (

@@ -61,7 +61,7 @@ func TestOTel(t *testing.T) {
 		key := tc.name + " " + set.Encoded(attribute.DefaultEncoder())
 		assert.Equal(t, tc.want, got[key], key)
 	}
-	for name, unit := range map[string]string{"sion.events.in": "{event}", "sion.retained": "By", "sion.link.up": "1", "sion.match.duration.sum": "s"} {
+	for name, unit := range map[string]string{"sion.events.in": "{event}", "sion.retained.bytes": "By", "sion.link.up": "1", "sion.match.duration.sum": "s"} {
 		assert.Equal(t, unit, otelUnit(rm, name), name)
 	}
 
