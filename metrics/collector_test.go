@@ -3,12 +3,16 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/metrics"
@@ -220,4 +224,73 @@ func TestCollectorDropsAndMatchTime(t *testing.T) {
 		cum += h.Counts[i]
 		assert.Equal(t, float64(cum), got[fmt.Sprintf("sion_match_duration_seconds_bucket{le=%g,place=plant,switch=a}", b.Seconds())], b)
 	}
+}
+
+// TestCollectorAddRemove checks that a removed switch's series go, and
+// that a switch of the same name added later continues its counters.
+func TestCollectorAddRemove(t *testing.T) {
+	tr := memNet(t)
+	p := newPlace(t, "plant", testOntology(t))
+	first := serve(t, tr, p, "a", "a1")
+	publish(t, open(t, first, "w"), "Alarm", 3)
+	c := metrics.NewCollector()
+	assert.Empty(t, scrape(t, c))
+	c.Add(first, first, nil)
+	const in = "sion_events_in_total{place=plant,switch=a}"
+	assert.Equal(t, float64(3), scrape(t, c)[in])
+
+	c.Remove(first)
+	assert.Empty(t, scrape(t, c))
+	second := serve(t, tr, p, "a", "a2") // another switch, the same name
+	publish(t, open(t, second, "w"), "Alarm", 2)
+	c.Add(second)
+	assert.Equal(t, float64(5), scrape(t, c)[in], "3 from the first, 2 from the second")
+}
+
+// TestCollectorConcurrent scrapes through both sides while events flow
+// (for the race detector) and checks that no counter ever goes down.
+func TestCollectorConcurrent(t *testing.T) {
+	tr := memNet(t)
+	p := newPlace(t, "plant", testOntology(t))
+	a := serve(t, tr, p, "a", "a")
+	b := serve(t, tr, p, "b", "b")
+	linkUp(t, tr, b, a, "a")
+	subscribe(t, open(t, b, "reader"), "{type ⊑ Reading}", sion.WithQueue(10))
+	c := metrics.NewCollector(a, b)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+	_, err := c.RegisterOTel(mp.Meter("test"))
+	require.NoError(t, err)
+
+	w := open(t, a, "writer")
+	done := make(chan struct{})
+	go func() { // no require off the test's goroutine
+		defer close(done)
+		for range 500 {
+			assert.NoError(t, w.Publish(context.Background(), &sion.Event{Type: "Reading"}))
+		}
+	}()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range 20 {
+			var rm metricdata.ResourceMetrics
+			assert.NoError(t, reader.Collect(context.Background(), &rm))
+		}
+	})
+	last := map[string]float64{}
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		default:
+		}
+		for k, v := range scrape(t, c) {
+			if strings.HasSuffix(strings.SplitN(k, "{", 2)[0], "_total") {
+				assert.GreaterOrEqual(t, v, last[k], k)
+				last[k] = v
+			}
+		}
+	}
+	wg.Wait()
 }
