@@ -6,6 +6,7 @@
 //	prometheus.MustRegister(c)
 //	http.Handle("/metrics", metrics.Handler(sw)) // or a registry of its own
 //	reg, err := c.RegisterOTel(meter)           // the same values, for OpenTelemetry
+//	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithProducer(c.Producer())) // the histogram's buckets
 //
 // Every value is read from the switches' snapshots — Switch.Stats,
 // Switch.MatchTime, Switch.Sessions, Switch.LinkTotals, Switch.Links and
@@ -140,8 +141,10 @@
 // Recording each match into a synchronous histogram would put a call on
 // the matching path; RegisterOTel instead exports the histogram's Count
 // and Sum as two asynchronous counters, sion.match.duration.count and
-// sion.match.duration.sum (mean match time = sum/count). The buckets are
-// in the Prometheus histogram.
+// sion.match.duration.sum (mean match time = sum/count). For the
+// buckets, an SDK user gives Collector.Producer to a reader
+// (sdkmetric.WithProducer): each collection then carries the histogram
+// sion.match.duration itself, pre-aggregated, with the core's bounds.
 //
 // # Monotonicity
 //

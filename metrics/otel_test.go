@@ -109,3 +109,46 @@ func otelUnit(rm metricdata.ResourceMetrics, name string) string {
 	}
 	return ""
 }
+
+// TestProducer reads the match-time histogram through a reader's
+// Producer.
+func TestProducer(t *testing.T) {
+	a := serve(t, memNet(t), newPlace(t, "plant", testOntology(t)), "a", "a")
+	s := open(t, a, "s")
+	subscribe(t, s, "{type ⊑ Reading}")
+	publish(t, s, "Reading", 24)
+
+	c := metrics.NewCollector(a)
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(c.Producer()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+
+	h := a.MatchTime()
+	require.Equal(t, uint64(3), h.Count, "24 events, one in 8 timed")
+	var found bool
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "sion.match.duration" {
+				continue
+			}
+			found = true
+			assert.Equal(t, "s", m.Unit)
+			d, ok := m.Data.(metricdata.Histogram[float64])
+			require.True(t, ok, "%T", m.Data)
+			assert.Equal(t, metricdata.CumulativeTemporality, d.Temporality)
+			require.Len(t, d.DataPoints, 1)
+			dp := d.DataPoints[0]
+			v, _ := dp.Attributes.Value("sion.switch")
+			assert.Equal(t, "a", v.AsString())
+			assert.Equal(t, h.Count, dp.Count)
+			assert.Equal(t, h.Counts, dp.BucketCounts)
+			assert.Equal(t, h.Sum.Seconds(), dp.Sum)
+			require.Len(t, dp.Bounds, len(h.Bounds))
+			assert.Equal(t, 250e-9, dp.Bounds[0])
+			assert.Equal(t, 0.01, dp.Bounds[len(dp.Bounds)-1])
+		}
+	}
+	assert.True(t, found, "no sion.match.duration")
+}

@@ -40,9 +40,10 @@ type monoVal struct {
 // state is what a Collector reads and remembers; shared by its
 // Prometheus and OpenTelemetry sides.
 type state struct {
-	mu   sync.Mutex
-	sws  []*sion.Switch
-	mono map[monoKey]monoVal
+	mu      sync.Mutex
+	sws     []*sion.Switch
+	mono    map[monoKey]monoVal
+	started map[*sion.Switch]time.Time // Producer's StartTimes
 }
 
 // add adds sws, leaving out those state has already.
@@ -61,6 +62,7 @@ func (st *state) remove(sw *sion.Switch) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sws = slices.DeleteFunc(st.sws, func(x *sion.Switch) bool { return x == sw })
+	delete(st.started, sw)
 }
 
 // count returns counter f's value for series lv given the core's raw
