@@ -13,12 +13,11 @@ import (
 // scrape or an OpenTelemetry collection asks for it: the Collector runs
 // no goroutine and holds no reference to a switch beyond its list.
 //
-// Counters never decrease over the Collector's life: when a series the
-// core reports goes down (an accepting gateway end that re-formed, a
-// switch removed and another of the same name added), the Collector
-// carries the last value as an offset (see the package doc for the
-// limit). It remembers one pair of numbers per counter series it has
-// seen, for its life.
+// Counters never decrease over the Collector's life: the core's count
+// over their switch's life, and the Collector carries a switch's last
+// values over to another of the same name and place that replaces it
+// (see the package doc). It remembers one pair of numbers per counter
+// series it has seen, for its life.
 //
 // The switches a Collector holds must have distinct names within a
 // place, or their series collide (the registry then reports an error at

@@ -148,28 +148,30 @@
 //
 // # Monotonicity
 //
-// Every counter the core reports at switch level counts over the
-// switch's life, and the per-link ones over the switch's life by peer
-// (Switch.LinkTotals), so these are exact. A Collector also remembers, for
-// each counter series, the last value and the incarnation it was read
-// from (the switch, and for an accepting gateway end the time it came
-// up), so that what it exports never decreases:
+// The core counts over the switch's life: the switch-level counters
+// (Switch.Stats), the per-link ones by peer (Switch.LinkTotals: the links
+// to that peer that ended and the one up now), and the per-gateway ones
+// by name at both ends (GatewayInfo: a requested Gateway's over its life,
+// an accepted one's by name and place across its re-establishments). So
+// the counters exported are exact, across links and gateways re-forming.
+// On top of that a Collector remembers, for each counter series, the last
+// value and the switch it was read from, so that what it exports never
+// decreases:
 //
-//   - The requesting end of a gateway keeps its counters over the
-//     Gateway's life: exact.
-//   - An accepting end's counters start from zero each time the gateway
-//     re-forms; the Collector adds what it last read of the previous
-//     incarnation. Events the previous incarnation counted after the last
-//     scrape are lost to the metric, and an incarnation that came and
-//     went between two scrapes is not seen at all.
 //   - A switch removed from a Collector and another of the same name and
-//     place added continue the first one's counters, the same way; the
+//     place added continue the first one's counters: the new switch's
+//     values are added to the last ones read from the first. What the
+//     first counted after the last scrape is lost to the metric. The
 //     histogram starts again (a counter reset to Prometheus).
-//   - A value the core lowers within one incarnation (a link's events
-//     sent, when a link ends with events still queued that it had counted
-//     sent) is held at its highest until the core passes it again.
+//   - A value the core lowers for the same switch — a link's events sent,
+//     when a link ends with events still queued that it had counted sent;
+//     an accepted gateway beyond the core's 4,096 remembered, whose
+//     counters start from zero each time it re-forms — is held at its
+//     highest until the core passes it again (the latter then
+//     undercounts).
 //
-// A series whose link or gateway is gone is no longer exported (counters
-// by peer stay: LinkTotals keeps them); the Collector keeps what it
-// remembers for its life: two numbers per series it has seen.
+// A series whose link or gateway is gone is no longer exported until it
+// comes back (counters by peer stay: LinkTotals keeps them); the Collector
+// keeps what it remembers for its life: two numbers per series it has
+// seen.
 package metrics

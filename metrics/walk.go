@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/sion-go/sion"
 )
@@ -21,19 +22,12 @@ type monoKey struct {
 	lv [maxLabels]string
 }
 
-// An epoch names the incarnation of the core object a counter series is
-// read from: the switch, and for a series whose core counters start again
-// at zero when a link or gateway re-forms, when that one came up.
-type epoch struct {
-	sw    *sion.Switch
-	since int64 // UnixNano; 0 when the counters outlive re-forming
-}
-
-// monoVal is what the collector remembers of a counter series: the epoch
-// and value last read from the core, and the offset carried over from
-// earlier epochs.
+// monoVal is what the collector remembers of a counter series: the
+// switch it was last read from (weakly: a removed switch is not kept
+// alive), the value read then, and the offset carried over from switches
+// of the same name read before.
 type monoVal struct {
-	ep           epoch
+	sw           weak.Pointer[sion.Switch]
 	last, offset float64
 }
 
@@ -66,23 +60,23 @@ func (st *state) remove(sw *sion.Switch) {
 }
 
 // count returns counter f's value for series lv given the core's raw
-// value now, read in epoch ep, so that what is exported never decreases:
-// when the epoch changed since the last read, the last value read is
-// carried over as an offset (the new incarnation counts from zero); a
-// value lower than the last within one epoch (a correction, see the
-// package doc) is held at the last until the core passes it again. mu
-// must be held.
-func (st *state) count(f *family, lv []string, ep epoch, raw uint64) float64 {
+// value now, read from sw, so that what is exported never decreases:
+// when the series was last read from another switch (one of the same
+// name and place, removed), the last value read is carried over as an
+// offset (the new switch counts from zero); a value lower than the last
+// from the same switch (a correction, see the package doc) is held at
+// the last until the core passes it again. mu must be held.
+func (st *state) count(f *family, lv []string, sw weak.Pointer[sion.Switch], raw uint64) float64 {
 	k := monoKey{f: f}
 	copy(k.lv[:], lv)
 	m, seen := st.mono[k]
 	v := float64(raw)
 	switch {
-	case seen && m.ep != ep:
+	case seen && m.sw != sw:
 		m.offset += m.last
-		m.ep, m.last = ep, v
+		m.sw, m.last = sw, v
 	case !seen || v > m.last:
-		m.ep, m.last = ep, v
+		m.sw, m.last = sw, v
 	}
 	if st.mono == nil {
 		st.mono = map[monoKey]monoVal{}
@@ -111,10 +105,10 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc, emitHist histFunc) {
 		n := copy(buf[2:], extra)
 		return buf[:2+n]
 	}
-	ep := epoch{sw: sw}
+	id := weak.Make(sw)
 	c := func(f *family, raw uint64, extra ...string) {
 		l := lv(extra...)
-		emit(f, l, st.count(f, l, ep, raw))
+		emit(f, l, st.count(f, l, id, raw))
 	}
 	n := func(f *family, v int, extra ...string) { emit(f, lv(extra...), float64(v)) }
 
@@ -153,7 +147,7 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc, emitHist histFunc) {
 		emitHist(fMatchDuration, lv(), sw.MatchTime())
 	}
 
-	for p, t := range sw.LinkTotals() { // over the switch's life: one epoch
+	for p, t := range sw.LinkTotals() { // over the switch's life
 		c(fLinkEventsSent, t.EventsSent, p)
 		c(fLinkEventsReceived, t.EventsReceived, p)
 		c(fLinkControlSent, t.ControlSent, p)
@@ -177,11 +171,7 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc, emitHist histFunc) {
 	}
 
 	for _, gi := range sw.Gateways() {
-		g := gi.Name
-		ep = epoch{sw: sw}
-		if !gi.Requested { // the accepting end's counters start again when it re-forms
-			ep.since = unixNano(gi.Since)
-		}
+		g := gi.Name // counters over the gateway's life on sw, at both ends
 		for _, d := range []struct {
 			name string
 			c    sion.GatewayCounters
@@ -200,14 +190,6 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc, emitHist histFunc) {
 		n(fGatewayRoutes, gi.Routes, g)
 		n(fGatewayProxies, gi.Proxies, g)
 	}
-}
-
-// unixNano is t in nanoseconds since 1970, 0 for the zero time.
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }
 
 // up is 1 for sion.LinkUp, 0 for any other state.

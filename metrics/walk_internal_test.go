@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 
@@ -10,9 +12,10 @@ import (
 
 // TestCount checks the monotonic guard over sequences of raw reads.
 func TestCount(t *testing.T) {
-	sw1, sw2 := new(sion.Switch), new(sion.Switch) // identities only: never used
+	a, b := new(sion.Switch), new(sion.Switch) // identities only: never used
+	sw1, sw2 := weak.Make(a), weak.Make(b)
 	type read struct {
-		ep   epoch
+		sw   weak.Pointer[sion.Switch]
 		raw  uint64
 		want float64
 	}
@@ -20,20 +23,21 @@ func TestCount(t *testing.T) {
 		name  string
 		reads []read
 	}{
-		{"rising", []read{{epoch{sw1, 0}, 0, 0}, {epoch{sw1, 0}, 3, 3}, {epoch{sw1, 0}, 7, 7}}},
-		{"correction held", []read{{epoch{sw1, 0}, 5, 5}, {epoch{sw1, 0}, 4, 5}, {epoch{sw1, 0}, 6, 6}}},
-		{"new incarnation from zero", []read{{epoch{sw1, 1}, 5, 5}, {epoch{sw1, 2}, 0, 5}, {epoch{sw1, 2}, 2, 7}}},
-		{"new incarnation already past", []read{{epoch{sw1, 1}, 5, 5}, {epoch{sw1, 2}, 9, 14}}},
-		{"down then up", []read{{epoch{sw1, 1}, 5, 5}, {epoch{sw1, 0}, 0, 5}, {epoch{sw1, 3}, 1, 6}}},
-		{"switch replaced", []read{{epoch{sw1, 0}, 8, 8}, {epoch{sw2, 0}, 1, 9}}},
+		{"rising", []read{{sw1, 0, 0}, {sw1, 3, 3}, {sw1, 7, 7}}},
+		{"correction held", []read{{sw1, 5, 5}, {sw1, 4, 5}, {sw1, 6, 6}}},
+		{"switch replaced", []read{{sw1, 8, 8}, {sw2, 0, 8}, {sw2, 1, 9}}},
+		{"switch replaced, already past", []read{{sw1, 5, 5}, {sw2, 9, 14}}},
+		{"back and forth", []read{{sw1, 5, 5}, {sw2, 1, 6}, {sw1, 6, 12}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var st state
 			lv := []string{"s", "p"}
 			for i, r := range tc.reads {
-				assert.Equal(t, r.want, st.count(fEventsIn, lv, r.ep, r.raw), "read %d", i)
+				assert.Equal(t, r.want, st.count(fEventsIn, lv, r.sw, r.raw), "read %d", i)
 			}
-			assert.Equal(t, float64(0), st.count(fFires, lv, epoch{sw1, 0}, 0), "another family is another series")
+			assert.Equal(t, float64(0), st.count(fFires, lv, sw1, 0), "another family is another series")
 		})
+		runtime.KeepAlive(a)
+		runtime.KeepAlive(b)
 	}
 }
