@@ -16,16 +16,35 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/metrics"
+	"github.com/sion-go/sion/transport"
+	"github.com/sion-go/sion/transport/tcp"
 )
 
-// TestCollectorLinked publishes on one switch of two linked over mem to a
-// subscriber on the other and checks the exact counts on both.
+// TestCollectorLinked publishes on one switch of two linked, over mem
+// and over loopback TCP, to a subscriber on the other and checks the
+// exact counts on both.
 func TestCollectorLinked(t *testing.T) {
-	tr := memNet(t)
+	for _, tc := range []struct {
+		name string
+		tr   func(t *testing.T) transport.Transport
+		addr func(name string) string
+	}{
+		{"mem", func(t *testing.T) transport.Transport { return memNet(t) }, func(name string) string { return name }},
+		{"tcp", func(t *testing.T) transport.Transport {
+			tr, err := tcp.New(tcp.Config{})
+			require.NoError(t, err)
+			return tr
+		}, func(string) string { return "127.0.0.1:0" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testCollectorLinked(t, tc.tr(t), tc.addr) })
+	}
+}
+
+func testCollectorLinked(t *testing.T, tr transport.Transport, addr func(string) string) {
 	p := newPlace(t, "plant", testOntology(t))
-	a := serve(t, tr, p, "a", "a")
-	b := serve(t, tr, p, "b", "b")
-	linkUp(t, tr, b, a, "a")
+	a, aAddr := serveAt(t, tr, p, "a", addr("a"))
+	b := serve(t, tr, p, "b", addr("b"))
+	linkUp(t, tr, b, a, aAddr)
 	sub := subscribe(t, open(t, b, "reader"), "{type ⊑ Reading}", sion.WithQueue(100))
 	pub := open(t, a, "writer")
 	const n = 5

@@ -44,6 +44,13 @@ func newPlace(t testing.TB, name string, o *ontology.Ontology) *sion.EventPlace 
 // closed at cleanup and its Serve returns.
 func serve(t testing.TB, tr transport.Transport, p *sion.EventPlace, name, addr string) *sion.Switch {
 	t.Helper()
+	sw, _ := serveAt(t, tr, p, name, addr)
+	return sw
+}
+
+// serveAt is serve, returning the address the switch listens on too.
+func serveAt(t testing.TB, tr transport.Transport, p *sion.EventPlace, name, addr string) (*sion.Switch, string) {
+	t.Helper()
 	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: name, Place: p})
 	require.NoError(t, err)
 	l, err := tr.Listen(addr)
@@ -55,7 +62,7 @@ func serve(t testing.TB, tr transport.Transport, p *sion.EventPlace, name, addr 
 		require.NoError(t, sw.Close())
 		require.NoError(t, <-served)
 	})
-	return sw
+	return sw, l.Addr().String()
 }
 
 // linkUp links child to the switch serving at addr and waits until both
