@@ -310,3 +310,29 @@ func TestCollectorConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestCollectorRemote counts a remote session (Dial) by kind and its
+// publishes.
+func TestCollectorRemote(t *testing.T) {
+	tr := memNet(t)
+	a := serve(t, tr, newPlace(t, "plant", testOntology(t)), "a", "a")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := sion.Dial(ctx, tr, "a", sion.SessionConfig{Name: "far"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	sub := subscribe(t, open(t, a, "near"), "{type ⊑ Alarm}")
+	publish(t, r, "Alarm", 2)
+	require.Eventually(t, func() bool { return sub.Stats().Delivered == 2 }, 10*time.Second, time.Millisecond)
+
+	s := scrape(t, metrics.NewCollector(a))
+	for series, want := range map[string]float64{
+		"sion_sessions{kind=remote,place=plant,switch=a}":   1,
+		"sion_sessions{kind=local,place=plant,switch=a}":    1,
+		"sion_events_published_total{place=plant,switch=a}": 2,
+		"sion_events_delivered_total{place=plant,switch=a}": 2,
+		"sion_sessions_away{place=plant,switch=a}":          0,
+	} {
+		assert.Equal(t, want, s[series], "%s in\n%s", series, dump(s))
+	}
+}
