@@ -163,12 +163,10 @@
 //     values are added to the last ones read from the first. What the
 //     first counted after the last scrape is lost to the metric. The
 //     histogram starts again (a counter reset to Prometheus).
-//   - A value the core lowers for the same switch — a link's events sent,
-//     when a link ends with events still queued that it had counted sent;
-//     an accepted gateway beyond the core's 4,096 remembered, whose
-//     counters start from zero each time it re-forms — is held at its
-//     highest until the core passes it again (the latter then
-//     undercounts).
+//   - A value the core lowers for the same switch — only an accepted
+//     gateway beyond the 4,096 whose counters the core remembers, which
+//     start from zero each time it re-forms — is held at its highest
+//     until the core passes it again: such a gateway undercounts.
 //
 // A series whose link or gateway is gone is no longer exported until it
 // comes back (counters by peer stay: LinkTotals keeps them); the Collector

@@ -64,8 +64,9 @@ func (st *state) remove(sw *sion.Switch) {
 // when the series was last read from another switch (one of the same
 // name and place, removed), the last value read is carried over as an
 // offset (the new switch counts from zero); a value lower than the last
-// from the same switch (a correction, see the package doc) is held at
-// the last until the core passes it again. mu must be held.
+// from the same switch (a restart the core could not avoid, see the
+// package doc) is held at the last until the core passes it again. mu
+// must be held.
 func (st *state) count(f *family, lv []string, sw weak.Pointer[sion.Switch], raw uint64) float64 {
 	k := monoKey{f: f}
 	copy(k.lv[:], lv)
