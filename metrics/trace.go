@@ -142,8 +142,8 @@ const (
 	attrPlace       = attribute.Key("sion.place")
 )
 
-// MessagingSystem is the value of the messaging.system attribute of a Tracer's
-// spans.
+// MessagingSystem is the value of the messaging.system attribute of a
+// Tracer's spans.
 const MessagingSystem = "sion"
 
 // Tracer starts OpenTelemetry spans for sion's publish → deliver path: a
