@@ -116,7 +116,9 @@ func traceStateProblem(ts string) string {
 	}
 	var keys [MaxTraceStateMembers]string
 	n := 0
-	for i, m := range strings.Split(ts, ",") {
+	for i, rest, more := 0, ts, true; more; i++ {
+		var m string
+		m, rest, more = strings.Cut(rest, ",")
 		m = strings.Trim(m, " \t")
 		if m == "" {
 			continue
