@@ -153,6 +153,25 @@ type Event struct {
 	// filter.CompileCondition): only sessions whose profile it matches
 	// receive the event.
 	Condition *filter.Filter
+	// TraceParent and TraceState are the event's W3C Trace Context
+	// (https://www.w3.org/TR/trace-context/, Level 1): the traceparent
+	// and tracestate of the operation that published it, e.g.
+	// "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" and
+	// "congo=t61rcWkgMzE". Both "" (the default) mean none. sion carries
+	// them untouched wherever the event goes — shared links, gateways
+	// (whatever their Mapping converts), remote sessions, look-in, the
+	// adapters — and never interprets them beyond checking them at
+	// Publish: a traceparent must be version-traceid-parentid-flags in
+	// lower-case hex (2-32-16-2 digits; version ff and an all-zero
+	// trace-id or parent-id are invalid; a version after 00 may carry
+	// more fields after a dash, at most MaxTraceParentBytes in all); a
+	// tracestate follows the spec's list grammar with unique keys, at
+	// most MaxTraceStateMembers members and MaxTraceStateBytes bytes, and
+	// needs a traceparent. Publish refuses anything else with an error
+	// wrapping ErrInvalidEvent that names the field and the problem.
+	// Package github.com/sion-go/sion/metrics maps them to and from
+	// OpenTelemetry. Not S1–S4: this is "Around the library".
+	TraceParent, TraceState string
 	// Control is the control information; see Control.
 	Control Control
 }

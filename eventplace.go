@@ -307,8 +307,9 @@ var (
 // (an int attribute given as an integral float, or a float attribute
 // given as an int that float64 holds exactly, is converted), attributes
 // sorted by name, control information from the place's defaults (TTL and
-// PlaceTTL lowered where ev asks). Errors wrap ErrUnknownEventType or
-// ErrInvalidEvent and name the attribute.
+// PlaceTTL lowered where ev asks), the trace context checked and copied
+// as it is. Errors wrap ErrUnknownEventType or ErrInvalidEvent and name
+// the attribute or field.
 func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
@@ -325,7 +326,11 @@ func (p *EventPlace) admit(ev *Event, r admitRule) (*Event, error) {
 // control information, and, when r.owned, ev's Data and Attrs[:0].
 func (p *EventPlace) admitInto(out, ev *Event, r admitRule) (*Event, error) {
 	o := p.cfg.Ontology
+	if err := checkTraceContext(ev.TraceParent, ev.TraceState); err != nil {
+		return nil, err
+	}
 	out.Type, out.ContentType, out.Condition = ev.Type, ev.ContentType, ev.Condition
+	out.TraceParent, out.TraceState = ev.TraceParent, ev.TraceState
 	out.Control.TTL, out.Control.Place = p.cfg.TTL, p.cfg.Name
 	if r.keepID {
 		out.ID = ev.ID
@@ -480,7 +485,8 @@ func fitsLink(ev *Event, attrBytes int) error {
 	// per attribute, 256 for the fixed fields, the origin's switch and
 	// place names (MaxNameBytes each), and the longest path of places it
 	// may gather crossing gateways.
-	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + 256 + 2*MaxNameBytes + wire.MaxPath*(MaxNameBytes+3)
+	size := len(ev.Data) + attrBytes + 12*len(ev.Attrs) + len(ev.Type) + len(ev.ContentType) + len(ev.TraceParent) + len(ev.TraceState) +
+		256 + 2*MaxNameBytes + wire.MaxPath*(MaxNameBytes+3)
 	if ev.Condition != nil {
 		size += len(ev.Condition.String())
 	}

@@ -118,6 +118,8 @@ func FuzzSharedLinkFrames(f *testing.F) {
 	for _, m := range []wire.Message{
 		&wire.Forward{Event: wire.Event{ID: [16]byte{9}, Type: "Alarm", TTL: 2}},
 		&wire.Forward{Event: wire.Event{ID: [16]byte{8}, Type: "Reading", Attrs: attrs("n", 1.5), TTL: -1}},
+		&wire.Forward{Event: wire.Event{ID: [16]byte{7}, Type: "Alarm", TTL: 2, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "a=1"}},
+		&wire.Forward{Event: wire.Event{ID: [16]byte{6}, Type: "Alarm", TTL: 2, TraceParent: "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "A=1"}},
 		&wire.Bye{},
 	} {
 		b, err := wire.Encode(nil, m)

@@ -79,6 +79,7 @@ func toWireEvent(e *Event) wire.Event {
 		TTL: clamp32(e.Control.TTL), Hops: clamp32(e.Control.Hops),
 		PlaceTTL: clamp32(e.Control.PlaceTTL), PlaceHops: clamp32(e.Control.PlaceHops),
 		Origin: e.Control.Origin, Place: e.Control.Place, Path: e.Control.Path,
+		TraceParent: e.TraceParent, TraceState: e.TraceState,
 	}
 	if e.Condition != nil {
 		w.Condition = e.Condition.String()
@@ -91,6 +92,7 @@ func clamp32(n int) int32 { return int32(max(-1<<31, min(1<<31-1, n))) }
 func fromWireEvent(w *wire.Event) (*Event, error) {
 	e := &Event{
 		ID: w.ID, Type: w.Type, Attrs: w.Attrs, ContentType: w.ContentType, Data: w.Data,
+		TraceParent: w.TraceParent, TraceState: w.TraceState,
 		Control: Control{
 			TTL: int(w.TTL), Hops: int(w.Hops), PlaceTTL: int(w.PlaceTTL), PlaceHops: int(w.PlaceHops),
 			Origin: w.Origin, Place: w.Place, Path: w.Path,

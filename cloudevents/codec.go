@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/extensions"
 	"github.com/cloudevents/sdk-go/v2/types"
 
 	"github.com/sion-go/sion"
@@ -68,6 +69,14 @@ var contextNames = map[string]bool{
 	"datacontentencoding": true, "schemaurl": true, "data": true,
 }
 
+// The Distributed Tracing extension's attributes
+// (extensions.TraceParentExtension, extensions.TraceStateExtension): an
+// event's W3C trace context, sion.Event.TraceParent and TraceState.
+const (
+	traceParentExt = extensions.TraceParentExtension
+	traceStateExt  = extensions.TraceStateExtension
+)
+
 // controlPrefix starts every extension sion writes for control
 // information; on the way in all such extensions are dropped.
 const controlPrefix = "sion"
@@ -85,6 +94,9 @@ func extNameProblem(name string) string {
 	}
 	if contextNames[name] {
 		return "is a CloudEvents context attribute"
+	}
+	if name == traceParentExt || name == traceStateExt {
+		return "belongs to the Distributed Tracing extension, which carries the event's trace context"
 	}
 	if strings.HasPrefix(name, controlPrefix) {
 		return `starts with "sion", which is reserved for sion's control information`
@@ -236,6 +248,12 @@ func (c *Codec) ToCloudEvent(e *sion.Event) (event.Event, error) {
 	if !c.cfg.OmitControl {
 		controlExtensions(ext, e)
 	}
+	if e.TraceParent != "" {
+		ext[traceParentExt] = e.TraceParent
+	}
+	if e.TraceState != "" {
+		ext[traceStateExt] = e.TraceState
+	}
 	if len(ext) > 0 {
 		ec.Extensions = ext
 	}
@@ -326,8 +344,9 @@ func (c *Codec) eventType(name string) (*ontology.EventType, error) {
 
 // FromCloudEvent returns ce as a sion event, ready for Session.Publish:
 // ID, Type (canonical), Attrs (canonical names, sorted by name, kinds from
-// the type's vocabulary), ContentType and Data (copied); Control and
-// Condition are zero. It returns an error wrapping
+// the type's vocabulary), ContentType and Data (copied), TraceParent and
+// TraceState (the Distributed Tracing extension, as they are: Publish
+// checks them); Control and Condition are zero. It returns an error wrapping
 // sion.ErrUnknownEventType when the type lacks Config.TypePrefix or names
 // no type of the ontology (or a reserved one), and one wrapping
 // sion.ErrInvalidEvent, naming the extension, when ce does not validate,
@@ -370,6 +389,18 @@ func (c *Codec) FromCloudEvent(ce event.Event) (sion.Event, error) {
 	for en, raw := range ce.Extensions() {
 		if strings.HasPrefix(strings.ToLower(en), controlPrefix) {
 			continue // control information is never trusted
+		}
+		if en == traceParentExt || en == traceStateExt {
+			s, err := types.ToString(raw)
+			if err != nil {
+				return sion.Event{}, fmt.Errorf("%w: cloudevents: extension %q (W3C trace context) is not a String: %v", sion.ErrInvalidEvent, en, err)
+			}
+			if en == traceParentExt {
+				out.TraceParent = s
+			} else {
+				out.TraceState = s
+			}
+			continue
 		}
 		if p := extNameProblem(en); p != "" {
 			return sion.Event{}, fmt.Errorf("%w: cloudevents: extension %q: its name %s", sion.ErrInvalidEvent, en, p)

@@ -101,6 +101,13 @@
 //     attribute; the event's Control comes back zero and the receiving
 //     switch sets it, as it does for any published event (S1: entities
 //     cannot forge control information).
+//   - traceparent and tracestate: the Distributed Tracing extension
+//     carries the event's W3C trace context, sion.Event.TraceParent and
+//     TraceState, both ways and as they are (ce-traceparent and
+//     ce-tracestate headers in HTTP binary mode, members in structured
+//     mode), Config.OmitControl or not; an empty field is left out. On
+//     the way in a value that is not a String is refused; Publish checks
+//     the rest. No attribute may travel under these two names.
 //
 // # HTTP
 //

@@ -206,7 +206,13 @@
 // payload is the message data, with the content-type header as its media
 // type (other headers, Nats-Msg-Id included, are ignored); it has no
 // attributes and gets a new ID, so a raw message published twice is two
-// events. Each event is published
+// events. Trace context: a CloudEvent carries the event's W3C trace
+// context (sion.Event.TraceParent and TraceState) as the Distributed
+// Tracing extension, ce-traceparent and ce-tracestate headers in binary
+// mode, both ways; a raw message may carry it in plain traceparent and
+// tracestate headers (any case; several tracestate values join with
+// ","), and Publish checks it as for any event (a bad one is refused,
+// ReasonRefused). Each event is published
 // into the subject switch by the Gateway's session there; the federation
 // carries it into the caller's place only when someone there wants it
 // (the gateway's proxy filters) and the In firewall lets it through,

@@ -45,6 +45,7 @@ func (g *Gateway) receive(m *natsgo.Msg) {
 func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
 	var ct string
 	var spec bool
+	var parents, states []string // raw messages' W3C trace context
 	for k, vs := range m.Header {
 		switch {
 		case len(vs) == 0:
@@ -52,6 +53,10 @@ func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
 			ct = vs[0]
 		case strings.EqualFold(k, headerPrefix+"specversion"):
 			spec = true
+		case strings.EqualFold(k, traceParentHeader):
+			parents = append(parents, vs...)
+		case strings.EqualFold(k, traceStateHeader):
+			states = append(states, vs...)
 		}
 	}
 	if spec {
@@ -87,6 +92,15 @@ func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
 	if len(m.Data) > 0 {
 		ev.Data = m.Data
 	}
+	if len(parents) > 1 {
+		return sion.Event{}, ReasonRefused, fmt.Errorf("%w: nats: raw message on %q has %d traceparent headers; W3C Trace Context allows one", sion.ErrInvalidEvent, m.Subject, len(parents))
+	}
+	if len(parents) == 1 {
+		ev.TraceParent = parents[0]
+	}
+	// Several tracestate values combine into one list, in order (RFC 7230
+	// section 3.2.2, as W3C Trace Context asks); Publish checks the result.
+	ev.TraceState = strings.Join(states, ",")
 	return ev, "", nil
 }
 

@@ -23,6 +23,14 @@ const (
 	batchMedia      = "application/cloudevents-batch+json" // refused: one event per message
 )
 
+// The W3C Trace Context headers of a raw message (a CloudEvent carries
+// its trace context as ce-traceparent and ce-tracestate, the Distributed
+// Tracing extension).
+const (
+	traceParentHeader = "traceparent"
+	traceStateHeader  = "tracestate"
+)
+
 // send publishes one event of the subject place to NATS, once per path of
 // its type (the out subscription's handler). Events published on the
 // subject switch itself — those that came in from NATS — are not sent.

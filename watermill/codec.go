@@ -25,6 +25,16 @@ import (
 // content type when Config.ContentTypeKey is "".
 const DefaultContentTypeKey = "content_type"
 
+// TraceParentKey and TraceStateKey are the metadata keys that carry an
+// event's W3C Trace Context (sion.Event.TraceParent and TraceState) both
+// ways, as they are; an empty field has no key. They are never
+// attributes: an attribute of either name does not travel as metadata.
+// The switch checks them at Publish (see sion.Event.TraceParent).
+const (
+	TraceParentKey = "traceparent"
+	TraceStateKey  = "tracestate"
+)
+
 // Config says how messages and events convert, for a Publisher and a
 // Subscriber alike. The zero value means the defaults (on a local
 // session); both sides of a topic should use the same Topics,
@@ -85,6 +95,9 @@ func newCodec(s *sion.Session, cfg Config) (*codec, error) {
 	if c.ctKey == "" {
 		c.ctKey = DefaultContentTypeKey
 	}
+	if c.ctKey == TraceParentKey || c.ctKey == TraceStateKey {
+		return nil, fmt.Errorf("%w: watermill: Config.ContentTypeKey %q carries the trace context", sion.ErrInvalidConfig, c.ctKey)
+	}
 	if cfg.MetadataAttribute != "" {
 		c.carrier = c.o.CanonicalAttribute(cfg.MetadataAttribute)
 	}
@@ -128,8 +141,15 @@ func (c *codec) toEvent(topic string, msg *wmessage.Message) (*sion.Event, error
 	slices.Sort(keys)
 	for _, k := range keys {
 		v := msg.Metadata[k]
-		if k == c.ctKey {
+		switch k {
+		case c.ctKey:
 			ev.ContentType = v
+			continue
+		case TraceParentKey:
+			ev.TraceParent = v
+			continue
+		case TraceStateKey:
+			ev.TraceState = v
 			continue
 		}
 		a, ok := c.o.Attribute(t.ID, k)
@@ -224,7 +244,7 @@ func (c *codec) toMessage(ev *sion.Event, subscribed string) *wmessage.Message {
 	var keep carried
 	for i := range ev.NumAttrs() {
 		name, v := ev.Attr(i)
-		if skip[name] {
+		if skip[name] || name == TraceParentKey || name == TraceStateKey {
 			continue
 		}
 		if c.carrier != "" && name == c.carrier && v.Kind() == ontology.KindString {
@@ -236,12 +256,18 @@ func (c *codec) toMessage(ev *sion.Event, subscribed string) *wmessage.Message {
 		md[name] = formatValue(v)
 	}
 	for k, v := range keep.Metadata {
-		if _, taken := md[k]; !taken {
+		if _, taken := md[k]; !taken && k != TraceParentKey && k != TraceStateKey {
 			md[k] = v
 		}
 	}
 	if ev.ContentType != "" && ev.ContentType != c.ct {
 		md[c.ctKey] = ev.ContentType
+	}
+	if ev.TraceParent != "" {
+		md[TraceParentKey] = ev.TraceParent
+	}
+	if ev.TraceState != "" {
+		md[TraceStateKey] = ev.TraceState
 	}
 	uuid := keep.UUID
 	if uuid == "" {

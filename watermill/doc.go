@@ -66,6 +66,11 @@
 //     with '{', '[' or '<' must parse as JSON or XML, which Publish
 //     checks); on the way back the key is set when the event's content type
 //     is neither "" nor Config.ContentType.
+//   - trace context: the metadata keys traceparent and tracestate
+//     (TraceParentKey, TraceStateKey) are the event's W3C Trace Context,
+//     sion.Event.TraceParent and TraceState, both ways and as they are;
+//     never attributes. Publish refuses a bad one (wrapping
+//     sion.ErrInvalidEvent and naming it).
 //
 // # What degrades
 //

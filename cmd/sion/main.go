@@ -82,14 +82,16 @@
 // prints "subscribed to …" on stderr once the filter is active in the
 // place) and prints each delivery on stdout — type, attributes, the
 // matched subscription and its score; -o json writes one JSON object per
-// line — until -n were received (status 0), it is interrupted (0), or the
-// session fails (1).
+// line, with the event's W3C trace context as "traceparent" and
+// "tracestate" when it has one — until -n were received (status 0), it
+// is interrupted (0), or the session fails (1).
 //
 // pub publishes one event from its flags — an -attr value is read as an
 // int, a float, true or false, an RFC 3339 time, or else a string, and the
 // switch checks it against the ontology — or, without -type, one per line
 // of standard input: {"type": T, "attrs": {name: value, …},
-// "content_type": M, "data": a JSON value or a string}. An event the
+// "content_type": M, "data": a JSON value or a string, "traceparent": P,
+// "tracestate": S (W3C Trace Context, optional)}. An event the
 // switch refuses is reported with its line and the status is 1; the
 // others are published.
 //

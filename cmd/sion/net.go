@@ -406,11 +406,14 @@ type jsonDelivery struct {
 	Attrs       map[string]any `json:"attrs,omitempty"`
 	ContentType string         `json:"content_type,omitempty"`
 	Data        string         `json:"data,omitempty"`
+	TraceParent string         `json:"traceparent,omitempty"`
+	TraceState  string         `json:"tracestate,omitempty"`
 	Matched     []sion.Match   `json:"matched"`
 }
 
 func writeJSON(w io.Writer, d sion.Delivery) {
-	j := jsonDelivery{ID: d.Event.ID.String(), Type: d.Event.Type, ContentType: d.Event.ContentType, Data: string(d.Event.Data), Matched: d.Matched}
+	j := jsonDelivery{ID: d.Event.ID.String(), Type: d.Event.Type, ContentType: d.Event.ContentType, Data: string(d.Event.Data),
+		TraceParent: d.Event.TraceParent, TraceState: d.Event.TraceState, Matched: d.Matched}
 	if len(d.Event.Attrs) > 0 {
 		j.Attrs = map[string]any{}
 		for _, a := range d.Event.Attrs {
@@ -560,6 +563,8 @@ func eventOfJSON(line []byte) (*sion.Event, error) {
 		Attrs       map[string]json.RawMessage `json:"attrs"`
 		ContentType string                     `json:"content_type"`
 		Data        json.RawMessage            `json:"data"`
+		TraceParent string                     `json:"traceparent"`
+		TraceState  string                     `json:"tracestate"`
 	}
 	if err := json.Unmarshal(line, &j); err != nil {
 		return nil, err
@@ -567,7 +572,7 @@ func eventOfJSON(line []byte) (*sion.Event, error) {
 	if j.Type == "" {
 		return nil, errors.New(`no "type"`)
 	}
-	ev := &sion.Event{Type: j.Type, ContentType: j.ContentType}
+	ev := &sion.Event{Type: j.Type, ContentType: j.ContentType, TraceParent: j.TraceParent, TraceState: j.TraceState}
 	for k, raw := range j.Attrs {
 		v, err := jsonAttr(raw)
 		if err != nil {

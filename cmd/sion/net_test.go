@@ -99,7 +99,7 @@ func TestServeSubPub(t *testing.T) {
 {"type": "ice quake", "attrs": {"mag": 4.9, "place": "5 km N"}}
 
 {"type": "nonesuch"}
-{"type": "earthquake", "attrs": {"mag": 7, "time": "2023-04-07T17:20:12.38Z"}, "data": {"felt": 12}}
+{"type": "earthquake", "attrs": {"mag": 7, "time": "2023-04-07T17:20:12.38Z"}, "data": {"felt": 12}, "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "rojo=1"}
 `)
 	p := start(t, bin, lines, "pub", "-server", addrA)
 	status, _, stderr := exitCode(t, p)
@@ -122,6 +122,9 @@ func TestServeSubPub(t *testing.T) {
 	assert.Equal(t, "earthquake", got[2].Type)
 	assert.Equal(t, map[string]any{"mag": 7.0, "time": "2023-04-07T17:20:12.38Z"}, got[2].Attrs)
 	assert.JSONEq(t, `{"felt": 12}`, got[2].Data)
+	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", got[2].TraceParent, "the trace context crossed the link")
+	assert.Equal(t, "rojo=1", got[2].TraceState)
+	assert.Empty(t, got[0].TraceParent)
 	for _, d := range got {
 		require.Len(t, d.Matched, 1)
 		assert.Equal(t, 1.0, d.Matched[0].Score)

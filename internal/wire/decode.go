@@ -368,6 +368,8 @@ func (d *decoder) event(ev *Event) {
 			d.path.pop()
 		}
 	}
+	ev.TraceParent = d.text("traceparent")
+	ev.TraceState = d.text("tracestate")
 	d.path.pop()
 }
 

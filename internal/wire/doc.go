@@ -37,7 +37,7 @@
 // kind in the order below, and nothing after them:
 //
 //	frame       = version kind body .
-//	version     = byte .                    (FrameVersion, 6)
+//	version     = byte .                    (FrameVersion, 7)
 //	kind        = byte .                    (Kind: 1 Hello … 19 Advertise)
 //
 //	Hello       = uvarint(Version ≤ 65535) text(Session) attrs(Profile) bytes(Token)
@@ -67,7 +67,8 @@
 //
 //	event       = 16*byte(ID) text(Type) attrs(Attrs) text(ContentType) bytes(Data)
 //	              text(Condition) sint32(TTL) sint32(Hops) sint32(PlaceTTL) sint32(PlaceHops)
-//	              text(Origin) text(Place) uvarint(count ≤ MaxPath) {text(place)} .
+//	              text(Origin) text(Place) uvarint(count ≤ MaxPath) {text(place)}
+//	              text(TraceParent) text(TraceState) .   (W3C Trace Context; "" for none)
 //	attrs       = uvarint(n) { text(Name) value } .
 //	value       = 0x01 string | 0x02 sint | 0x03 float | 0x04 bool | 0x05 sint .
 //	              (string, int, float, bool, time as ns since the Unix epoch)
@@ -96,7 +97,9 @@
 //
 // Every frame starts with FrameVersion. A peer refuses a frame of any
 // other version with an error wrapping ErrVersion. FrameVersion is bumped
-// on any incompatible change; adding a kind is one. Hello.Version and
+// on any incompatible change; adding a kind is one. Version 7 added the
+// event's trace context (two text fields at its end, two bytes when
+// empty); version 6 the Advertise kind. Hello.Version and
 // Welcome.Version are the session protocol's negotiation and travel in the
 // body.
 //

@@ -15,7 +15,7 @@ import (
 // FrameVersion is the version byte that starts every frame this package
 // writes, and the only one Decode accepts. It changes on any incompatible
 // change of the format.
-const FrameVersion = 6
+const FrameVersion = 7
 
 // Wire numbers of value kinds; part of the format, independent of the
 // numbering of ontology.Kind.
@@ -136,7 +136,8 @@ func sizeHint(m Message) int {
 func eventSize(ev *Event) int {
 	n := len(ev.ID) + textLen(ev.Type) + uvarintLen(uint64(len(ev.Attrs))) + textLen(ev.ContentType) +
 		uvarintLen(uint64(len(ev.Data))) + len(ev.Data) + textLen(ev.Condition) + 4*binary.MaxVarintLen32 +
-		textLen(ev.Origin) + textLen(ev.Place) + uvarintLen(uint64(len(ev.Path)))
+		textLen(ev.Origin) + textLen(ev.Place) + uvarintLen(uint64(len(ev.Path))) +
+		textLen(ev.TraceParent) + textLen(ev.TraceState)
 	for _, a := range ev.Attrs {
 		n += textLen(a.Name) + 1
 		switch a.Value.Kind() {
@@ -323,6 +324,8 @@ func (e *encoder) event(ev *Event) {
 		e.text("place", p)
 		e.path.pop()
 	}
+	e.text("traceparent", ev.TraceParent)
+	e.text("tracestate", ev.TraceState)
 	e.path.pop()
 }
 

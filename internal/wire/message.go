@@ -384,6 +384,10 @@ type Event struct {
 	// one it is in now last (UTF-8 names); at most MaxPath. Gateways
 	// never carry an event into a place on its path.
 	Path []string
+	// TraceParent and TraceState are the event's W3C Trace Context
+	// (UTF-8), "" for none. The codec carries them as they are and does
+	// not check their grammar; the switch does.
+	TraceParent, TraceState string
 }
 
 // MaxPath bounds Event.Path: no event crosses more gateways.

@@ -83,7 +83,17 @@ func extremeEvent() Event {
 		Data:        all,
 		TTL:         math.MinInt32, Hops: math.MaxInt32, PlaceTTL: -1, PlaceHops: math.MaxInt32,
 		Origin: "o", Place: strings.Repeat("p", 1000), Path: slices.Repeat([]string{"", strings.Repeat("q", 300)}, MaxPath/2),
+		// The codec carries any UTF-8 here; the switch checks the grammar.
+		TraceParent: "ff-痕跡", TraceState: strings.Repeat("ß", 300),
 	}
+}
+
+// tracedEvent is realisticEvent with a W3C trace context.
+func tracedEvent() Event {
+	ev := realisticEvent()
+	ev.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ev.TraceState = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
+	return ev
 }
 
 type sample struct {
@@ -121,6 +131,9 @@ func samples() []sample {
 		{"Welcome/empty lost", &Welcome{Lost: []Count{}}},
 		{"Publish/realistic", &Publish{Seq: 42, Event: realisticEvent()}},
 		{"Publish/extreme", &Publish{Seq: math.MaxUint64, Event: extremeEvent()}},
+		{"Publish/traced", &Publish{Seq: 44, Event: tracedEvent()}},
+		{"Forward/traced", &Forward{Event: tracedEvent()}},
+		{"Deliver/traced", &Deliver{Event: tracedEvent(), Matched: matched}},
 		{"Publish/zero", &Publish{}},
 		{"Publish/empty slices", &Publish{Event: Event{Attrs: []ontology.Attr{}, Data: []byte{}}}},
 		{"Subscribe/realistic", &Subscribe{Seq: 43, Sub: 1, Filter: `music.BGM && tempo >= 120`, Queue: 256, Overflow: 1, TTL: 3}},
@@ -391,7 +404,7 @@ func TestGoldenPublish(t *testing.T) {
 		Origin: "sw1",
 	}}
 	want := []byte{
-		0x06, 0x03, // version 6, KindPublish
+		0x07, 0x03, // version 7, KindPublish
 		0x01,                                                                                           // Seq 1
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, // ID
 		0x04, 'n', 'e', 'w', 's', // Type
@@ -405,6 +418,8 @@ func TestGoldenPublish(t *testing.T) {
 		0x03, 's', 'w', '1', // Origin
 		0x00, // Place ""
 		0x00, // Path: no places
+		0x00, // TraceParent ""
+		0x00, // TraceState ""
 	}
 	assert.Equal(t, want, encode(t, m))
 	got, err := Decode(want, Limits{})
@@ -413,11 +428,11 @@ func TestGoldenPublish(t *testing.T) {
 }
 
 // TestGoldenAdvertise pins the Advertise frame (kind 19, new in version
-// 6): if this fails, the encoding changed, which needs a new FrameVersion.
+// 6; unchanged in 7): if this fails, the encoding changed, which needs a new FrameVersion.
 func TestGoldenAdvertise(t *testing.T) {
 	m := &Advertise{Seq: 2, Type: "Alarm", Attrs: []ontology.Attr{{Name: "zone", Value: ontology.String("hall")}}}
 	want := []byte{
-		0x06, 0x13, // version 6, KindAdvertise
+		0x07, 0x13, // version 7, KindAdvertise
 		0x02,                          // Seq 2
 		0x05, 'A', 'l', 'a', 'r', 'm', // Type
 		0x01,                                                     // 1 attribute
@@ -451,13 +466,15 @@ func TestTruncatedFramesFail(t *testing.T) {
 // builder hand-writes frames for the malformed cases.
 type builder []byte
 
-func newFrame(k Kind) builder             { return builder{FrameVersion, byte(k)} }
-func (b builder) u(v uint64) builder      { return binary.AppendUvarint(b, v) }
-func (b builder) z(v int64) builder       { return binary.AppendVarint(b, v) }
-func (b builder) raw(p ...byte) builder   { return append(b, p...) }
-func (b builder) s(s string) builder      { return append(b.u(uint64(len(s))), s...) }
-func (b builder) id() builder             { return append(b, make([]byte, 16)...) }
-func (b builder) eventTail() builder      { return b.s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(0) }
+func newFrame(k Kind) builder           { return builder{FrameVersion, byte(k)} }
+func (b builder) u(v uint64) builder    { return binary.AppendUvarint(b, v) }
+func (b builder) z(v int64) builder     { return binary.AppendVarint(b, v) }
+func (b builder) raw(p ...byte) builder { return append(b, p...) }
+func (b builder) s(s string) builder    { return append(b.u(uint64(len(s))), s...) }
+func (b builder) id() builder           { return append(b, make([]byte, 16)...) }
+func (b builder) eventTail() builder {
+	return b.s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(0).s("").s("")
+}
 func (b builder) eventAfterType() builder { return b.u(0).eventTail() }
 
 func TestDecodeMalformed(t *testing.T) {
@@ -477,13 +494,15 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty frame", nil, ErrMalformed, "wire: malformed frame: version: truncated at offset 0"},
 		{"no kind", []byte{FrameVersion}, ErrMalformed, "kind: truncated at offset 1"},
-		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 6 at offset 0"},
-		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 6"},
-		{"version 4, before Control", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 6"},
-		{"version 4 Control", []byte{4, byte(KindControl), 1}, ErrVersion, "wire: frame of an unsupported version: version: version 4, want 6"},
-		{"version 5, before Advertise", []byte{5, byte(KindBye)}, ErrVersion, "version 5, want 6"},
-		{"version 5 Advertise", []byte{5, byte(KindAdvertise), 1, 1, 'A', 0}, ErrVersion, "wire: frame of an unsupported version: version: version 5, want 6"},
-		{"version 7", []byte{7, byte(KindBye)}, ErrVersion, "version 7, want 6"},
+		{"version 0", []byte{0, byte(KindBye)}, ErrVersion, "version: version 0, want 7 at offset 0"},
+		{"version 2", []byte{2, byte(KindBye)}, ErrVersion, "version 2, want 7"},
+		{"version 4, before Control", []byte{4, byte(KindBye)}, ErrVersion, "version 4, want 7"},
+		{"version 4 Control", []byte{4, byte(KindControl), 1}, ErrVersion, "wire: frame of an unsupported version: version: version 4, want 7"},
+		{"version 5, before Advertise", []byte{5, byte(KindBye)}, ErrVersion, "version 5, want 7"},
+		{"version 5 Advertise", []byte{5, byte(KindAdvertise), 1, 1, 'A', 0}, ErrVersion, "wire: frame of an unsupported version: version: version 5, want 7"},
+		{"version 6, before trace context", []byte{6, byte(KindBye)}, ErrVersion, "version 6, want 7"},
+		{"version 6 Publish", []byte{6, byte(KindPublish), 1}, ErrVersion, "wire: frame of an unsupported version: version: version 6, want 7"},
+		{"version 8", []byte{8, byte(KindBye)}, ErrVersion, "version 8, want 7"},
 		{"version 255 truncated", []byte{255}, ErrVersion, "version 255"},
 		{"kind 0", newFrame(0), ErrMalformed, "kind: unknown kind 0 at offset 1"},
 		{"kind 20", newFrame(20), ErrMalformed, "unknown kind 20"},
@@ -522,6 +541,9 @@ func TestDecodeMalformed(t *testing.T) {
 		{"value kind 0", publish.s("t").u(1).s("v").raw(0).eventTail(), ErrMalformed, "event attribute 0 value: invalid value kind 0"},
 		{"value kind 6", publish.s("t").u(1).s("v").raw(6, 0).eventTail(), ErrMalformed, "invalid value kind 6"},
 		{"truncated float", publish.s("t").u(1).s("f").raw(valFloat, 1, 2, 3, 4, 5, 6, 7), ErrMalformed, "event attribute 0 value: float needs 8 bytes, 7 remain"},
+		{"truncated before traceparent", publish.s("t").u(0).s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(0), ErrMalformed, "event traceparent: truncated"},
+		{"invalid UTF-8 in traceparent", publish.s("t").u(0).s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(0).s("\xff").s(""), ErrMalformed, "event traceparent: invalid UTF-8"},
+		{"tracestate beyond the frame", publish.s("t").u(0).s("").u(0).s("").z(0).z(0).z(0).z(0).s("").s("").u(0).s("").u(64<<10 + 1), ErrMalformed, "event tracestate: length 65537 exceeds remaining 0 bytes at offset 33"},
 		{"match count beyond the frame", newFrame(KindDeliver).id().s("t").eventAfterType().u(1).u(1).raw(1, 2, 3, 4, 5, 6, 7), ErrMalformed, "match count: count 1 needs at least 9 bytes per element, 8 remain"},
 		{"delivery event error names its place", newFrame(KindPullReply).u(0).u(1).id().s("\xff").eventAfterType().u(0), ErrMalformed, "wire: malformed PullReply frame: delivery 0 event type: invalid UTF-8"},
 		{"Advertise empty body", newFrame(KindAdvertise), ErrMalformed, "wire: malformed Advertise frame: seq: truncated"},
@@ -642,6 +664,8 @@ func TestEncodeRefuses(t *testing.T) {
 		{"invalid UTF-8 in filter", &Subscribe{Filter: "\xff"}, "filter: invalid UTF-8"},
 		{"invalid UTF-8 in condition", &Publish{Event: Event{Condition: "\xff"}}, "event condition: invalid UTF-8"},
 		{"invalid UTF-8 in origin", &Publish{Event: Event{Origin: "\xff"}}, "event origin: invalid UTF-8"},
+		{"invalid UTF-8 in traceparent", &Forward{Event: Event{TraceParent: "\xff"}}, "event traceparent: invalid UTF-8"},
+		{"invalid UTF-8 in tracestate", &Deliver{Event: Event{TraceState: "a=\xff"}}, "event tracestate: invalid UTF-8"},
 		{"invalid UTF-8 in place", &Welcome{Place: "\xff"}, "place: invalid UTF-8"},
 	}
 	for _, tt := range tests {
