@@ -13,6 +13,7 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/manage"
+	"github.com/sion-go/sion/metrics"
 )
 
 // DefaultHTTPAddr is where "sion stats" looks for a switch's management
@@ -31,7 +32,7 @@ type httpOptions struct {
 // httpFlags registers serve's management flags on fs.
 func httpFlags(fs *flag.FlagSet) *httpOptions {
 	o := &httpOptions{}
-	o.addr = fs.String("http", "", `the TCP address to serve the management view on: the page at /, JSON under /api/, /healthz (e.g. 127.0.0.1:8747; "": none)`)
+	o.addr = fs.String("http", "", `the TCP address to serve the management view on: the page at /, JSON under /api/, /healthz, and Prometheus metrics at /metrics (e.g. 127.0.0.1:8747; "": none)`)
 	fs.Var(&o.peers, "http-peer", "NAME=URL: the management view of a neighbour switch, which the page follows to draw the place; may be repeated")
 	return o
 }
@@ -49,7 +50,8 @@ func (o *httpOptions) fromConfig(cfg Config, set map[string]bool) {
 	}
 }
 
-// start serves sw's management view when -http is set, says where on
+// start serves sw's management view (package manage) and its metrics at
+// /metrics (package metrics) when -http is set, says where on
 // stdout (and on stderr if it fails later), and returns the function that
 // stops it; a no-op without -http.
 func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout, stderr io.Writer) (stop func(), err error) {
@@ -68,7 +70,10 @@ func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout, stderr i
 	if err != nil {
 		return nil, fmt.Errorf("management view: %w", err)
 	}
-	srv := &http.Server{Handler: manage.New(sw, manage.Config{Addr: switchAddr, Peers: peers}), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(sw))
+	mux.Handle("/", manage.New(sw, manage.Config{Addr: switchAddr, Peers: peers}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

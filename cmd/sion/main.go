@@ -97,7 +97,8 @@
 //
 // serve -http ADDR also serves the switch's management view (S1 SION-MT;
 // package manage) on ADDR — the page at /, JSON under /api/, /healthz —
-// and -http-peer NAME=URL names a neighbour's, which the page follows to
+// and its metrics for Prometheus at /metrics (package metrics), and
+// -http-peer NAME=URL names a neighbour's, which the page follows to
 // draw the whole place; without -http there is none. stats reads a
 // management view (-server names it: the -http address, or a URL; as
 // the nats command reads nats-server's monitoring port) and prints the

@@ -75,8 +75,12 @@ func TestServeHTTPAndStats(t *testing.T) {
 	assert.Equal(t, map[string]any{"a": viewA}, all["switch"]["peers"])
 	assert.Len(t, all["routes"]["routes"], 1)
 
-	for path, want := range map[string]string{"/": "sion.js", "/healthz": `"ok"`} {
-		resp, err := http.Get(viewB + path)
+	for path, want := range map[string]string{
+		"/": "sion.js", "/healthz": `"ok"`,
+		"/metrics":  `sion_link_up{peer="a",place="usgs",switch="b"} 1`,
+		"/metrics#": `sion_sessions{kind="remote",place="usgs",switch="b"} 1`,
+	} {
+		resp, err := http.Get(viewB + strings.TrimSuffix(path, "#"))
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
