@@ -101,6 +101,26 @@ func (sw *Switch) Sessions() []SessionInfo {
 	return out
 }
 
+// SessionCounts returns how many sessions of each kind the switch has
+// now: a map with an entry for each kind it has. Unlike Sessions it
+// costs only a visit of each session, whatever their subscriptions. Safe
+// for concurrent use.
+func (sw *Switch) SessionCounts() map[SessionKind]int {
+	out := map[SessionKind]int{}
+	sw.mu.RLock()
+	defer sw.mu.RUnlock()
+	for _, s := range sw.sessions {
+		out[s.sink.kind()]++
+	}
+	return out
+}
+
+func (localSink) kind() SessionKind { return SessionLocal }
+
+func (*remoteEnd) kind() SessionKind { return SessionRemote }
+
+func (r *router) kind() SessionKind { return r.end.sessionKind() }
+
 // describe fills in what a local session is.
 func (localSink) describe(si *SessionInfo) { si.Kind = SessionLocal }
 

@@ -96,6 +96,8 @@ func TestSessions(t *testing.T) {
 	require.NotNil(t, gw)
 	assert.Equal(t, "g", gw.Peer)
 
+	assert.Equal(t, map[sion.SessionKind]int{sion.SessionLocal: 1, sion.SessionRemote: 1, sion.SessionLink: 1}, lab.sws[1].SessionCounts())
+	assert.Equal(t, map[sion.SessionKind]int{sion.SessionLink: 1, sion.SessionGateway: 1}, lab.sws[0].SessionCounts())
 	remote.Close()
 	require.Eventually(t, func() bool { _, ok := byName(lab.sws[1])["far"]; return !ok }, waitFor, 10*time.Millisecond,
 		"a remote session that closed is gone")

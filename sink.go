@@ -68,8 +68,10 @@ type sink interface {
 	// session's switch side ends its connection, its requests and its
 	// stream here.
 	ending()
-	// describe fills in si's Kind, Peer and Away (Switch.Sessions).
+	// describe fills in si's Kind, Peer and Away (Switch.Sessions); kind
+	// is its Kind alone, taking no lock (Switch.SessionCounts).
 	describe(si *SessionInfo)
+	kind() SessionKind
 }
 
 // patronOf reports whether s's profile satisfies e's patronage condition

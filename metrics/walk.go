@@ -130,14 +130,9 @@ func (st *state) walkSwitch(sw *sion.Switch, emit emitFunc, emitHist histFunc) {
 	c(fAgentSent, s.AgentSent)
 	c(fAgentReceived, s.AgentReceived)
 
-	var kinds [5]int
-	for _, si := range sw.Sessions() {
-		if i := slices.Index(sessionKinds, si.Kind); i >= 0 {
-			kinds[i]++
-		}
-	}
-	for i, k := range sessionKinds {
-		n(fSessions, kinds[i], string(k))
+	kinds := sw.SessionCounts()
+	for _, k := range sessionKinds {
+		n(fSessions, kinds[k], string(k))
 	}
 	n(fAway, s.Away)
 	n(fSubscriptions, s.Subscriptions)
