@@ -15,8 +15,10 @@
 //
 // serve runs one switch (S1 SI-SW) of an event place over TCP: it serves
 // remote sessions and shared links, links to the switches named by -link,
-// and on SIGINT or SIGTERM closes — its links and sessions end — and exits
-// 0. Its config file is JSON (Config; example-config.json beside this
+// and on SIGINT or SIGTERM drains and exits 0: it stops accepting,
+// closes its gateways, refuses new sessions and subscriptions, lets each
+// session's queued events reach their subscriptions (Switch.Drain, for at
+// most 10 s), then closes — its links and sessions end. Its config file is JSON (Config; example-config.json beside this
 // file): listen, name, place, ontology, links, key_file, federate,
 // accept_federation, tls_cert, tls_key, tls_ca and tls_verify_clients,
 // the files relative to the config file; a flag given overrides its

@@ -254,12 +254,21 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	closeGateways() // each tells the other place the federation ends
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := sw.Drain(dctx); err != nil { // new sessions refused, each session drained, then closed
+		fmt.Fprintf(stderr, "sion serve: draining for %v: %v; closing\n", drainTimeout, err)
+	}
 	if err := sw.Close(); err != nil {
 		fmt.Fprintf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
+
+// drainTimeout bounds serve's drain at SIGINT or SIGTERM (Switch.Drain);
+// past it, the switch closes with what is left.
+const drainTimeout = 10 * time.Second
 
 // directions says which directions of gateway cfg are open.
 func directions(cfg sion.GatewayConfig) string {
