@@ -52,8 +52,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads the switches' snapshots and sends one constant metric
-// per series. Its cost grows with the switches' sessions (Switch.Sessions
-// lists them, with their subscriptions), links and gateways.
+// per series. Its cost grows with the switches' sessions (counted by
+// kind: Switch.SessionCounts), links and gateways, not with their
+// subscriptions.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()

@@ -54,7 +54,7 @@ func newFamily(typ famType, name, otel, unit, help string, labels ...string) *fa
 	return f
 }
 
-// Switch families (Switch.Stats, Switch.Sessions).
+// Switch families (Switch.Stats, Switch.SessionCounts).
 var (
 	fEventsIn = newFamily(counter, "sion_events_in_total", "sion.events.in", "{event}",
 		"Events published on the switch or arrived over its shared links (Stats.EventsIn).")
@@ -85,7 +85,7 @@ var (
 		"Time the filter index took to match an event, one event in 8 sampled (Switch.MatchTime).")
 
 	fSessions = newFamily(upDown, "sion_sessions", "sion.sessions", "{session}",
-		"Sessions open now, by kind: local, remote, link, overlay, gateway (Switch.Sessions).", lKind)
+		"Sessions open now, by kind: local, remote, link, overlay, gateway (Switch.SessionCounts).", lKind)
 	fAway = newFamily(upDown, "sion_sessions_away", "sion.sessions.away", "{session}",
 		"Remote sessions whose entity is away now, kept for their retention (Stats.Away).")
 	fSubscriptions = newFamily(upDown, "sion_subscriptions", "sion.subscriptions", "{subscription}",
