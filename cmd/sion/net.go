@@ -402,8 +402,11 @@ func writeText(w io.Writer, d sion.Delivery) {
 	for _, m := range d.Matched {
 		fmt.Fprintf(&b, " [subscription %d score %s]", m.Subscription, strconv.FormatFloat(m.Score, 'g', -1, 64))
 	}
-	if len(d.Event.Data) > 0 {
+	switch {
+	case len(d.Event.Data) > 0 && d.Event.ContentType != "":
 		fmt.Fprintf(&b, " (%d bytes of %s)", len(d.Event.Data), d.Event.ContentType)
+	case len(d.Event.Data) > 0:
+		fmt.Fprintf(&b, " (%d bytes)", len(d.Event.Data))
 	}
 	fmt.Fprintln(w, b.String())
 }
@@ -595,6 +598,9 @@ func eventOfJSON(line []byte) (*sion.Event, error) {
 			ev.Data = []byte(s) // a string: its text
 		} else {
 			ev.Data = j.Data // a JSON value: its bytes
+			if ev.ContentType == "" {
+				ev.ContentType = "application/json"
+			}
 		}
 	}
 	return ev, nil

@@ -122,6 +122,7 @@ func TestServeSubPub(t *testing.T) {
 	assert.Equal(t, "earthquake", got[2].Type)
 	assert.Equal(t, map[string]any{"mag": 7.0, "time": "2023-04-07T17:20:12.38Z"}, got[2].Attrs)
 	assert.JSONEq(t, `{"felt": 12}`, got[2].Data)
+	assert.Equal(t, "application/json", got[2].ContentType, "a JSON value as data is JSON")
 	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", got[2].TraceParent, "the trace context crossed the link")
 	assert.Equal(t, "rojo=1", got[2].TraceState)
 	assert.Empty(t, got[0].TraceParent)
