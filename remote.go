@@ -592,6 +592,16 @@ func (rc *remoteClient) closeSession() {
 				conn.Send(ctx, f)
 			}
 		}
+		// Until the switch ends the connection (it does on the Bye), read
+		// and drop what it still sends: closing with frames unread would
+		// reset the connection, and a reset may discard the Bye before the
+		// switch reads it — the switch would then keep the session, away,
+		// for its retention, holding what it matches.
+		for {
+			if _, err := conn.Recv(ctx); err != nil {
+				break
+			}
+		}
 		cancel()
 	}
 	conn.Close()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,5 +130,42 @@ func TestServeHTTPFromConfig(t *testing.T) {
 	assert.Equal(t, map[string]any{"d": "http://10.0.0.4:8747"}, got["peers"])
 	require.NoError(t, sw.cmd.Process.Signal(syscall.SIGTERM))
 	status, _, stderr := exitCode(t, sw)
+	assert.Equal(t, 0, status, stderr)
+}
+
+// TestPubLeavesNoSessionAway: 30 pub processes in a row, each exiting as
+// soon as its event is published, and the switch keeps none of their
+// sessions as away (Stats.Disconnects stays 0). The remote session's
+// Close used to reset the connection with frames unread, which could
+// discard its goodbye: one pub in about ten left its session for the
+// switch to hold for its retention.
+func TestPubLeavesNoSessionAway(t *testing.T) {
+	bin := sionBinary(t)
+	hazards := filepath.Join("..", "..", "examples", "internal", "usgs", "hazards.json")
+	a := start(t, bin, nil, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-name", "a", "-place", "usgs", "-http", "127.0.0.1:0")
+	addr := lastWord(line(t, a.stdout))
+	view := lastWord(line(t, a.stdout))
+	for range 30 {
+		out, err := exec.Command(bin, "pub", "-server", addr, "-type", "earthquake", "-attr", "mag=1").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	var sw struct {
+		Stats struct {
+			Sessions    int    `json:"sessions"`
+			Disconnects uint64 `json:"disconnects"`
+			Published   uint64 `json:"published"`
+		} `json:"stats"`
+	}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(view + "/api/switch")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&sw))
+		return sw.Stats.Sessions == 0
+	}, 10*time.Second, 10*time.Millisecond, "every pub's session ended: %+v", sw)
+	assert.Zero(t, sw.Stats.Disconnects, "no pub's session was kept for its return")
+	assert.Equal(t, uint64(30), sw.Stats.Published)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	status, _, stderr := exitCode(t, a)
 	assert.Equal(t, 0, status, stderr)
 }
