@@ -41,7 +41,7 @@ type Histogram struct {
 	Sum   time.Duration
 }
 
-// matchBounds are the buckets of Stats.MatchTime: 250 ns to 10 ms, about
+// matchBounds are the buckets of Switch.MatchTime: 250 ns to 10 ms, about
 // ×2.5 apart. A match takes about 100 ns with a few filters and tens of
 // µs at a million (bench/).
 var matchBounds = []time.Duration{
@@ -61,7 +61,7 @@ var matchBounds = []time.Duration{
 func (sw *Switch) MatchTime() Histogram { return sw.matchTime.snapshot() }
 
 // matchSampling is how many events the switch matches per match it times
-// (Stats.MatchTime).
+// (Switch.MatchTime).
 const matchSampling = 8
 
 // durations is a histogram of durations over matchBounds, updated with

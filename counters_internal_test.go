@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkMatchTiming measures what timing one match adds to a publish
-// (Stats.MatchTime): two clock reads and an observation.
+// (Switch.MatchTime): two clock reads and an observation.
 func BenchmarkMatchTiming(b *testing.B) {
 	var h durations
 	b.ReportAllocs()

@@ -78,7 +78,7 @@ func (sw *Switch) Sessions() []SessionInfo {
 	slices.SortFunc(sessions, func(a, b *Session) int { return cmp.Compare(a.id, b.id) })
 	out := make([]SessionInfo, 0, len(sessions))
 	for _, s := range sessions {
-		si := SessionInfo{ID: s.id, Name: s.name}
+		si := SessionInfo{ID: s.id, Name: s.name, Kind: s.sink.kind()}
 		s.sink.describe(&si)
 		s.mu.Lock()
 		subs := make([]*Subscription, 0, len(s.subs))
@@ -121,12 +121,11 @@ func (*remoteEnd) kind() SessionKind { return SessionRemote }
 
 func (r *router) kind() SessionKind { return r.end.sessionKind() }
 
-// describe fills in what a local session is.
-func (localSink) describe(si *SessionInfo) { si.Kind = SessionLocal }
+// describe has nothing to add for a local session: no peer, never away.
+func (localSink) describe(*SessionInfo) {}
 
-// describe fills in what a remote session is and where its entity is.
+// describe fills in where a remote session's entity is.
 func (re *remoteEnd) describe(si *SessionInfo) {
-	si.Kind = SessionRemote
 	re.mu.Lock()
 	if re.conn != nil {
 		if a := re.conn.conn.RemoteAddr(); a != nil {
@@ -137,12 +136,10 @@ func (re *remoteEnd) describe(si *SessionInfo) {
 	si.Away = re.isAway()
 }
 
-// describe fills in which link the router's session is.
+// describe fills in the peer of the router's link: the switch, or the
+// gateway's name.
 func (r *router) describe(si *SessionInfo) {
-	si.Kind = r.end.sessionKind()
-	r.mu.Lock()
-	si.Peer = r.peer
-	r.mu.Unlock()
+	si.Peer = r.peer // set when the router is made, never changed
 	if gw := r.end.via(); gw != "" {
 		si.Peer = gw
 	}

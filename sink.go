@@ -68,8 +68,9 @@ type sink interface {
 	// session's switch side ends its connection, its requests and its
 	// stream here.
 	ending()
-	// describe fills in si's Kind, Peer and Away (Switch.Sessions); kind
-	// is its Kind alone, taking no lock (Switch.SessionCounts).
+	// kind is what the session is (SessionInfo.Kind), taking no lock
+	// (Switch.SessionCounts); describe fills in si's Peer and Away
+	// (Switch.Sessions).
 	describe(si *SessionInfo)
 	kind() SessionKind
 }
