@@ -273,7 +273,7 @@ func (sw *Switch) handshake(ctx context.Context, conn transport.Conn, source str
 	rand.Read(token)
 	var re *remoteEnd
 	sess, err := sw.openSession(cfg, func(s *Session) sink {
-		re = sw.newRemoteEnd(s, string(token), retention, retentionBytes)
+		re = sw.newRemoteEnd(s, string(token), addrOf(conn), retention, retentionBytes)
 		return re
 	})
 	if err != nil {

@@ -56,7 +56,8 @@ type remoteEnd struct {
 	subs      map[uint64]*remoteSub         // by the entity's subscription ID; mu
 	lastReq   uint64                        // the highest request Seq received; mu
 	conn      *attachment                   // the connection serving the session; nil while away; mu
-	attaching bool                          // a reconnecting entity is taking the session over; mu
+	attaching bool                          // a connection is taking the session on: its first, until its first request, or a reconnecting entity's; mu
+	addr      string                        // the address of the entity's latest connection; mu
 	away      uint64                        // counts the times the entity went away; mu
 	awayStop  chan struct{}                 // closed when the entity returns in time; mu
 	pulls     map[uint64]context.CancelFunc // pulls waiting, by Seq; mu
@@ -88,9 +89,21 @@ type tombstone struct {
 	at       time.Time
 }
 
-func (sw *Switch) newRemoteEnd(s *Session, token string, retention time.Duration, retentionBytes int) *remoteEnd {
+// newRemoteEnd makes the switch's side of a remote session whose first
+// connection, from addr, has been admitted: the session is attaching, not
+// away, until that connection serves it (serve) or ends it.
+func (sw *Switch) newRemoteEnd(s *Session, token, addr string, retention time.Duration, retentionBytes int) *remoteEnd {
 	return &remoteEnd{sw: sw, sess: s, token: token, retention: retention, out: newOutbox(s, retentionBytes),
+		attaching: true, addr: addr,
 		subs: map[uint64]*remoteSub{}, pulls: map[uint64]context.CancelFunc{}, adverts: map[uint64]context.CancelFunc{}}
+}
+
+// addrOf returns conn's remote address as text, "" if it has none.
+func addrOf(conn transport.Conn) string {
+	if a := conn.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
 }
 
 // serve carries the session over conn until the connection ends: its
@@ -107,6 +120,7 @@ func (re *remoteEnd) serve(ctx context.Context, conn transport.Conn, lim wire.Li
 		return
 	}
 	re.conn, re.attaching = at, false
+	re.addr = addrOf(conn)
 	re.mu.Unlock()
 	re.sw.mu.Lock()
 	re.sw.remotes[re.token] = re

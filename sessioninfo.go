@@ -127,13 +127,11 @@ func (localSink) describe(*SessionInfo) {}
 // describe fills in where a remote session's entity is.
 func (re *remoteEnd) describe(si *SessionInfo) {
 	re.mu.Lock()
-	if re.conn != nil {
-		if a := re.conn.conn.RemoteAddr(); a != nil {
-			si.Peer = a.String()
-		}
+	si.Away = re.conn == nil && !re.attaching && !re.ended
+	if !si.Away {
+		si.Peer = re.addr
 	}
 	re.mu.Unlock()
-	si.Away = re.isAway()
 }
 
 // describe fills in the peer of the router's link: the switch, or the

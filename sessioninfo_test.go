@@ -124,3 +124,52 @@ func TestRemoteCloseLeavesNothingAway(t *testing.T) {
 	require.Eventually(t, func() bool { return sw.Stats().Sessions == 0 }, waitFor, time.Millisecond, "%+v", sw.Stats())
 	assert.Zero(t, sw.Stats().Disconnects, "no session was kept for its entity's return")
 }
+
+// TestSessionsRemoteAwayOnlyWhenItsEntityIs: a remote session whose entity
+// is connected is not away, whether or not it has asked anything yet (a
+// session's first connection waits for its first request, which tells an
+// entity from a router); cut off for its retention, it is; back, it is not.
+func TestSessionsRemoteAwayOnlyWhenItsEntityIs(t *testing.T) {
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	ctx := context.Background()
+	log := newConnectionLog()
+	policy := fastReconnect
+	policy.OnChange = log.record
+	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "idle", Reconnect: policy})
+	require.NoError(t, err)
+	defer s.Close()
+	named := func() sion.SessionInfo {
+		t.Helper()
+		for _, si := range sw.Sessions() {
+			if si.Name == "idle" {
+				return si
+			}
+		}
+		t.Fatalf("no session idle in %+v", sw.Sessions())
+		return sion.SessionInfo{}
+	}
+
+	si := named()
+	assert.Equal(t, sion.SessionRemote, si.Kind)
+	assert.False(t, si.Away, "connected, nothing asked yet")
+	assert.NotEmpty(t, si.Peer, "names its entity's address")
+
+	require.NoError(t, s.Sync(ctx))
+	si = named()
+	assert.False(t, si.Away, "connected, after a request")
+	assert.NotEmpty(t, si.Peer)
+
+	cutAway(t, sw, proxy, log)
+	si = named()
+	assert.True(t, si.Away, "cut off, kept for its retention")
+	assert.Empty(t, si.Peer, "no address while away")
+
+	proxy.setDown(false)
+	require.True(t, log.next(t).Connected)
+	require.NoError(t, s.Sync(ctx))
+	si = named()
+	assert.False(t, si.Away, "back")
+	assert.NotEmpty(t, si.Peer)
+}
