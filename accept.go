@@ -24,6 +24,13 @@ func (sw *Switch) accept(ctx context.Context, conn transport.Conn, sess *Session
 		sw.refuseRequest(ctx, conn, "sion: link request refused", codeLinkRefused, fmt.Errorf("%w: %w", ErrLinkRefused, why))
 		return true
 	}
+	if err == nil {
+		err = checkEndNames(m)
+	}
+	if err != nil {
+		sw.refuseRequest(ctx, conn, "sion: link request refused", codeProtocol, fmt.Errorf("%w: %w", ErrProtocol, err))
+		return true
+	}
 	switch m := m.(type) {
 	case *linkctl.LinkRequest:
 		sw.acceptLink(ctx, conn, sess, m)
@@ -34,12 +41,42 @@ func (sw *Switch) accept(ctx context.Context, conn transport.Conn, sess *Session
 	case *linkctl.Manage:
 		sw.routing.acceptAgent(ctx, conn, sess, m)
 	default:
-		if err == nil {
-			err = fmt.Errorf("a %v cannot open a link", m.Kind())
-		}
+		err = fmt.Errorf("a %v cannot open a link", m.Kind())
 		sw.refuseRequest(ctx, conn, "sion: link request refused", codeProtocol, fmt.Errorf("%w: %w", ErrProtocol, err))
 	}
 	return true
+}
+
+// checkEndNames checks the names a peer gives of itself in a message that
+// opens a link, or in the accept that answers one, as this switch's own
+// are checked (checkName: not empty, at most MaxNameBytes, UTF-8 without
+// NUL or newline): a name no SwitchConfig, PlaceConfig, GatewayConfig or
+// AgentConfig could hold is a protocol error before it reaches a log, an
+// admission hook, a table of links or the management view. An accept's
+// place may be empty.
+func checkEndNames(m linkctl.Message) error {
+	var names [][2]string // what, name
+	switch m := m.(type) {
+	case *linkctl.LinkRequest:
+		names = [][2]string{{"the requesting switch's name", m.Switch}, {"its place's name", m.Place}}
+	case *linkctl.Federate:
+		names = [][2]string{{"the requesting switch's name", m.Switch}, {"its place's name", m.Place}, {"the gateway's name", m.Gateway}}
+	case *linkctl.OverlayLink:
+		names = [][2]string{{"the requesting switch's name", m.Switch}, {"its place's name", m.Place}}
+	case *linkctl.Manage:
+		names = [][2]string{{"the agent's name", m.Agent}, {"its place's name", m.Place}}
+	case *linkctl.LinkAccept:
+		names = [][2]string{{"the accepting switch's name", m.Switch}}
+		if m.Place != "" {
+			names = append(names, [2]string{"its place's name", m.Place})
+		}
+	}
+	for _, n := range names {
+		if err := checkName(n[0], n[1]); err != nil {
+			return fmt.Errorf("%v: %w", m.Kind(), err)
+		}
+	}
+	return nil
 }
 
 // refuseRequest refuses a link or federation request that arrived on

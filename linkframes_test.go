@@ -315,3 +315,85 @@ func TestGatewayCarriesNoTreeControl(t *testing.T) {
 	n.flush()
 	assert.Equal(t, 1, count(sub), "the place's own link kept working")
 }
+
+// TestLinkOpeningNamesChecked: the names a peer gives of itself when it
+// asks for a link — a switch, its place, a gateway, an agent — are checked
+// as a switch's own config is (not empty, at most MaxNameBytes, no NUL
+// or newline): a name no config could hold is refused with an error
+// frame naming it, counted, and no link comes up.
+func TestLinkOpeningNamesChecked(t *testing.T) {
+	long := strings.Repeat("n", sion.MaxNameBytes+1)
+	overTransports(t, sion.PlaceConfig{}, []int{-1}, func(t *testing.T, n *network) {
+		for _, tc := range []struct {
+			name string
+			req  func(place string) linkctl.Message
+			want string
+		}{
+			{"link request, empty switch", func(p string) linkctl.Message { return &linkctl.LinkRequest{Place: p, Link: 1} }, "the requesting switch's name is empty"},
+			{"link request, NUL in switch", func(p string) linkctl.Message { return &linkctl.LinkRequest{Switch: "a\x00b", Place: p, Link: 1} }, `the requesting switch's name "a\x00b" is not UTF-8 text without NUL and newline`},
+			{"link request, newline in place", func(p string) linkctl.Message { return &linkctl.LinkRequest{Switch: "x", Place: p + "\n", Link: 1} }, "its place's name"},
+			{"link request, long switch", func(p string) linkctl.Message { return &linkctl.LinkRequest{Switch: long, Place: p, Link: 1} }, fmt.Sprintf("has %d bytes, at most %d", len(long), sion.MaxNameBytes)},
+			{"federate, empty gateway", func(string) linkctl.Message {
+				return &linkctl.Federate{Switch: "x", Place: "elsewhere", Link: 1, Export: true}
+			}, "the gateway's name is empty"},
+			{"federate, empty place", func(string) linkctl.Message {
+				return &linkctl.Federate{Switch: "x", Gateway: "g", Link: 1, Export: true}
+			}, "its place's name is empty"},
+			{"overlay link, newline in switch", func(p string) linkctl.Message { return &linkctl.OverlayLink{Switch: "a\nb", Place: p} }, "the requesting switch's name"},
+			{"manage, empty agent", func(p string) linkctl.Message { return &linkctl.Manage{Place: p} }, "the agent's name is empty"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				refused := n.sws[0].Stats().Refused
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				conn, err := n.tr.Dial(ctx, n.addrs[0])
+				require.NoError(t, err)
+				defer conn.Close()
+				l := &rawLink{t: t, conn: conn, ctx: ctx}
+				l.send(&wire.Hello{Version: 2, Session: "intruder"})
+				require.IsType(t, &wire.Welcome{}, l.recv())
+				l.sendControl(tc.req(n.place.Name()))
+				msg := l.closedWith()
+				assert.Contains(t, msg, "protocol")
+				assert.Contains(t, msg, tc.want)
+				assert.Equal(t, refused+1, n.sws[0].Stats().Refused, "counted")
+				assert.Empty(t, n.sws[0].Links(), "no link came up")
+			})
+		}
+	})
+}
+
+// TestLinkAcceptNamesChecked: a peer that accepts a link under a name no
+// config could hold is refused by the requesting switch: Link returns an
+// error wrapping ErrProtocol that names it.
+func TestLinkAcceptNamesChecked(t *testing.T) {
+	tr, err := mem.NewNetwork(mem.Config{})
+	require.NoError(t, err)
+	l, err := tr.Listen("parent")
+	require.NoError(t, err)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { // the hostile parent
+		defer close(done)
+		conn, err := l.Accept(ctx)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		p := &rawLink{t: t, conn: conn, ctx: ctx}
+		if _, ok := p.recv().(*wire.Hello); !ok {
+			return
+		}
+		p.send(&wire.Welcome{Version: 2, Switch: "par\nent", Place: "test"})
+		p.recv() // the link request
+		p.sendControl(&linkctl.LinkAccept{Switch: "par\nent", Place: "test"})
+		conn.Recv(ctx) // until the child closes
+	}()
+	sw := newSwitch(t, sion.PlaceConfig{})
+	_, err = sw.Link(ctx, tr, "parent", sion.LinkConfig{RetryMin: time.Millisecond, RetryMax: time.Millisecond})
+	require.ErrorIs(t, err, sion.ErrProtocol)
+	assert.ErrorContains(t, err, `the accepting switch's name "par\nent" is not UTF-8 text without NUL and newline`)
+	<-done
+}

@@ -233,6 +233,9 @@ func requestLink(ctx context.Context, conn transport.Conn, lim wire.Limits, req 
 	if !ok {
 		return nil, fmt.Errorf("%w: the switch answered the %v with a %v", ErrProtocol, req.Kind(), m.Kind())
 	}
+	if err := checkEndNames(a); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
 	return a, nil
 }
 

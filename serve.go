@@ -19,7 +19,10 @@ import (
 // requests and deliveries over the connection with the wire codec, one
 // frame per message. A session fires once per event: one Deliver frame
 // lists all its subscriptions that matched. A malformed or unexpected
-// frame closes that connection only; admission refusals are answered
+// frame closes that connection only, as does a request for a link whose
+// names (the peer switch's, its place's, a gateway's, an agent's) no
+// config could hold: empty, over MaxNameBytes, or with NUL or newline
+// (ErrProtocol, counted in Stats.Refused); admission refusals are answered
 // with an error frame and logged, at most once per source address and 64
 // times in all every 10 s (SwitchConfig.Logger).
 //
