@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,11 @@ func TestCaseB35CountersNeverGoBack(t *testing.T) {
 	pub := open(t, w.sw, "P")
 	size := deliverFrameBytes(t, w, pub, notice(0))
 	require.NoError(t, w.r.Close())
+	// Close returns once the switch has ended the connection; the session
+	// ends a moment later, and must not be counted among R's below.
+	require.Eventually(t, func() bool {
+		return !slices.ContainsFunc(w.sw.Sessions(), func(si sion.SessionInfo) bool { return si.Name == "R" })
+	}, waitFor, time.Millisecond, "the first R's session ended")
 	w.log = newConnectionLog()
 	var err error
 	w.r, err = sion.Dial(context.Background(), w.tr, w.proxy.Addr(), sion.SessionConfig{Name: "R", Reconnect: sion.ReconnectPolicy{

@@ -92,36 +92,48 @@ func (sw *Switch) Links() []LinkInfo {
 	return out
 }
 
-// maxPeerTotals bounds the peers whose ended links' counters a switch
-// keeps apart (LinkTotals); those of further peers are summed under "".
-const maxPeerTotals = 4096
+// maxPeerTotals bounds the peers whose links' counters a switch keeps
+// apart (LinkTotals); those of further peers are summed under "".
+var maxPeerTotals = 4096 // a variable so that a test can lower it
 
-// endedByPeer returns where the counters of peer's ended links add up.
-// routeMu must be held.
-func (sw *Switch) endedByPeer(peer string) *LinkTotals {
-	if t := sw.endedBy[peer]; t != nil {
-		return t
+// totalsKey returns the key under which the counters of peer's links add
+// up in LinkTotals — peer, or "" for a peer that came after
+// maxPeerTotals others — and makes its entry, so that a peer's live link
+// and its ended ones always count under the same key. routeMu must be
+// held.
+func (sw *Switch) totalsKey(peer string) string {
+	if sw.endedBy[peer] != nil {
+		return peer
 	}
 	if sw.endedBy == nil {
 		sw.endedBy = map[string]*LinkTotals{}
 	}
 	if len(sw.endedBy) >= maxPeerTotals {
 		peer = ""
-		if t := sw.endedBy[peer]; t != nil {
-			return t
+		if sw.endedBy[peer] != nil {
+			return peer
 		}
 	}
-	t := &LinkTotals{}
-	sw.endedBy[peer] = t
-	return t
+	sw.endedBy[peer] = &LinkTotals{}
+	return peer
+}
+
+// routerTotalsKey returns the key r's counters add up under: the one it
+// got when it entered the switch's table, or else its peer's now.
+// routeMu must be held.
+func (sw *Switch) routerTotalsKey(r *router) string {
+	if r.totals != nil {
+		return *r.totals
+	}
+	return sw.totalsKey(r.peer)
 }
 
 // LinkTotals returns the counters of the switch's shared links (overlay
 // links included) by peer name, each over the switch's life: the links
 // to that peer that have ended and the one up now, so that they never
-// decrease when a link re-forms. It keeps the ended links of 4,096 peers
-// apart; those of further peers add up under "". Safe for concurrent
-// use.
+// decrease when a link re-forms. It keeps the links of 4,096 peers
+// apart; those of further peers, live or ended, add up under "". Safe for
+// concurrent use.
 func (sw *Switch) LinkTotals() map[string]LinkTotals {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
@@ -131,9 +143,10 @@ func (sw *Switch) LinkTotals() map[string]LinkTotals {
 	}
 	for _, r := range append(slices.Clone(sw.routers), sw.ending...) {
 		if r.end.inPlace() {
-			t := out[r.peer]
+			key := sw.routerTotalsKey(r)
+			t := out[key]
 			t.add(r)
-			out[r.peer] = t
+			out[key] = t
 		}
 	}
 	return out

@@ -44,6 +44,7 @@ type router struct {
 	sess   *Session
 	cancel context.CancelFunc // ends the link's context (newRouter)
 	done   <-chan struct{}    // closed when the link's context ends
+	totals *string            // Switch.routeMu; the key its counters add up under in LinkTotals, once it is in the switch's table (addRouter)
 
 	up       chan struct{} // closed when both sides' initial filters are installed
 	synced   chan struct{} // closed when the peer's Synced arrives

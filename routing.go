@@ -427,6 +427,10 @@ func (sw *Switch) addRouter(r *router) (initial, before []*linkAck) {
 	sw.routeMu.Lock()
 	defer sw.routeMu.Unlock()
 	sw.routers = append(sw.routers, r)
+	if r.end.inPlace() {
+		key := sw.totalsKey(r.peer)
+		r.totals = &key
+	}
 	keys, before := sw.routing.linkUp(r)
 	initial = slices.Clone(before)
 	for _, k := range keys {
@@ -462,7 +466,7 @@ func (sw *Switch) endRouter(r *router) {
 	sw.ending = slices.DeleteFunc(sw.ending, func(x *router) bool { return x == r })
 	if r.end.inPlace() { // a gateway's counters are its own (Gateways)
 		sw.ended.add(r)
-		sw.endedByPeer(r.peer).add(r)
+		sw.endedBy[sw.routerTotalsKey(r)].add(r)
 	}
 }
 
