@@ -597,3 +597,48 @@ func TestHandshakeDeadlineCountsTheTransports(t *testing.T) {
 	t.Logf("closed %v after it arrived", took)
 	assert.Less(t, took, bound)
 }
+
+// TestRemoteSessionFiltersCapped: a remote session holds at most
+// SwitchConfig.MaxSessionFilters filters, each filter of a subscription
+// of several counting; beyond, Subscribe fails with ErrNotGranted naming
+// the cap, and nothing of the refused subscription stays; a cancelled
+// subscription makes room again. A local session is not capped.
+func TestRemoteSessionFiltersCapped(t *testing.T) {
+	sw := newSwitchWith(t, sion.PlaceConfig{}, sion.SwitchConfig{MaxSessionFilters: 3})
+	tr := newTCP(t, tcp.Config{})
+	addr := serveTCP(t, sw, tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: "greedy"})
+	require.NoError(t, err)
+	defer s.Close()
+
+	first, err := s.Subscribe(ctx, `{type ⊑ Reading; n == 1}`)
+	require.NoError(t, err)
+	_, err = s.SubscribeFilters(ctx, compileAll(t, `{type ⊑ Reading; n == 2}`, `{type ⊑ Alarm}`))
+	require.NoError(t, err, "3 filters: at the cap")
+	require.Equal(t, 3, sw.Stats().Filters)
+
+	_, err = s.Subscribe(ctx, `{type ⊑ Reading; n == 4}`)
+	require.ErrorIs(t, err, sion.ErrNotGranted)
+	assert.ErrorContains(t, err, `session "greedy" holds 3 filters, the most its switch "sw1" allows (SwitchConfig.MaxSessionFilters)`)
+	_, err = s.SubscribeFilters(ctx, compileAll(t, `{type ⊑ Reading; n == 5}`, `{type ⊑ Reading; n == 6}`))
+	require.ErrorIs(t, err, sion.ErrNotGranted)
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, 3, sw.Stats().Filters, "nothing of the refused subscriptions stays")
+
+	first.Cancel()
+	require.Eventually(t, func() bool { return sw.Stats().Filters == 2 }, waitFor, time.Millisecond)
+	_, err = s.SubscribeFilters(ctx, compileAll(t, `{type ⊑ Reading; n == 8}`, `{type ⊑ Reading; n == 9}`))
+	require.ErrorIs(t, err, sion.ErrNotGranted, "room for one of its two filters only")
+	require.NoError(t, s.Sync(ctx))
+	require.Eventually(t, func() bool { return sw.Stats().Filters == 2 }, waitFor, time.Millisecond, "the one that fitted is released")
+	_, err = s.Subscribe(ctx, `{type ⊑ Reading; n == 7}`)
+	require.NoError(t, err, "room again")
+
+	local := open(t, sw, "app")
+	for n := range 5 {
+		subscribe(t, local, fmt.Sprintf(`{type ⊑ Reading; n == %d}`, 10+n))
+	}
+	assert.Equal(t, 8, sw.Stats().Filters, "a local session is not capped")
+}

@@ -48,7 +48,9 @@ var (
 	// links when the subscription contract (S2) is not granted: a switch
 	// within the filter's TTL did not acknowledge the filter within the
 	// place's ContractTimeout, refused it, or ctx ended. Whatever was
-	// installed is rolled back.
+	// installed is rolled back. A remote session's Subscribe also fails
+	// with it when the session holds its switch's
+	// SwitchConfig.MaxSessionFilters already.
 	ErrNotGranted = errors.New("sion: subscription not granted")
 
 	// ErrSessionExpired is returned by a call on a remote session whose

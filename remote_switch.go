@@ -26,6 +26,9 @@ const (
 	// DefaultMaxSpoolSize caps the look-in spool of a remote session, in
 	// events (SwitchConfig.MaxSpoolSize).
 	DefaultMaxSpoolSize = 1 << 16
+	// DefaultMaxSessionFilters caps the filters of a remote session
+	// (SwitchConfig.MaxSessionFilters).
+	DefaultMaxSessionFilters = 1 << 16
 	// goodbyeTimeout bounds how long Switch.Close waits for its connected
 	// remote sessions to confirm the end of their streams.
 	goodbyeTimeout = time.Second
@@ -288,14 +291,18 @@ func (re *remoteEnd) subscribe(m *wire.Subscribe) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rs := &remoteSub{sub: sub, cancel: cancel}
 	re.mu.Lock()
-	if _, dup := re.subs[m.Sub]; dup || re.ended {
+	_, dup := re.subs[m.Sub]
+	switch {
+	case dup:
+		err = fmt.Errorf("%w: subscription ID %d is in use", ErrProtocol, m.Sub)
+	case re.ended:
+		err = fmt.Errorf("%w: session %q", ErrClosed, re.sess.name)
+	case len(re.subs) >= re.sw.cfg.MaxSessionFilters:
+		err = fmt.Errorf("%w: session %q holds %d filters, the most its switch %q allows (SwitchConfig.MaxSessionFilters)", ErrNotGranted, re.sess.name, len(re.subs), re.sw.cfg.Name)
+	}
+	if err != nil {
 		re.mu.Unlock()
 		cancel()
-		if dup {
-			err = fmt.Errorf("%w: subscription ID %d is in use", ErrProtocol, m.Sub)
-		} else {
-			err = fmt.Errorf("%w: session %q", ErrClosed, re.sess.name)
-		}
 		re.reply(m.Seq, err)
 		return
 	}

@@ -67,6 +67,14 @@ type SwitchConfig struct {
 	// MaxSpoolSize caps the look-in spool a remote session may ask for
 	// (SessionConfig.SpoolSize, in events); 0 means DefaultMaxSpoolSize.
 	MaxSpoolSize int
+	// MaxSessionFilters caps the filters a remote session holds at once,
+	// those being registered included; each filter of a subscription of
+	// several (SubscribeFilters) counts. A Subscribe beyond it fails with
+	// an error wrapping ErrNotGranted that names the cap, so that one
+	// admitted entity cannot fill the switch's filter index. 0 means
+	// DefaultMaxSessionFilters. Local sessions are the application's own
+	// and are not capped.
+	MaxSessionFilters int
 	// Relay, when set, makes the switch a relay's front: what its sessions
 	// publish is carried elsewhere by the relay, which brings back the
 	// events their subscriptions match (S4 proxy; see Relay). nil: the
@@ -165,9 +173,9 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 		return nil, fmt.Errorf("%w: SwitchConfig.Place is nil", ErrInvalidConfig)
 	case cfg.HandshakeTimeout < 0 || cfg.MaxRetention < 0:
 		return nil, fmt.Errorf("%w: SwitchConfig.HandshakeTimeout %v and MaxRetention %v must not be negative", ErrInvalidConfig, cfg.HandshakeTimeout, cfg.MaxRetention)
-	case cfg.MaxHandshakes < 0 || cfg.MaxRetentionBytes < 0 || cfg.MaxRetentionTotalBytes < 0 || cfg.MaxSpoolSize < 0:
-		return nil, fmt.Errorf("%w: SwitchConfig.MaxHandshakes %d, MaxRetentionBytes %d, MaxRetentionTotalBytes %d and MaxSpoolSize %d must not be negative",
-			ErrInvalidConfig, cfg.MaxHandshakes, cfg.MaxRetentionBytes, cfg.MaxRetentionTotalBytes, cfg.MaxSpoolSize)
+	case cfg.MaxHandshakes < 0 || cfg.MaxRetentionBytes < 0 || cfg.MaxRetentionTotalBytes < 0 || cfg.MaxSpoolSize < 0 || cfg.MaxSessionFilters < 0:
+		return nil, fmt.Errorf("%w: SwitchConfig.MaxHandshakes %d, MaxRetentionBytes %d, MaxRetentionTotalBytes %d, MaxSpoolSize %d and MaxSessionFilters %d must not be negative",
+			ErrInvalidConfig, cfg.MaxHandshakes, cfg.MaxRetentionBytes, cfg.MaxRetentionTotalBytes, cfg.MaxSpoolSize, cfg.MaxSessionFilters)
 	}
 	cfg.HandshakeTimeout = cmp.Or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	cfg.MaxHandshakes = cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)
@@ -175,6 +183,7 @@ func NewSwitch(cfg SwitchConfig) (*Switch, error) {
 	cfg.MaxRetentionBytes = cmp.Or(cfg.MaxRetentionBytes, DefaultMaxRetentionBytes)
 	cfg.MaxRetentionTotalBytes = cmp.Or(cfg.MaxRetentionTotalBytes, DefaultMaxRetentionTotalBytes)
 	cfg.MaxSpoolSize = cmp.Or(cfg.MaxSpoolSize, DefaultMaxSpoolSize)
+	cfg.MaxSessionFilters = cmp.Or(cfg.MaxSessionFilters, DefaultMaxSessionFilters)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
