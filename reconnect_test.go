@@ -135,6 +135,23 @@ func cutAway(t *testing.T, sw *sion.Switch, proxy *tcpProxy, log *connectionLog)
 		"the switch knows: Stats.Disconnects counts the session's departure")
 }
 
+// dialProxied starts a switch served over TCP behind a proxy that can cut
+// its connections, and Dials a remote session named name through it with
+// policy, whose OnChange the returned log records. The session closes
+// before the switch at the test's end.
+func dialProxied(t *testing.T, name string, policy sion.ReconnectPolicy) (*sion.Switch, *tcpProxy, *sion.Session, *connectionLog) {
+	t.Helper()
+	tr := newTCP(t, tcp.Config{})
+	sw := newSwitch(t, sion.PlaceConfig{})
+	proxy := newProxy(t, serveTCP(t, sw, tr))
+	log := newConnectionLog()
+	policy.OnChange = log.record
+	s, err := sion.Dial(context.Background(), tr, proxy.Addr(), sion.SessionConfig{Name: name, Reconnect: policy})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return sw, proxy, s, log
+}
+
 // TestReconnectLosesNothingThroughCuts: a publisher and a subscriber, both
 // remote, reach their switch through a proxy that cuts their TCP
 // connections 20 times while the publisher sends about 2,000 events a
@@ -221,16 +238,10 @@ func TestReconnectLosesNothingThroughCuts(t *testing.T) {
 // subscription registered again, and it learns exactly how many matched
 // events it lost.
 func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
-	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
-	proxy := newProxy(t, serveTCP(t, sw, tr))
-	ctx := context.Background()
-	log := newConnectionLog()
 	policy := fastReconnect
-	policy.Retention, policy.OnChange = 200*time.Millisecond, log.record
-	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "away", Reconnect: policy})
-	require.NoError(t, err)
-	defer s.Close()
+	policy.Retention = 200 * time.Millisecond
+	sw, proxy, s, log := dialProxied(t, "away", policy)
+	ctx := context.Background()
 	sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
 	pub := open(t, sw, "pub")
 	for n := 1; n <= 5; n++ {
@@ -268,16 +279,10 @@ func TestReconnectAfterRetentionReportsTheLoss(t *testing.T) {
 // returns and the session carries on. Before: the callback ran under the
 // lock that orders requests, and Cancel's request waited for it forever.
 func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
-	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
-	proxy := newProxy(t, serveTCP(t, sw, tr))
-	ctx := context.Background()
-	log := newConnectionLog()
 	policy := fastReconnect
-	policy.Retention, policy.OnChange = 200*time.Millisecond, log.record
-	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "away", Reconnect: policy})
-	require.NoError(t, err)
-	defer s.Close()
+	policy.Retention = 200 * time.Millisecond
+	sw, proxy, s, log := dialProxied(t, "away", policy)
+	ctx := context.Background()
 	var sub *sion.Subscription
 	cancelled := make(chan error, 1)
 	sub = subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000), sion.WithSlowConsumer(func(sion.SubscriptionStats) {
@@ -310,16 +315,10 @@ func TestSlowConsumerCancelsWhileResuming(t *testing.T) {
 // resumes and receives the newest that fit; the oldest were dropped,
 // counted on both sides, and reported exactly when it reconnected.
 func TestReconnectOverTheBoundReportsTheLoss(t *testing.T) {
-	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
-	proxy := newProxy(t, serveTCP(t, sw, tr))
-	ctx := context.Background()
-	log := newConnectionLog()
 	policy := fastReconnect
-	policy.RetentionBytes, policy.OnChange = 32<<10, log.record
-	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "away", Reconnect: policy})
-	require.NoError(t, err)
-	defer s.Close()
+	policy.RetentionBytes = 32 << 10
+	sw, proxy, s, log := dialProxied(t, "away", policy)
+	ctx := context.Background()
 	sub := subscribe(t, s, `{type ⊑ Reading}`, sion.WithQueue(1000))
 	pub := open(t, sw, "pub")
 
@@ -414,16 +413,8 @@ func TestDeadPeerEventsCountedAndSaid(t *testing.T) {
 // ctx ends first returns ctx's error, not ErrClosed, and the session stays
 // usable.
 func TestRequestsWaitForTheConnection(t *testing.T) {
-	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
-	proxy := newProxy(t, serveTCP(t, sw, tr))
+	sw, proxy, s, log := dialProxied(t, "pub", fastReconnect)
 	ctx := context.Background()
-	log := newConnectionLog()
-	policy := fastReconnect
-	policy.OnChange = log.record
-	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "pub", Reconnect: policy})
-	require.NoError(t, err)
-	defer s.Close()
 	local := open(t, sw, "local")
 	sub := subscribe(t, local, `{type ⊑ Reading}`)
 
@@ -431,7 +422,7 @@ func TestRequestsWaitForTheConnection(t *testing.T) {
 	require.True(t, proxy.cut())
 	require.False(t, log.next(t).Connected)
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	err = s.Publish(tctx, reading(1))
+	err := s.Publish(tctx, reading(1))
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotErrorIs(t, err, sion.ErrClosed)

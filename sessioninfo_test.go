@@ -130,16 +130,8 @@ func TestRemoteCloseLeavesNothingAway(t *testing.T) {
 // session's first connection waits for its first request, which tells an
 // entity from a router); cut off for its retention, it is; back, it is not.
 func TestSessionsRemoteAwayOnlyWhenItsEntityIs(t *testing.T) {
-	tr := newTCP(t, tcp.Config{})
-	sw := newSwitch(t, sion.PlaceConfig{})
-	proxy := newProxy(t, serveTCP(t, sw, tr))
+	sw, proxy, s, log := dialProxied(t, "idle", fastReconnect)
 	ctx := context.Background()
-	log := newConnectionLog()
-	policy := fastReconnect
-	policy.OnChange = log.record
-	s, err := sion.Dial(ctx, tr, proxy.Addr(), sion.SessionConfig{Name: "idle", Reconnect: policy})
-	require.NoError(t, err)
-	defer s.Close()
 	named := func() sion.SessionInfo {
 		t.Helper()
 		for _, si := range sw.Sessions() {
