@@ -114,8 +114,9 @@ func (c *cutter) Dial(ctx context.Context, addr string) (transport.Conn, error) 
 	return conn, err
 }
 
-// cut closes every connection dialled so far.
-func (c *cutter) cut() {
+// cut closes every connection dialled since the last cut and returns
+// how many it closed.
+func (c *cutter) cut() int {
 	c.mu.Lock()
 	conns := c.conns
 	c.conns = nil
@@ -123,6 +124,7 @@ func (c *cutter) cut() {
 	for _, conn := range conns {
 		_ = conn.Close()
 	}
+	return len(conns)
 }
 
 func open(t testing.TB, sw *sion.Switch, name string) *sion.Session {
@@ -207,3 +209,4 @@ func dump(s map[string]float64) string {
 	}
 	return b.String()
 }
+
