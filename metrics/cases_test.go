@@ -28,7 +28,7 @@ func TestCaseB34SeriesDoNotOutliveSessions(t *testing.T) {
 	tr, err := tcp.New(tcp.Config{})
 	require.NoError(t, err)
 	sw, addr := serveAt(t, tr, newPlace(t, "plant", testOntology(t)), "a", "127.0.0.1:0")
-	c := metrics.NewCollector(sw)
+	c := collectorOf(t, sw)
 	sionSeries := func(s map[string]float64) map[string]float64 {
 		out := map[string]float64{}
 		for k, v := range s {

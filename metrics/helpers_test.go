@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/metrics"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/mem"
@@ -210,3 +211,10 @@ func dump(s map[string]float64) string {
 	return b.String()
 }
 
+// collectorOf returns a Collector of sws.
+func collectorOf(t testing.TB, sws ...*sion.Switch) *metrics.Collector {
+	t.Helper()
+	c, err := metrics.NewCollector(sws...)
+	require.NoError(t, err)
+	return c
+}
