@@ -160,8 +160,8 @@ type Event struct {
 	// "congo=t61rcWkgMzE". Both "" (the default) mean none. sion carries
 	// them untouched wherever the event goes — shared links, gateways
 	// (whatever their Mapping converts), remote sessions, look-in, the
-	// adapters — and never interprets them beyond checking them at
-	// Publish: a traceparent must be version-traceid-parentid-flags in
+	// adapters — and never interprets them beyond checking them (at
+	// Publish, and where an event enters from the wire): a traceparent must be version-traceid-parentid-flags in
 	// lower-case hex (2-32-16-2 digits; version ff and an all-zero
 	// trace-id or parent-id are invalid; a version after 00 may carry
 	// more fields after a dash, at most MaxTraceParentBytes in all); a
