@@ -160,8 +160,8 @@ type Event struct {
 	// "congo=t61rcWkgMzE". Both "" (the default) mean none. sion carries
 	// them untouched wherever the event goes — shared links, gateways
 	// (whatever their Mapping converts), remote sessions, look-in, the
-	// adapters — and never interprets them beyond checking them at
-	// Publish: a traceparent must be version-traceid-parentid-flags in
+	// adapters — and never interprets them beyond checking them (at
+	// Publish, and where an event enters from the wire): a traceparent must be version-traceid-parentid-flags in
 	// lower-case hex (2-32-16-2 digits; version ff and an all-zero
 	// trace-id or parent-id are invalid; a version after 00 may carry
 	// more fields after a dash, at most MaxTraceParentBytes in all); a
@@ -169,6 +169,15 @@ type Event struct {
 	// most MaxTraceStateMembers members and MaxTraceStateBytes bytes, and
 	// needs a traceparent. Publish refuses anything else with an error
 	// wrapping ErrInvalidEvent that names the field and the problem.
+	// Events that enter from the wire are checked the same way, whoever
+	// sent them: one with a bad trace context is an invalid event and is
+	// dropped as such, never stripped or repaired — over a shared link or
+	// a gateway it is logged and counted (LinkInfo.Refused,
+	// GatewayCounters.Refused) and the link stays up, as for an unknown
+	// type (only a frame that does not decode ends a link); a remote
+	// session's Publish gets ErrInvalidEvent back; the entity's side of a
+	// remote session drops, and logs, one its switch delivers or a Pull
+	// returns.
 	// Package github.com/sion-go/sion/metrics maps them to and from
 	// OpenTelemetry. Not S1–S4: this is "Around the library".
 	TraceParent, TraceState string

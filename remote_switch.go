@@ -619,6 +619,10 @@ func (re *remoteEnd) takeOver(ctx context.Context, received uint64) (bool, error
 		return false, err
 	}
 	if old != nil {
+		// The entity left that connection (it came back on this one)
+		// before the switch noticed: a disconnect all the same, which
+		// old's detach, finding the session taken over, does not count.
+		re.sw.disconnects.Add(1)
 		old.cancel()
 		old.conn.Close()
 		select {

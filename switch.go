@@ -659,7 +659,9 @@ type Stats struct {
 	// switch keeps them for their retention, holding their events until
 	// they return (see ReconnectPolicy). Disconnects counts such
 	// departures over the switch's life: each time a remote session's
-	// connection ended and the session was kept (it never decreases).
+	// connection ended and the session was kept, once per connection,
+	// whether the switch saw the connection end or its entity came back
+	// on a new one first (it never decreases).
 	Away        int
 	Disconnects uint64
 	// Duplicates counts the events the switch dropped because it had

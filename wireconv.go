@@ -89,7 +89,18 @@ func toWireEvent(e *Event) wire.Event {
 
 func clamp32(n int) int32 { return int32(max(-1<<31, min(1<<31-1, n))) }
 
+// fromWireEvent converts an event that came over the wire — a shared or
+// overlay link, a gateway, a remote session in either direction, a pull
+// reply — and checks what the wire codec does not read: the patronage
+// condition compiles and the trace context follows W3C Trace Context
+// (checkTraceContext), so that no peer puts into this process, and from
+// it into the adapters' headers, what Publish would refuse. Errors wrap
+// ErrInvalidEvent; each caller drops such an event as it drops any
+// invalid event (a link counts it in LinkInfo.Refused and stays up).
 func fromWireEvent(w *wire.Event) (*Event, error) {
+	if err := checkTraceContext(w.TraceParent, w.TraceState); err != nil {
+		return nil, err
+	}
 	e := &Event{
 		ID: w.ID, Type: w.Type, Attrs: w.Attrs, ContentType: w.ContentType, Data: w.Data,
 		TraceParent: w.TraceParent, TraceState: w.TraceState,

@@ -106,8 +106,10 @@
 //     TraceState, both ways and as they are (ce-traceparent and
 //     ce-tracestate headers in HTTP binary mode, members in structured
 //     mode), Config.OmitControl or not; an empty field is left out. On
-//     the way in a value that is not a String is refused; Publish checks
-//     the rest. No attribute may travel under these two names.
+//     the way in a value that is not a String is refused, as is (by
+//     Handler, 400) a ce-traceparent or ce-tracestate header sent twice;
+//     Publish checks the rest. No attribute may travel under these two
+//     names.
 //
 // # HTTP
 //

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +36,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // switch remembers the ID: among the last 65,536–131,072 IDs it saw, so a
 // retry that comes after that many other events is delivered again); 400 Bad
 // Request with a text body naming what was wrong (not a CloudEvent, a
-// type or extension the Codec refuses, an event Publish refuses); 405 for
+// type or extension the Codec refuses, an event Publish refuses, a
+// Content-Type or, in binary mode, a ce-* header sent more than once —
+// ce-traceparent and ce-tracestate among them: it is refused, naming the
+// header, rather than resolved by taking one of its values); 405 for
 // a method other than POST; 413 for a body over MaxBodyBytes; 415 for
 // batch mode; 503 when the session is closed or the request's context
 // ended; 500 for anything else. A Handler is safe for concurrent use; set
@@ -71,6 +76,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The media type as the SDK reads it (format.Lookup): up to the first
 	// ';', trimmed, lower-cased — not mime.ParseMediaType, which gives ""
 	// for parameters it cannot parse while the SDK still reads the type.
+	if vs := r.Header.Values("Content-Type"); len(vs) > 1 {
+		http.Error(w, repeatedHeader("content-type", len(vs)), http.StatusBadRequest)
+		return
+	}
 	media, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
 	media = strings.ToLower(strings.TrimSpace(media))
 	switch media {
@@ -84,6 +93,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.publish(w, r, &ev)
+		return
+	}
+	if name, n := repeatedCEHeader(r.Header); n > 1 {
+		http.Error(w, repeatedHeader(name, n), http.StatusBadRequest)
 		return
 	}
 	r = r.Clone(r.Context()) // its own headers, decoded (HTTP binding 3.1.3.2)
@@ -105,6 +118,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.publish(w, r, &ev)
+}
+
+// repeatedCEHeader returns the first, by name, of h's ce-* headers that
+// has more than one value, lower-cased, and its number of values; n is 0
+// when there is none. (net/http joins the lines of one name in any case
+// into one key of h.)
+func repeatedCEHeader(h http.Header) (name string, n int) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if vs := h[k]; len(vs) > 1 && len(k) > 3 && strings.EqualFold(k[:3], "ce-") {
+			return strings.ToLower(k), len(vs)
+		}
+	}
+	return "", 0
+}
+
+// repeatedHeader is the text of a 400 for a header sent n times.
+func repeatedHeader(name string, n int) string {
+	return fmt.Sprintf("cloudevents: header %q appears more than once (%d times); a CloudEvent has one value per attribute, send it once", name, n)
 }
 
 // publish publishes ev and answers r: 204 once Publish returned nil.

@@ -214,3 +214,58 @@ func TestZeroTimeRefused(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), "outside 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z, the times sion holds")
 	assert.Zero(t, sub.Stats().Delivered)
 }
+
+// TestHandlerRefusesRepeatedHeaders: in binary mode a CloudEvents
+// attribute header (ce-*: the trace context's ce-traceparent and
+// ce-tracestate, the required attributes, an extension) or Content-Type
+// sent more than once is refused with 400 naming the header, not
+// resolved by taking one of the values; nothing is published. One
+// header of each still comes in.
+func TestHandlerRefusesRepeatedHeaders(t *testing.T) {
+	c := newCodec(t, cloudevents.Config{TypePrefix: "org.example."})
+	rig := newHandlerRig(t, c, `{type ⊑ *}`, 0)
+	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	binary := func(extra http.Header) *http.Request {
+		req, err := http.NewRequest(http.MethodPost, rig.srv.URL, strings.NewReader(`{"n": 1}`))
+		require.NoError(t, err)
+		req.Header = http.Header{
+			"Ce-Specversion": {"1.0"}, "Ce-Id": {"r1"}, "Ce-Source": {"/test"}, "Ce-Type": {"org.example.reading"},
+			"Ce-Traceparent": {traceParent}, "Ce-Tracestate": {"rojo=1"}, "Content-Type": {"application/json"},
+		}
+		for k, vs := range extra {
+			req.Header[k] = append(req.Header[k], vs...)
+		}
+		return req
+	}
+	cases := []struct {
+		name   string
+		extra  http.Header
+		header string // as the error names it
+	}{
+		{"ce-traceparent", http.Header{"Ce-Traceparent": {other}}, "ce-traceparent"},
+		{"ce-traceparent, the same value", http.Header{"Ce-Traceparent": {traceParent}}, "ce-traceparent"},
+		{"ce-tracestate", http.Header{"Ce-Tracestate": {"congo=2"}}, "ce-tracestate"},
+		{"ce-id", http.Header{"Ce-Id": {"r2"}}, "ce-id"},
+		{"ce-type", http.Header{"Ce-Type": {"org.example.reading"}}, "ce-type"},
+		{"ce-specversion", http.Header{"Ce-Specversion": {"1.0"}}, "ce-specversion"},
+		{"an extension", http.Header{"Ce-N": {"1", "2"}}, "ce-n"},
+		{"Content-Type", http.Header{"Content-Type": {"text/plain"}}, "content-type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := rig.post(t, binary(tc.extra))
+			assert.Equal(t, http.StatusBadRequest, status, body)
+			assert.Contains(t, body, `header "`+tc.header+`" appears more than once`)
+		})
+	}
+	assert.Equal(t, uint64(0), rig.sw.Stats().Deliveries, "nothing refused was published")
+
+	t.Run("each header once", func(t *testing.T) {
+		status, body := rig.post(t, binary(nil))
+		require.Equal(t, http.StatusNoContent, status, body)
+		d, err := rig.sub.Next(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, traceParent, d.Event.TraceParent)
+		assert.Equal(t, "rojo=1", d.Event.TraceState)
+	})
+}

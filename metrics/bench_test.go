@@ -33,7 +33,7 @@ func BenchmarkCollect(b *testing.B) {
 	publish(b, open(b, hub, "writer"), "Reading", 100)
 
 	b.Run("Collect", func(b *testing.B) {
-		c := metrics.NewCollector(hub)
+		c := collectorOf(b, hub)
 		ch := make(chan prometheus.Metric, 1024)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -45,7 +45,7 @@ func BenchmarkCollect(b *testing.B) {
 	})
 	b.Run("Gather", func(b *testing.B) {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.NewCollector(hub))
+		reg.MustRegister(collectorOf(b, hub))
 		b.ReportAllocs()
 		for b.Loop() {
 			_, err := reg.Gather()

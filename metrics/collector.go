@@ -1,6 +1,10 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sion-go/sion"
@@ -16,32 +20,77 @@ import (
 // Counters never decrease over the Collector's life: the core's count
 // over their switch's life, and the Collector carries a switch's last
 // values over to another of the same name and place that replaces it
-// (see the package doc). It remembers one pair of numbers per counter
-// series it has seen, for its life.
+// (see the package doc). A closed switch is left out of every scrape
+// from then on, as if removed. What the Collector remembers is one pair
+// of numbers per counter series that still exists, and those of
+// switches removed or closed (see the package doc, Monotonicity).
 //
-// The switches a Collector holds must have distinct names within a
-// place, or their series collide (the registry then reports an error at
-// gather time). A Collector is safe for concurrent use; scrapes are
-// serialised.
+// The switches a Collector holds have distinct names within a place:
+// NewCollector and Add refuse a switch of the name and place of another
+// (their series would be one). A registry takes one Collector (see
+// Register): put every switch in it. A Collector is safe for concurrent
+// use; scrapes are serialised.
 type Collector struct {
 	st state
 }
 
 // NewCollector returns a Collector of sws (nil entries and repeats are
-// left out).
-func NewCollector(sws ...*sion.Switch) *Collector {
+// left out). It returns an error naming the switch when two of sws have
+// the same name and place.
+func NewCollector(sws ...*sion.Switch) (*Collector, error) {
 	c := &Collector{}
-	c.st.add(sws...)
-	return c
+	if err := c.st.add(sws...); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Add adds switches to c; those c holds already and nil are left out.
-func (c *Collector) Add(sws ...*sion.Switch) { c.st.add(sws...) }
+// It adds none and returns an error naming the switch when one has the
+// name and place of a switch c holds (a closed one excepted: Add may
+// replace it) or of another of sws.
+func (c *Collector) Add(sws ...*sion.Switch) error { return c.st.add(sws...) }
 
-// Remove removes sw from c: its series are no longer exported. c keeps
-// what it remembers of its counters, so that a switch of the same name
-// and place added later continues them.
+// Remove removes sw from c: its series are no longer exported. c reads
+// its counters a last time and keeps what it remembers of them, so that
+// a switch of the same name and place added later continues them.
 func (c *Collector) Remove(sw *sion.Switch) { c.st.remove(sw) }
+
+// Register registers c with r (prometheus.DefaultRegisterer when nil).
+// A registry takes one Collector — every Collector describes the same
+// metric families — so when r holds one already Register returns an
+// error that names its switches and says to Add c's to it, where
+// prometheus.Registerer.Register would only say "duplicate metrics
+// collector registration attempted". Other errors are r's.
+func (c *Collector) Register(r prometheus.Registerer) error {
+	if r == nil {
+		r = prometheus.DefaultRegisterer
+	}
+	err := r.Register(c)
+	are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
+	if !ok {
+		return err
+	}
+	other, _ := are.ExistingCollector.(*Collector)
+	if other == nil || other == c {
+		return err
+	}
+	return fmt.Errorf("metrics: the registry has a Collector already, of %s; a second one would export the same families (and the same series for a switch of the same name and place): Add %s to the first instead", other.names(), c.names())
+}
+
+// names lists c's switches as `switch "a" of place "p", …`.
+func (c *Collector) names() string {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	if len(c.st.sws) == 0 {
+		return "no switch"
+	}
+	var out []string
+	for _, sw := range c.st.sws {
+		out = append(out, fmt.Sprintf("switch %q of place %q", sw.Name(), sw.Place().Name()))
+	}
+	return strings.Join(out, ", ")
+}
 
 // Describe sends the descriptor of every metric family (see the package
 // doc), whether or not a switch has a series in it.

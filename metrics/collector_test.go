@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sion-go/sion"
-	"github.com/sion-go/sion/metrics"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )
@@ -52,7 +51,7 @@ func testCollectorLinked(t *testing.T, tr transport.Transport, addr func(string)
 	publish(t, pub, "Alarm", 2) // matches nothing
 	require.Eventually(t, func() bool { return sub.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
 
-	c := metrics.NewCollector(a, b)
+	c := collectorOf(t, a, b)
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
@@ -119,7 +118,7 @@ func TestCollectorGateway(t *testing.T) {
 	sub := subscribe(t, open(t, east, "reader"), "{type ⊑ Reading}", sion.WithQueue(1000))
 	require.Eventually(t, func() bool { return gateway(west, "w-e").Proxies > 0 }, 10*time.Second, time.Millisecond)
 
-	c := metrics.NewCollector(west, east)
+	c := collectorOf(t, west, east)
 	pub := open(t, west, "writer")
 	const n = 4
 	publish(t, pub, "Reading", n)
@@ -174,7 +173,7 @@ func TestCollectorLinkReforms(t *testing.T) {
 	linkUp(t, tr, b, a, "a")
 	sub := subscribe(t, open(t, b, "reader"), "{type ⊑ Reading}", sion.WithQueue(100))
 	pub := open(t, a, "writer")
-	c := metrics.NewCollector(a, b)
+	c := collectorOf(t, a, b)
 	const sent = "sion_link_events_sent_total{peer=b,place=plant,switch=a}"
 	const received = "sion_link_events_received_total{peer=a,place=plant,switch=b}"
 
@@ -219,7 +218,7 @@ func TestCollectorDropsAndMatchTime(t *testing.T) {
 	const n = 16
 	publish(t, s, "Reading", n)
 
-	c := metrics.NewCollector(a)
+	c := collectorOf(t, a)
 	got := scrape(t, c)
 	for series, want := range map[string]float64{
 		"sion_events_published_total{place=plant,switch=a}":                 n,
@@ -249,9 +248,9 @@ func TestCollectorAddRemove(t *testing.T) {
 	p := newPlace(t, "plant", testOntology(t))
 	first := serve(t, tr, p, "a", "a1")
 	publish(t, open(t, first, "w"), "Alarm", 3)
-	c := metrics.NewCollector()
+	c := collectorOf(t)
 	assert.Empty(t, scrape(t, c))
-	c.Add(first, first, nil)
+	require.NoError(t, c.Add(first, first, nil))
 	const in = "sion_events_in_total{place=plant,switch=a}"
 	assert.Equal(t, float64(3), scrape(t, c)[in])
 
@@ -259,7 +258,7 @@ func TestCollectorAddRemove(t *testing.T) {
 	assert.Empty(t, scrape(t, c))
 	second := serve(t, tr, p, "a", "a2") // another switch, the same name
 	publish(t, open(t, second, "w"), "Alarm", 2)
-	c.Add(second)
+	require.NoError(t, c.Add(second))
 	assert.Equal(t, float64(5), scrape(t, c)[in], "3 from the first, 2 from the second")
 }
 
@@ -272,7 +271,7 @@ func TestCollectorConcurrent(t *testing.T) {
 	b := serve(t, tr, p, "b", "b")
 	linkUp(t, tr, b, a, "a")
 	subscribe(t, open(t, b, "reader"), "{type ⊑ Reading}", sion.WithQueue(10))
-	c := metrics.NewCollector(a, b)
+	c := collectorOf(t, a, b)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
@@ -325,7 +324,7 @@ func TestCollectorRemote(t *testing.T) {
 	publish(t, r, "Alarm", 2)
 	require.Eventually(t, func() bool { return sub.Stats().Delivered == 2 }, 10*time.Second, time.Millisecond)
 
-	s := scrape(t, metrics.NewCollector(a))
+	s := scrape(t, collectorOf(t, a))
 	for series, want := range map[string]float64{
 		"sion_sessions{kind=remote,place=plant,switch=a}":   1,
 		"sion_sessions{kind=local,place=plant,switch=a}":    1,

@@ -2,11 +2,22 @@
 // metrics (a prometheus.Collector, and an http.Handler for /metrics) and
 // as OpenTelemetry metrics (asynchronous instruments on a metric.Meter).
 //
-//	c := metrics.NewCollector(sw)              // prometheus.Collector
-//	prometheus.MustRegister(c)
-//	http.Handle("/metrics", metrics.Handler(sw)) // or a registry of its own
-//	reg, err := c.RegisterOTel(meter)           // the same values, for OpenTelemetry
+//	c, err := metrics.NewCollector(sw1, sw2)        // one Collector for all the switches
+//	err = c.Register(prometheus.DefaultRegisterer)  // one Collector per registry
+//	http.Handle("/metrics", promhttp.Handler())
+//	reg, err := c.RegisterOTel(meter)               // the same values, for OpenTelemetry
 //	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithProducer(c.Producer())) // the histogram's buckets
+//
+// or, for a /metrics with a registry of its own (and the Go runtime's and
+// the process's metrics), http.Handle("/metrics", metrics.HandlerFor(c))
+// — metrics.Handler(sw1, sw2) when nothing else needs c. Every series is
+// labelled by its switch's name and place, so the switches of a Collector
+// must differ in one of them: NewCollector and Collector.Add refuse a
+// switch whose name and place another has, naming it. Every Collector
+// exports the same families, so a registry takes one: Collector.Register
+// refuses a second naming the first one's switches (Add them to one
+// Collector instead). Two Collectors of one switch in two registries, as
+// Handler makes, do not collide.
 //
 // Every value is read from the switches' snapshots — Switch.Stats,
 // Switch.MatchTime, Switch.SessionCounts, Switch.LinkTotals, Switch.Links
@@ -160,16 +171,36 @@
 //
 //   - A switch removed from a Collector and another of the same name and
 //     place added continue the first one's counters: the new switch's
-//     values are added to the last ones read from the first. What the
-//     first counted after the last scrape is lost to the metric. The
+//     values are added to the last ones read from the first, which
+//     Remove reads a last time (as a scrape does a closed switch's). The
 //     histogram starts again (a counter reset to Prometheus).
 //   - A value the core lowers for the same switch — only an accepted
 //     gateway beyond the 4,096 whose counters the core remembers, which
 //     start from zero each time it re-forms — is held at its highest
 //     until the core passes it again: such a gateway undercounts.
 //
-// A series whose link or gateway is gone is no longer exported until it
-// comes back (counters by peer stay: LinkTotals keeps them); the Collector
-// keeps what it remembers for its life: two numbers per series it has
-// seen.
+// What is gone is no longer exported, and the Collector forgets it:
+//
+//   - A series whose link, gateway or peer the switch no longer reports
+//     (Switch.Links, Gateways, LinkTotals) is left out, and what the
+//     Collector remembered of it is dropped at the end of that scrape.
+//     Counters by peer stay as long as LinkTotals keeps the peer: a link
+//     that ended still counts. The session kinds are a fixed set, each
+//     exported (0 when there is none).
+//   - A closed switch (Switch.State NonExistent) is dropped from the
+//     Collector at the next scrape, as if removed: none of its series is
+//     exported any more, and its counters are read a last time, so that
+//     a switch of its name and place added later (a restart) continues
+//     them to its last event.
+//   - What it remembers of removed and closed switches stays for the
+//     Collector's life — two numbers per counter series, bounded by the
+//     switches' names — for such a successor; a successor's series that
+//     the first switch had and it has not are forgotten.
+//
+// A series forgotten that comes back — the peer's link or the gateway
+// re-formed — starts from the core's count, which continues the one
+// before it (the core keeps it), except past the core's bounds (a peer
+// beyond LinkTotals' 4,096, a gateway beyond the 4,096 above) or when the
+// series carried a removed switch's count: Prometheus then reads a
+// counter reset.
 package metrics

@@ -26,7 +26,11 @@ func ExampleNewCollector() {
 		_ = s.Publish(context.Background(), &sion.Event{Type: "Alarm"})
 	}
 
-	c := metrics.NewCollector(sw) // or metrics.Handler(sw) for /metrics
+	c, err := metrics.NewCollector(sw) // or metrics.Handler(sw) for /metrics
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
 	text, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "sion_events_published_total", "sion_events_delivered_total")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/metrics"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/mem"
@@ -114,8 +115,9 @@ func (c *cutter) Dial(ctx context.Context, addr string) (transport.Conn, error) 
 	return conn, err
 }
 
-// cut closes every connection dialled so far.
-func (c *cutter) cut() {
+// cut closes every connection dialled since the last cut and returns
+// how many it closed.
+func (c *cutter) cut() int {
 	c.mu.Lock()
 	conns := c.conns
 	c.conns = nil
@@ -123,6 +125,7 @@ func (c *cutter) cut() {
 	for _, conn := range conns {
 		_ = conn.Close()
 	}
+	return len(conns)
 }
 
 func open(t testing.TB, sw *sion.Switch, name string) *sion.Session {
@@ -206,4 +209,12 @@ func dump(s map[string]float64) string {
 		fmt.Fprintf(&b, "%s %g\n", k, s[k])
 	}
 	return b.String()
+}
+
+// collectorOf returns a Collector of sws.
+func collectorOf(t testing.TB, sws ...*sion.Switch) *metrics.Collector {
+	t.Helper()
+	c, err := metrics.NewCollector(sws...)
+	require.NoError(t, err)
+	return c
 }

@@ -11,9 +11,14 @@ import (
 )
 
 // RegisterOTel registers the metrics of sws with meter, as
-// NewCollector(sws...).RegisterOTel(meter) does.
+// NewCollector(sws...) and its RegisterOTel(meter) do; the error is
+// either's.
 func RegisterOTel(meter metric.Meter, sws ...*sion.Switch) (metric.Registration, error) {
-	return NewCollector(sws...).RegisterOTel(meter)
+	c, err := NewCollector(sws...)
+	if err != nil {
+		return nil, err
+	}
+	return c.RegisterOTel(meter)
 }
 
 // RegisterOTel creates one asynchronous instrument per metric family on

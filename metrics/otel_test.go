@@ -118,7 +118,7 @@ func TestProducer(t *testing.T) {
 	subscribe(t, s, "{type ⊑ Reading}")
 	publish(t, s, "Reading", 24)
 
-	c := metrics.NewCollector(a)
+	c := collectorOf(t, a)
 	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(c.Producer()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })

@@ -37,6 +37,7 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	st := &p.c.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.prune()
 	now := time.Now()
 	var dps []metricdata.HistogramDataPoint[float64]
 	for _, sw := range st.sws {

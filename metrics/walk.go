@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -29,7 +30,14 @@ type monoKey struct {
 type monoVal struct {
 	sw           weak.Pointer[sion.Switch]
 	last, offset float64
+	walk         uint64 // the walk that last read it
 }
+
+// switchKey is a switch's name and place: the labels every series of it
+// has first.
+type switchKey struct{ name, place string }
+
+func keyOf(sw *sion.Switch) switchKey { return switchKey{sw.Name(), sw.Place().Name()} }
 
 // state is what a Collector reads and remembers; shared by its
 // Prometheus and OpenTelemetry sides.
@@ -37,24 +45,79 @@ type state struct {
 	mu      sync.Mutex
 	sws     []*sion.Switch
 	mono    map[monoKey]monoVal
+	walks   uint64                     // walks so far
 	started map[*sion.Switch]time.Time // Producer's StartTimes
 }
 
-// add adds sws, leaving out those state has already.
-func (st *state) add(sws ...*sion.Switch) {
+// add adds sws, leaving out nil and those state has already. It adds
+// none and returns an error naming the switch when one has the name and
+// place of another held (a closed one excepted) or given: their series
+// would be one.
+func (st *state) add(sws ...*sion.Switch) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.prune()
+	held := map[switchKey]*sion.Switch{}
+	for _, sw := range st.sws {
+		held[keyOf(sw)] = sw
+	}
+	var added []*sion.Switch
 	for _, sw := range sws {
-		if sw != nil && !slices.Contains(st.sws, sw) {
-			st.sws = append(st.sws, sw)
+		if sw == nil || slices.Contains(st.sws, sw) || slices.Contains(added, sw) {
+			continue
+		}
+		k := keyOf(sw)
+		if other := held[k]; other != nil {
+			return fmt.Errorf("metrics: switch %q of place %q: the Collector holds another switch of that name and place, and their series would be one (sion_…{switch=%q,place=%q}); give each switch its own name, or Remove the other first", k.name, k.place, k.name, k.place)
+		}
+		held[k] = sw
+		added = append(added, sw)
+	}
+	st.sws = append(st.sws, added...)
+	return nil
+}
+
+// prune drops the switches that are closed (Switch.State is NonExistent):
+// it reads their counters a last time, so that a switch of the same name
+// and place added later continues them, and exports nothing of them. mu
+// must be held.
+func (st *state) prune() {
+	st.sws = slices.DeleteFunc(st.sws, func(sw *sion.Switch) bool {
+		if sw.State() != sion.NonExistent {
+			return false
+		}
+		st.walkSwitch(sw, func(*family, []string, float64) {}, nil)
+		delete(st.started, sw)
+		return true
+	})
+}
+
+// forget drops what st remembers of the counter series of the switches
+// it holds that the last walk did not read: a link's peer that
+// LinkTotals no longer keeps, a gateway gone. The series of switches no
+// longer held (removed or closed) are kept, for a switch of the same
+// name and place to continue them. mu must be held.
+func (st *state) forget() {
+	held := make(map[switchKey]bool, len(st.sws))
+	for _, sw := range st.sws {
+		held[keyOf(sw)] = true
+	}
+	for k, m := range st.mono {
+		if m.walk != st.walks && held[switchKey{k.lv[0], k.lv[1]}] {
+			delete(st.mono, k)
 		}
 	}
 }
 
-// remove removes sw; its counters' memory stays (see Collector.Remove).
+// remove removes sw, reading its counters a last time; their memory
+// stays (see Collector.Remove).
 func (st *state) remove(sw *sion.Switch) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if !slices.Contains(st.sws, sw) {
+		return
+	}
+	st.walkSwitch(sw, func(*family, []string, float64) {}, nil)
 	st.sws = slices.DeleteFunc(st.sws, func(x *sion.Switch) bool { return x == sw })
 	delete(st.started, sw)
 }
@@ -79,6 +142,7 @@ func (st *state) count(f *family, lv []string, sw weak.Pointer[sion.Switch], raw
 	case !seen || v > m.last:
 		m.sw, m.last = sw, v
 	}
+	m.walk = st.walks
 	if st.mono == nil {
 		st.mono = map[monoKey]monoVal{}
 	}
@@ -90,12 +154,16 @@ func (st *state) count(f *family, lv []string, sw weak.Pointer[sion.Switch], raw
 var sessionKinds = []sion.SessionKind{sion.SessionLocal, sion.SessionRemote, sion.SessionLink, sion.SessionOverlay, sion.SessionGateway}
 
 // walk reads every switch's snapshots and emits each series once, the
-// match-time histogram through emitHist (left out when nil). mu must be
-// held.
+// match-time histogram through emitHist (left out when nil); it leaves
+// out (and drops) closed switches and then forgets the series that are
+// gone. mu must be held.
 func (st *state) walk(emit emitFunc, emitHist histFunc) {
+	st.walks++
+	st.prune()
 	for _, sw := range st.sws {
 		st.walkSwitch(sw, emit, emitHist)
 	}
+	st.forget()
 }
 
 // walkSwitch emits sw's series. mu must be held.

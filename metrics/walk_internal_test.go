@@ -6,8 +6,10 @@ import (
 	"weak"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/ontology"
 )
 
 // TestCount checks the monotonic guard over sequences of raw reads.
@@ -40,4 +42,28 @@ func TestCount(t *testing.T) {
 		runtime.KeepAlive(a)
 		runtime.KeepAlive(b)
 	}
+}
+
+// TestForget: what a Collector remembers of a series its switch no
+// longer has goes at the end of the walk that missed it; what it
+// remembers of switches it no longer holds stays, for one of the same
+// name and place to continue.
+func TestForget(t *testing.T) {
+	o, err := ontology.New([]ontology.TypeDef{{Name: "Alarm"}})
+	require.NoError(t, err)
+	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: "p", Ontology: o})
+	require.NoError(t, err)
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: "s", Place: place})
+	require.NoError(t, err)
+	t.Cleanup(func() { sw.Close() })
+
+	var st state
+	require.NoError(t, st.add(sw))
+	gone := monoKey{f: fLinkEventsSent, lv: [maxLabels]string{"s", "p", "peer-gone"}}
+	removed := monoKey{f: fEventsIn, lv: [maxLabels]string{"old", "p"}}
+	st.mono = map[monoKey]monoVal{gone: {last: 7}, removed: {last: 9}}
+	st.walk(func(*family, []string, float64) {}, nil)
+	assert.NotContains(t, st.mono, gone, "a series s no longer has is forgotten")
+	assert.Contains(t, st.mono, removed, "a switch not held is remembered")
+	assert.Contains(t, st.mono, monoKey{f: fEventsIn, lv: [maxLabels]string{"s", "p"}}, "a series s has is remembered")
 }

@@ -212,7 +212,13 @@
 // mode, both ways; a raw message may carry it in plain traceparent and
 // tracestate headers (any case; several tracestate values join with
 // ","), and Publish checks it as for any event (a bad one is refused,
-// ReasonRefused). Each event is published
+// ReasonRefused). A header that would have to be resolved by taking one
+// of its values is refused instead, naming it: a ce-* header (the trace
+// context's ce-traceparent and ce-tracestate among them) or Content-Type
+// that appears more than once, as two values or two spellings of one
+// name (ReasonBadCloudEvent; ReasonRefused for a raw message's
+// Content-Type), and a raw message's second traceparent (ReasonRefused).
+// Each event is published
 // into the subject switch by the Gateway's session there; the federation
 // carries it into the caller's place only when someone there wants it
 // (the gateway's proxy filters) and the In firewall lets it through,

@@ -170,3 +170,61 @@ func TestInterestChangeLosesNothing(t *testing.T) {
 	require.True(t, settled, "%d of %d messages missing, from %v", len(m), sent, m[:min(5, len(m))])
 	assert.Zero(t, g.Stats().InDropped)
 }
+
+// TestInRepeatedHeadersRefused: a message that repeats a CloudEvents
+// attribute header (ce-*, the trace context's ce-traceparent and
+// ce-tracestate among them), its Content-Type, or a raw message's
+// traceparent, is refused and counted, naming nothing as the winner —
+// before, the first value was taken silently, so what a subscriber and
+// a tracing system downstream saw depended on header order. Several
+// plain tracestate headers on a raw message still join into one list,
+// as W3C Trace Context asks.
+func TestInRepeatedHeadersRefused(t *testing.T) {
+	srv := natsServer(t)
+	sw := newSwitch(t, "hq", alarms(t))
+	g := newGateway(t, sw, nats.GatewayConfig{Conn: connectTo(t, srv)})
+	sub := receiver(t, sw, "{type ⊑ Alarm}")
+	subscribed(t, g, "sion.hq.Alarm", "sion.hq.Alarm.>")
+	plain := connectTo(t, srv)
+	send := func(h natsgo.Header, data string) {
+		require.NoError(t, plain.PublishMsg(&natsgo.Msg{Subject: "sion.hq.Alarm.Flood", Header: h, Data: []byte(data)}))
+	}
+	twice := func(h natsgo.Header, name string, second string) natsgo.Header {
+		h[name] = append(h[name], second)
+		return h
+	}
+	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	tests := []struct {
+		name   string
+		header natsgo.Header
+		reason nats.Reason
+	}{
+		{"ce-traceparent twice", twice(ceHeader("Flood", "r-1", map[string]string{"traceparent": traceParent}), "ce-traceparent", other), nats.ReasonBadCloudEvent},
+		{"ce-tracestate twice", twice(ceHeader("Flood", "r-2", map[string]string{"traceparent": traceParent, "tracestate": "rojo=1"}), "ce-tracestate", "congo=2"), nats.ReasonBadCloudEvent},
+		{"ce-type twice", twice(ceHeader("Flood", "r-3", nil), "ce-type", "Quake"), nats.ReasonBadCloudEvent},
+		{"ce-id twice", twice(ceHeader("Flood", "r-4", nil), "ce-id", "r-4b"), nats.ReasonBadCloudEvent},
+		{"ce-specversion twice", twice(ceHeader("Flood", "r-5", nil), "ce-specversion", "1.0"), nats.ReasonBadCloudEvent},
+		{"an extension twice", twice(ceHeader("Flood", "r-6", map[string]string{"level": "2"}), "ce-level", "9"), nats.ReasonBadCloudEvent},
+		{"Content-Type twice, binary", twice(twice(ceHeader("Flood", "r-7", nil), "Content-Type", "text/plain"), "Content-Type", "application/json"), nats.ReasonBadCloudEvent},
+		{"Content-Type twice, raw", natsgo.Header{"Content-Type": {"text/plain", "application/cloudevents+json"}}, nats.ReasonRefused},
+		{"traceparent twice, raw", natsgo.Header{"traceparent": {traceParent, other}}, nats.ReasonRefused},
+	}
+	want := map[nats.Reason]uint64{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			send(tc.header, tc.name)
+			want[tc.reason]++
+			bad, refused := want[nats.ReasonBadCloudEvent], want[nats.ReasonRefused]
+			require.Eventually(t, func() bool {
+				st := g.Stats()
+				return st.InRefused[nats.ReasonBadCloudEvent] == bad && st.InRefused[nats.ReasonRefused] == refused
+			}, wait, time.Millisecond, "refused as %s", tc.reason)
+		})
+	}
+	t.Run("tracestate twice, raw: one list", func(t *testing.T) {
+		send(natsgo.Header{"traceparent": {traceParent}, "tracestate": {"rojo=1", "congo=2"}}, "joined")
+		got := receive(t, sub, 1)[0]
+		assert.Equal(t, "joined", string(got.Data), "nothing refused came through")
+		assert.Equal(t, "rojo=1,congo=2", got.TraceState)
+	})
+}

@@ -3,7 +3,9 @@ package nats
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
+	"slices"
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -44,13 +46,22 @@ func (g *Gateway) receive(m *natsgo.Msg) {
 // section "The S/x-GW": binary or structured CloudEvent, or raw).
 func (g *Gateway) decode(m *natsgo.Msg) (sion.Event, Reason, error) {
 	var ct string
-	var spec bool
+	var spec, typed bool
 	var parents, states []string // raw messages' W3C trace context
 	for k, vs := range m.Header {
 		switch {
 		case len(vs) == 0:
 		case strings.EqualFold(k, contentType):
-			ct = vs[0]
+			if typed || len(vs) > 1 {
+				// It chooses the mode and the payload's media type:
+				// which one the publisher meant is anybody's guess.
+				r := ReasonRefused
+				if hasCloudEventsHeader(m.Header) {
+					r = ReasonBadCloudEvent
+				}
+				return sion.Event{}, r, fmt.Errorf("%w: nats: message on %q has %d Content-Type headers; one says what the payload is", sion.ErrInvalidEvent, m.Subject, contentTypeCount(m.Header))
+			}
+			ct, typed = vs[0], true
 		case strings.EqualFold(k, headerPrefix+"specversion"):
 			spec = true
 		case strings.EqualFold(k, traceParentHeader):
@@ -123,24 +134,28 @@ func reasonOf(err error) Reason {
 }
 
 // binaryEvent reads a binary-mode CloudEvent from m's headers (names in
-// any case; the first value of each) and data.
+// any case) and data. A header of the event — ce-* or Content-Type —
+// that appears more than once, as two values of one name or under two
+// spellings of it, is refused naming it: a CloudEvent has one value per
+// attribute, and taking the first or the last would let the order of
+// headers decide what the event is (ce-traceparent: which trace).
 func binaryEvent(m *natsgo.Msg) (event.Event, error) {
 	var ce event.Event
 	attrs := map[string]string{}
-	for k, vs := range m.Header {
+	for _, k := range slices.Sorted(maps.Keys(m.Header)) { // the same error every time
+		vs := m.Header[k]
 		if len(vs) == 0 {
 			continue
 		}
-		if strings.EqualFold(k, contentType) {
-			attrs[contentType] = vs[0]
-			continue
+		name := contentType
+		if !strings.EqualFold(k, contentType) {
+			if !hasPrefixFold(k, headerPrefix) {
+				continue // a header of the message, not of the event
+			}
+			name = strings.ToLower(k[len(headerPrefix):])
 		}
-		if !hasPrefixFold(k, headerPrefix) {
-			continue // a header of the message, not of the event
-		}
-		name := strings.ToLower(k[len(headerPrefix):])
-		if _, dup := attrs[name]; dup {
-			return ce, fmt.Errorf("%w: nats: CloudEvents header %q appears twice", sion.ErrInvalidEvent, k)
+		if _, dup := attrs[name]; dup || len(vs) > 1 {
+			return ce, fmt.Errorf("%w: nats: CloudEvents header %q appears more than once; a CloudEvent has one value per attribute", sion.ErrInvalidEvent, k)
 		}
 		attrs[name] = vs[0]
 	}
@@ -183,6 +198,28 @@ func binaryEvent(m *natsgo.Msg) (event.Event, error) {
 		ce.DataEncoded = m.Data
 	}
 	return ce, nil
+}
+
+// hasCloudEventsHeader reports whether h has a ce-* header, in any case.
+func hasCloudEventsHeader(h natsgo.Header) bool {
+	for k := range h {
+		if hasPrefixFold(k, headerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// contentTypeCount is the number of Content-Type values in h, names in
+// any case.
+func contentTypeCount(h natsgo.Header) int {
+	n := 0
+	for k, vs := range h {
+		if strings.EqualFold(k, contentType) {
+			n += len(vs)
+		}
+	}
+	return n
 }
 
 // hasPrefixFold reports whether s begins with prefix, ASCII case
