@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func ontologyFor(t *testing.T) *ontology.Ontology {
 		{Name: "Event"},
 		{Name: "Alarm", Parents: []string{"Event"}, Attributes: []ontology.Attribute{{Name: "level", Kind: ontology.KindInt}}},
 		{Name: "Reading", Parents: []string{"Event"}, Attributes: []ontology.Attribute{{Name: "celsius", Kind: ontology.KindFloat}}},
+		{Name: "Note", Parents: []string{"Event"}, Attributes: []ontology.Attribute{{Name: "text", Kind: ontology.KindString}}},
 	})
 	require.NoError(t, err)
 	return o
@@ -49,6 +51,13 @@ func ontologyFor(t *testing.T) *ontology.Ontology {
 // none), each with a management view whose Peers name every other's.
 // Everything closes at cleanup.
 func newPlace(t *testing.T, names []string, parent []int) *place {
+	t.Helper()
+	return newPlaceUnlisted(t, names, parent)
+}
+
+// newPlaceUnlisted is newPlace, but no view's Peers names the switches
+// named in unlisted.
+func newPlaceUnlisted(t *testing.T, names []string, parent []int, unlisted ...string) *place {
 	t.Helper()
 	p, err := sion.NewEventPlace(sion.PlaceConfig{Name: "plant", Ontology: ontologyFor(t)})
 	require.NoError(t, err)
@@ -74,7 +83,7 @@ func newPlace(t *testing.T, names []string, parent []int) *place {
 	for i, sw := range pl.sws {
 		peers := map[string]string{}
 		for j, srv := range pl.views {
-			if j != i {
+			if j != i && !slices.Contains(unlisted, names[j]) {
 				peers[names[j]] = "http://" + srv.Listener.Addr().String()
 			}
 		}
