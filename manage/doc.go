@@ -32,7 +32,8 @@
 //	               gateway; ?peer=NAME keeps one peer's
 //	/api/gateways  gateways: [sion.GatewayInfo] — name, peer, peer_place,
 //	               requested, state, since, import, export, routes,
-//	               proxies, filters
+//	               proxies, filters (at most Config.MaxFilters, 100),
+//	               num_filters, truncated
 //	/api/sessions  total, offset, limit, sessions: [sion.SessionInfo
 //	               without its subscriptions, plus num_subscriptions and
 //	               the sums of their matched, delivered, dropped, and slow:
@@ -85,5 +86,9 @@
 // (text elements with class "route" and data-from, data-to, data-filter,
 // data-refs); gateways are edges (data-gateway="NAME") to nodes of other
 // places (data-place). Clicking a neighbour opens its own page. It needs
-// no internet access.
+// no internet access. Names and filters come from the network: the page
+// puts them in the document only as text and attribute values, never as
+// HTML, draws at most 40 characters of a name and 120 of a filter (the
+// whole text is the element's tooltip and its data-* value), and
+// follows only http and https management URLs.
 package manage

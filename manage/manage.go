@@ -35,13 +35,14 @@ type Config struct {
 	DefaultLimit, MaxLimit int
 	// SubsDefaultLimit and SubsMaxLimit replace DefaultLimit and MaxLimit
 	// for /api/sessions?subs=1, which lists every session's filters: 0
-	// means 100 and 1000 sessions.
+	// means 100 and 1000 sessions, and neither exceeds MaxLimit.
 	SubsDefaultLimit, SubsMaxLimit int
 	// MaxFilters is how many filter texts /api/sessions?subs=1 lists per
 	// session, counted over its subscriptions in ID order; the session
 	// then has "truncated": true and the rest are left out (its
 	// num_subscriptions, and each subscription's num_filters, still count
-	// them all). 0 means 100.
+	// them all). /api/gateways lists as many of each gateway's filters,
+	// with "truncated" and "num_filters" alike. 0 means 100.
 	MaxFilters int
 	// MaxConcurrent is how many /api requests (all but /healthz) take
 	// their snapshot of the switch and encode it at once; a snapshot of
@@ -105,6 +106,8 @@ func New(sw *sion.Switch, cfg Config) *Handler {
 	def(&cfg.SubsDefaultLimit, 100)
 	def(&cfg.SubsMaxLimit, 1000)
 	def(&cfg.MaxFilters, 100)
+	cfg.SubsMaxLimit = min(cfg.SubsMaxLimit, cfg.MaxLimit)
+	cfg.SubsDefaultLimit = min(cfg.SubsDefaultLimit, cfg.SubsMaxLimit)
 	def(&cfg.MaxConcurrent, 4)
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = time.Second
@@ -294,8 +297,16 @@ func (h *Handler) links(url.Values) (snapshot, error) {
 
 func (h *Handler) gateways(url.Values) (snapshot, error) {
 	return func() any {
+		var out []any
+		for _, gi := range h.sw.Gateways() {
+			n := len(gi.Filters)
+			gi.Filters = gi.Filters[:min(n, h.cfg.MaxFilters)]
+			g := plain(gi).(map[string]any)
+			g["num_filters"], g["truncated"] = n, len(gi.Filters) < n
+			out = append(out, g)
+		}
 		m := h.head()
-		m["gateways"] = plain(nonNil(h.sw.Gateways()))
+		m["gateways"] = nonNil(out)
 		return m
 	}, nil
 }
