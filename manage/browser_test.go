@@ -6,14 +6,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/transport/tcp"
 )
 
@@ -130,4 +134,90 @@ func TestPageInBrowser(t *testing.T) {
 	if os.Getenv("SION_UPDATE_SCREENSHOT") == "1" {
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", "management-page.png"), png, 0o644))
 	}
+}
+
+// TestPageOddNames opens the page of a place whose switch, peer,
+// session, gateway and place names and a filter hold markup, quotes,
+// characters that end a CSS selector or an attribute value, names of
+// JavaScript's Object properties, and the longest name a switch may
+// have. The page draws them as text: no element comes from them, no
+// dialog opens, no Content-Security-Policy violation happens, and the
+// page does not stop on an error.
+func TestPageOddNames(t *testing.T) {
+	ctx := browser(t)
+	long := strings.Repeat("ü", sion.MaxNameBytes/2)
+	names := []string{`a"b<c`, `x"] [data-y='</script><img src=x onerror=alert(1)>&amp;`, "constructor", long, "__proto__"}
+	// constructor's and __proto__'s views are not listed in anyone's
+	// Peers: the page must not find them among Object's properties.
+	pl := newPlaceUnlisted(t, names, []int{-1, 0, 1, 0, 0}, "constructor", "__proto__")
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+
+	var dialogs atomic.Int32
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+			go chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{}) // dismiss, so the page goes on
+		}
+	}))
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.__csp = [];
+		document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`})
+	require.NoError(t, err)
+
+	const f = `{type ⊑ Note; text = "\"<img src=x onerror=alert(2)></script>'&amp;\n"}`
+	canonical := filter.MustCompile(f).String()
+	s, err := pl.sws[1].Open(context.Background(), sion.SessionConfig{Name: `<b id="s">sess</b>`})
+	require.NoError(t, err)
+	_, err = s.Subscribe(context.Background(), f, sion.WithTTL(1))
+	require.NoError(t, err)
+	_, err = s.Subscribe(context.Background(), "{type ⊑ Note; text = \"<img src=x onerror=alert(3)>\"}", sion.WithTTL(1))
+	require.NoError(t, err)
+
+	_, addrY, _ := federated(t, `o"ff</script><i>ce`, `y'<u>`)
+	tr, err := tcp.New(tcp.Config{})
+	require.NoError(t, err)
+	fctx, fcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer fcancel()
+	g, err := pl.sws[0].Federate(fctx, tr, addrY, sion.GatewayConfig{Name: `gw"]<s>`, Export: &sion.DirectionConfig{},
+		RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+
+	js := fmt.Sprintf(`[...document.querySelectorAll(".route")].filter(e => e.dataset.filter === %q).length === 2`, canonical) +
+		` && document.querySelectorAll("[data-switch]").length === 5 && [...document.querySelectorAll("[data-gateway]")].some(e => e.dataset.gateway === %q)`
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(pl.views[0].URL+"/"),
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(js, `gw"]<s>`), chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent + " | " + document.getElementById("graph").textContent`))
+		require.NoError(t, err, "the page says: %s", status)
+	}
+
+	switches, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("[data-switch]")].map(e => e.dataset.switch).sort()`))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, names, switches)
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("graph").textContent`))
+	require.NoError(t, err)
+	for _, want := range []string{`a"b<c`, `x"] [data-y='</script><img src=x onerror=alert(1)>&amp;`, "constructor", "__proto__", `gw"]<s>`, `o"ff</script><i>ce`, canonical} {
+		assert.Contains(t, labels, want, "drawn as text")
+	}
+	table, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("detail").textContent`))
+	require.NoError(t, err)
+	assert.Contains(t, table, `a"b<c`)
+	for _, check := range []struct{ name, js string }{
+		{"no element from a name", `document.querySelectorAll("img, script:not([src]), b, i, u, s").length`},
+		{"only the page's own script", `document.scripts.length - 1`},
+		{"CSP violations", `window.__csp.length`},
+		{"error status", `document.getElementById("status").className === "error" ? 1 : 0`},
+	} {
+		t.Run(check.name, func(t *testing.T) {
+			n, err := chromedp.Run(ctx, chromedp.Evaluate[int](check.js))
+			require.NoError(t, err)
+			assert.Zero(t, n)
+		})
+	}
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`))
+	require.NoError(t, err)
+	assert.NotContains(t, status, "cannot read")
+	assert.Zero(t, dialogs.Load(), "dialogs opened")
 }

@@ -10,9 +10,12 @@
 // Endpoints, GET or HEAD only (another method: 405 with an Allow
 // header). Every /api response is a JSON object with "switch" (whose view
 // it is) and "now" (when it was taken, RFC 3339 UTC); errors are
-// {"error": "manage: …"} with status 400 (a bad query parameter) or 404
-// (no such endpoint). Field names are the core structs' in snake_case
-// (EventsSent → events_sent), made by reflection, so a counter the core
+// {"error": "manage: …"}, naming the query parameter at fault, with
+// status 400 (a malformed query string; a parameter the endpoint does
+// not take, or given twice; a bad value), 404 (no such endpoint), 405,
+// 414 (a URL over MaxURLBytes) or 503 (busy, below). Field names are the
+// core structs' in snake_case (EventsSent → events_sent), made by
+// reflection, so a counter the core
 // adds to Stats, LinkInfo, RouteInfo, GatewayInfo or SessionInfo appears
 // here without a change; times are RFC 3339 (null when zero), states
 // their names ("up", "active"). The JSON endpoints send
@@ -29,25 +32,46 @@
 //	               gateway; ?peer=NAME keeps one peer's
 //	/api/gateways  gateways: [sion.GatewayInfo] — name, peer, peer_place,
 //	               requested, state, since, import, export, routes,
-//	               proxies, filters
+//	               proxies, filters (at most Config.MaxFilters, 100),
+//	               num_filters, truncated
 //	/api/sessions  total, offset, limit, sessions: [sion.SessionInfo
 //	               without its subscriptions, plus num_subscriptions and
 //	               the sums of their matched, delivered, dropped, and slow:
 //	               whether any is a slow consumer]; ?subs=1 adds
 //	               subscriptions: [{id, matched, delivered, dropped,
-//	               spilled, queued, slow, filters}]; ?kind=local|remote|
-//	               link|overlay|gateway keeps one kind
+//	               spilled, queued, slow, filters, num_filters}] and
+//	               truncated (below); ?kind=local|remote|link|overlay|
+//	               gateway keeps one kind
 //	/healthz       {"status": "ok"} (200) while the switch is open;
 //	               {"status": "closed"} (503) once it is closed
 //	/              the page (index.html, sion.css, sion.js, embedded)
 //
 // /api/routes and /api/sessions list at most limit entries from offset
 // (query parameters; the default limit is Config.DefaultLimit, 1024, and
-// a request may ask up to Config.MaxLimit, 10000), as NATS's connz does,
-// so that a switch with a million proxy filters does not write them all
-// by default; total counts them all. The snapshot behind one response
-// still costs time in proportion to the switch's routes or sessions
-// (Switch.Routes, Switch.Sessions).
+// a request may ask up to Config.MaxLimit, 10000; a larger limit is
+// refused, 400), as NATS's connz does, so that a switch with a million
+// proxy filters does not write them all by default; total counts them
+// all. With ?subs=1, which lists filters, the default limit is
+// Config.SubsDefaultLimit (100 sessions) and the most
+// Config.SubsMaxLimit (1000), and each session lists at most
+// Config.MaxFilters (100) filters over its subscriptions in ID order:
+// when it has more, it says "truncated": true, the subscriptions past
+// the budget are left out and the last one listed may show only some
+// of its filters (num_subscriptions and num_filters count them all).
+//
+// The snapshot behind one response costs time in proportion to the
+// switch's routes or sessions (Switch.Routes, Switch.Sessions), so at
+// most Config.MaxConcurrent (4) /api requests take and encode theirs at
+// once; one beyond waits for a slot up to Config.MaxWait (1 s) or until
+// its request's context ends, and is then answered 503 with
+// Retry-After: 1. /healthz takes no slot.
+//
+// Every response says X-Content-Type-Options: nosniff, Referrer-Policy:
+// no-referrer and X-Frame-Options: DENY. The page's
+// Content-Security-Policy is default-src 'self' with no inline script or
+// style, and connect-src 'self' http: https:, because the page reads the
+// views of switches it learns of from one another's "peers", which this
+// handler does not know; the API's is default-src 'none'.
 //
 // The page reads this switch's endpoints every 1.5 s and, for each shared
 // link whose peer has a management URL in "peers", that peer's endpoints
@@ -62,5 +86,9 @@
 // (text elements with class "route" and data-from, data-to, data-filter,
 // data-refs); gateways are edges (data-gateway="NAME") to nodes of other
 // places (data-place). Clicking a neighbour opens its own page. It needs
-// no internet access.
+// no internet access. Names and filters come from the network: the page
+// puts them in the document only as text and attribute values, never as
+// HTML, draws at most 40 characters of a name and 120 of a filter (the
+// whole text is the element's tooltip and its data-* value), and
+// follows only http and https management URLs.
 package manage

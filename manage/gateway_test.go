@@ -71,6 +71,8 @@ func TestGateways(t *testing.T) {
 	assert.Equal(t, "up", gws[0]["state"])
 	assert.Equal(t, []any{"{type ⊑ Alarm}"}, gws[0]["filters"])
 	assert.Contains(t, gws[0], "export")
+	assert.EqualValues(t, 1, gws[0]["num_filters"])
+	assert.Equal(t, false, gws[0]["truncated"])
 
 	_, _, body := get(t, viewY, "GET", "/api/routes")
 	routes := list(t, body, "routes")
@@ -82,4 +84,17 @@ func TestGateways(t *testing.T) {
 	sessions := list(t, body, "sessions")
 	require.Len(t, sessions, 1)
 	assert.Equal(t, "plant-office", sessions[0]["peer"])
+
+	// MaxFilters bounds the filters listed per gateway.
+	_, err = s.Subscribe(context.Background(), "{type ⊑ Reading}")
+	require.NoError(t, err)
+	few := httptest.NewServer(manage.New(x, manage.Config{MaxFilters: 1}))
+	t.Cleanup(few.Close)
+	require.Eventually(t, func() bool {
+		_, _, body := get(t, few, "GET", "/api/gateways")
+		gws = list(t, body, "gateways")
+		return len(gws) == 1 && gws[0]["num_filters"] == 2.0
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Len(t, gws[0]["filters"], 1)
+	assert.Equal(t, true, gws[0]["truncated"])
 }

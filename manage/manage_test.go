@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sion-go/sion"
+	"github.com/sion-go/sion/filter"
 	"github.com/sion-go/sion/manage"
 	"github.com/sion-go/sion/ontology"
 	"github.com/sion-go/sion/transport/tcp"
@@ -37,6 +41,7 @@ func ontologyFor(t *testing.T) *ontology.Ontology {
 		{Name: "Event"},
 		{Name: "Alarm", Parents: []string{"Event"}, Attributes: []ontology.Attribute{{Name: "level", Kind: ontology.KindInt}}},
 		{Name: "Reading", Parents: []string{"Event"}, Attributes: []ontology.Attribute{{Name: "celsius", Kind: ontology.KindFloat}}},
+		{Name: "Note", Parents: []string{"Event"}, Attributes: []ontology.Attribute{{Name: "text", Kind: ontology.KindString}}},
 	})
 	require.NoError(t, err)
 	return o
@@ -46,6 +51,13 @@ func ontologyFor(t *testing.T) *ontology.Ontology {
 // none), each with a management view whose Peers name every other's.
 // Everything closes at cleanup.
 func newPlace(t *testing.T, names []string, parent []int) *place {
+	t.Helper()
+	return newPlaceUnlisted(t, names, parent)
+}
+
+// newPlaceUnlisted is newPlace, but no view's Peers names the switches
+// named in unlisted.
+func newPlaceUnlisted(t *testing.T, names []string, parent []int, unlisted ...string) *place {
 	t.Helper()
 	p, err := sion.NewEventPlace(sion.PlaceConfig{Name: "plant", Ontology: ontologyFor(t)})
 	require.NoError(t, err)
@@ -71,7 +83,7 @@ func newPlace(t *testing.T, names []string, parent []int) *place {
 	for i, sw := range pl.sws {
 		peers := map[string]string{}
 		for j, srv := range pl.views {
-			if j != i {
+			if j != i && !slices.Contains(unlisted, names[j]) {
 				peers[names[j]] = "http://" + srv.Listener.Addr().String()
 			}
 		}
@@ -230,8 +242,25 @@ func TestRequests(t *testing.T) {
 		{"a bad limit", "GET", "/api/sessions?limit=many", http.StatusBadRequest, "limit"},
 		{"a negative offset", "GET", "/api/routes?offset=-1", http.StatusBadRequest, "offset"},
 		{"a bad subs", "GET", "/api/sessions?subs=yes", http.StatusBadRequest, "subs"},
-		{"odd bytes", "GET", "/api/sessions?limit=%ff%00&subs=%", http.StatusBadRequest, ""},
+		{"odd bytes", "GET", "/api/sessions?limit=%ff%00&subs=%", http.StatusBadRequest, "query string"},
 		{"a huge offset", "GET", "/api/sessions?offset=99999999999", http.StatusOK, ""},
+		{"an offset beyond int64", "GET", "/api/routes?offset=99999999999999999999", http.StatusBadRequest, "offset"},
+		{"a negative limit", "GET", "/api/routes?limit=-5", http.StatusBadRequest, "limit"},
+		{"a limit over MaxLimit", "GET", "/api/routes?limit=10001", http.StatusBadRequest, "from 0 to 10000"},
+		{"a limit beyond int64", "GET", "/api/sessions?limit=18446744073709551617", http.StatusBadRequest, "limit"},
+		{"a limit over SubsMaxLimit", "GET", "/api/sessions?subs=1&limit=1001", http.StatusBadRequest, "from 0 to 1000"},
+		{"a limit given twice", "GET", "/api/sessions?limit=1&limit=2", http.StatusBadRequest, "limit is given 2 times"},
+		{"an unknown parameter", "GET", "/api/routes?limt=5", http.StatusBadRequest, `"limt"`},
+		{"a parameter on a plain endpoint", "GET", "/api/switch?x=1", http.StatusBadRequest, `"x"`},
+		{"a parameter on healthz", "GET", "/healthz?verbose=1", http.StatusBadRequest, `"verbose"`},
+		{"an unknown kind", "GET", "/api/sessions?kind=router", http.StatusBadRequest, "kind"},
+		{"a semicolon", "GET", "/api/routes?limit=1;offset=2", http.StatusBadRequest, "query string"},
+		{"a long value", "GET", "/api/routes?limit=" + strings.Repeat("9", 3000), http.StatusBadRequest, "…"},
+		{"a long URL", "GET", "/api/routes?peer=" + strings.Repeat("p", manage.MaxURLBytes), http.StatusRequestURITooLong, "at most 4096"},
+		{"a long path", "GET", "/" + strings.Repeat("x", manage.MaxURLBytes), http.StatusRequestURITooLong, "at most 4096"},
+		{"options", "OPTIONS", "/api/switch", http.StatusMethodNotAllowed, "GET or HEAD"},
+		{"put on healthz", "PUT", "/healthz", http.StatusMethodNotAllowed, "GET or HEAD"},
+		{"a path under an endpoint", "GET", "/api/switch/x", http.StatusNotFound, "no such endpoint"},
 		{"no such endpoint", "GET", "/api/nonesuch", http.StatusNotFound, "no such endpoint"},
 		{"head", "HEAD", "/api/switch", http.StatusOK, ""},
 		{"the page", "GET", "/", http.StatusOK, ""},
@@ -240,11 +269,16 @@ func TestRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, _, body := get(t, v, tc.method, tc.path)
+			status, hdr, body := get(t, v, tc.method, tc.path)
 			assert.Equal(t, tc.status, status)
 			if tc.want != "" {
 				assert.Contains(t, fmt.Sprint(body["error"]), tc.want)
+				assert.Less(t, len(fmt.Sprint(body["error"])), 300, "the error quotes a short part of the request")
 			}
+			if status >= 400 && tc.method != "HEAD" && tc.path != "/nonesuch" {
+				assert.True(t, strings.HasPrefix(fmt.Sprint(body["error"]), "manage: "), "a JSON error: %v", body)
+			}
+			assert.Equal(t, "nosniff", hdr.Get("X-Content-Type-Options"))
 		})
 	}
 }
@@ -264,4 +298,121 @@ func TestHealthz(t *testing.T) {
 	status, _, body = get(t, srv, "GET", "/healthz")
 	assert.Equal(t, http.StatusServiceUnavailable, status)
 	assert.Equal(t, "closed", body["status"])
+}
+
+// TestSecurityHeaders: every response says nosniff, no-referrer and
+// DENY; the page's Content-Security-Policy admits only its own script
+// and style, and connections to any http(s) origin (the neighbours'
+// views); the API's admits nothing.
+func TestSecurityHeaders(t *testing.T) {
+	pl := newPlace(t, []string{"solo"}, []int{-1})
+	for _, tc := range []struct {
+		path string
+		csp  []string
+	}{
+		{"/", []string{"default-src 'self'", "connect-src 'self' http: https:", "frame-ancestors 'none'", "object-src 'none'"}},
+		{"/sion.js", []string{"default-src 'self'"}},
+		{"/sion.css", []string{"default-src 'self'"}},
+		{"/nonesuch", []string{"default-src 'self'"}},
+		{"/api/switch", []string{"default-src 'none'"}},
+		{"/api/sessions?limit=x", []string{"default-src 'none'"}},
+		{"/healthz", []string{"default-src 'none'"}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, hdr, _ := get(t, pl.views[0], "GET", tc.path)
+			assert.Equal(t, "nosniff", hdr.Get("X-Content-Type-Options"))
+			assert.Equal(t, "no-referrer", hdr.Get("Referrer-Policy"))
+			assert.Equal(t, "DENY", hdr.Get("X-Frame-Options"))
+			for _, want := range tc.csp {
+				assert.Contains(t, hdr.Get("Content-Security-Policy"), want)
+			}
+			assert.NotContains(t, hdr.Get("Content-Security-Policy"), "unsafe")
+		})
+	}
+}
+
+// TestPageHasNothingInline: the page runs under a CSP without
+// 'unsafe-inline', so it has no inline script, style or event handler,
+// and its script builds the page from text only (never as HTML).
+func TestPageHasNothingInline(t *testing.T) {
+	html, err := os.ReadFile("ui/index.html")
+	require.NoError(t, err)
+	js, err := os.ReadFile("ui/sion.js")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		bad  *regexp.Regexp
+	}{
+		{"inline script", html, regexp.MustCompile(`(?i)<script[^>]*>\s*[^<\s]|<script>`)},
+		{"style element", html, regexp.MustCompile(`(?i)<style`)},
+		{"style attribute", html, regexp.MustCompile(`(?i)\sstyle\s*=`)},
+		{"event handler attribute", html, regexp.MustCompile(`(?i)\son[a-z]+\s*=`)},
+		{"javascript: URL", html, regexp.MustCompile(`(?i)javascript:`)},
+		{"HTML from strings", js, regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\(\s*"on|\.style\b`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Empty(t, tc.bad.FindAllString(string(tc.src), -1))
+		})
+	}
+}
+
+// TestSubsBounded: with ?subs=1 a response lists at most
+// SubsDefaultLimit sessions by default, SubsMaxLimit on request, and at
+// most MaxFilters filters per session, marking the session truncated.
+func TestSubsBounded(t *testing.T) {
+	pl := newPlace(t, []string{"solo"}, []int{-1})
+	sw := pl.sws[0]
+	ctx := context.Background()
+	many, err := sw.Open(ctx, sion.SessionConfig{Name: "many"})
+	require.NoError(t, err)
+	for range 3 {
+		var fs []*filter.Filter
+		for i := range 60 {
+			fs = append(fs, filter.MustCompile(fmt.Sprintf("{type ⊑ Alarm; level >= %d}", i)))
+		}
+		_, err := many.SubscribeFilters(ctx, fs)
+		require.NoError(t, err)
+	}
+	for i := range 150 {
+		s, err := sw.Open(ctx, sion.SessionConfig{Name: fmt.Sprintf("e%d", i)})
+		require.NoError(t, err)
+		_, err = s.Subscribe(ctx, "{type ⊑ Reading}")
+		require.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		name     string
+		query    string
+		sessions int
+	}{
+		{"subs default", "?subs=1", 100},
+		{"subs asked for more", "?subs=1&limit=1000", 151},
+		{"without subs", "", 151},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := get(t, pl.views[0], "GET", "/api/sessions"+tc.query)
+			require.Equal(t, http.StatusOK, status, "%v", body)
+			assert.EqualValues(t, 151, body["total"])
+			ss := list(t, body, "sessions")
+			assert.Len(t, ss, tc.sessions)
+			for _, s := range ss {
+				if tc.query == "" {
+					assert.NotContains(t, s, "subscriptions")
+					assert.NotContains(t, s, "truncated")
+					continue
+				}
+				if s["name"] != "many" {
+					assert.Equal(t, false, s["truncated"])
+					continue
+				}
+				assert.Equal(t, true, s["truncated"])
+				assert.EqualValues(t, 3, s["num_subscriptions"])
+				subs := list(t, s, "subscriptions")
+				require.Len(t, subs, 2, "60 filters and 40 of 60: MaxFilters 100")
+				assert.Len(t, subs[0]["filters"], 60)
+				assert.Len(t, subs[1]["filters"], 40)
+				assert.EqualValues(t, 60, subs[1]["num_filters"])
+			}
+		})
+	}
 }

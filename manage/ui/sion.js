@@ -7,7 +7,15 @@
 const REFRESH_MS = 1500;
 const MAX_VIEWS = 64; // switches whose views one refresh reads
 const MAX_ROUTES = 8; // filters listed per link direction
+const MAX_LABEL = 40; // characters of a name drawn on the graph (the whole name is its tooltip)
+const MAX_FILTER = 120; // characters of a filter drawn under a link
 const SVG = "http://www.w3.org/2000/svg";
+
+// Names and filters come from the network: switches, peers, gateways and
+// places are named by whoever runs them. The page only ever puts them in
+// the document as text (textContent) or attribute values (setAttribute),
+// never as HTML; keys by name are Map keys, never CSS selectors or plain
+// objects' properties ("constructor", "__proto__").
 
 // views by switch name: what its endpoints said, and its links' counters
 // of the previous refresh, for rates.
@@ -55,9 +63,8 @@ async function refresh() {
     rates(v, views.get(name));
     seen.set(name, v);
     for (const l of v.links) {
-      const url = v.sw.peers[l.peer];
-      if (!url) continue;
-      const next = url.replace(/\/?$/, "/");
+      const next = peerBase(v.sw.peers, l.peer);
+      if (!next) continue;
       if (!bases.has(next)) {
         bases.add(next);
         queue.push(next);
@@ -66,6 +73,27 @@ async function refresh() {
   }
   views.clear();
   for (const [name, v] of seen) views.set(name, v);
+}
+
+// peerBase returns the management base URL peers lists for the switch
+// name, ending in "/", or null: none, or not an http(s) URL.
+function peerBase(peers, name) {
+  if (!peers || !Object.hasOwn(peers, name)) return null;
+  const url = peers[name];
+  if (typeof url !== "string") return null;
+  try {
+    const u = new URL(url, location.href);
+    if (u.protocol !== "http:" && u.protocol !== "https:") return null;
+    return u.href.replace(/\/?$/, "/");
+  } catch {
+    return null;
+  }
+}
+
+// clip shortens s to n characters for drawing.
+function clip(s, n) {
+  s = String(s);
+  return s.length <= n ? s : s.slice(0, n - 1) + "…";
 }
 
 // rates gives each link of v its events/s each way, from the counters of
@@ -91,30 +119,33 @@ function model() {
     if (!nodes.has(name)) nodes.set(name, { name, view: views.get(name), slow: false, place: null, ...extra });
     return nodes.get(name);
   };
-  const edgeOf = (a, b) => edges.get(a + "->" + b) || edges.get(b + "->" + a);
+  const pair = (child, parent) => JSON.stringify([child, parent]);
+  const edgeOf = (a, b) => edges.get(pair(a, b)) || edges.get(pair(b, a));
   for (const [name, v] of views) {
     const n = node(name);
     n.slow = v.sessions.some((s) => s.slow);
     for (const l of v.links) {
       node(l.peer);
       const [child, parent] = l.parent ? [name, l.peer] : [l.peer, name];
-      const key = child + "->" + parent;
-      if (!edges.has(key)) edges.set(key, { key, kind: "link", child, parent, state: l.state, rate: {}, routes: [] });
+      const key = pair(child, parent);
+      if (!edges.has(key)) edges.set(key, { key, label: child + "->" + parent, kind: "link", child, parent, state: l.state, rate: new Map(), routes: [] });
       const e = edges.get(key);
       if (l.state !== "up") e.state = l.state;
-      if (l.rate_sent != null) e.rate[name + "→" + l.peer] = l.rate_sent;
-      if (l.rate_received != null && e.rate[l.peer + "→" + name] == null && !views.has(l.peer)) e.rate[l.peer + "→" + name] = l.rate_received;
+      if (l.rate_sent != null) e.rate.set(name + "→" + l.peer, l.rate_sent);
+      const back = l.peer + "→" + name;
+      if (l.rate_received != null && !e.rate.has(back) && !views.has(l.peer)) e.rate.set(back, l.rate_received);
     }
     for (const g of v.gateways) {
-      const other = g.peer_place + "/" + g.peer;
-      node(other, { place: g.peer_place });
-      const key = "gw:" + name + ":" + g.name;
-      edges.set(key, { key, kind: "gateway", gateway: g.name, child: name, parent: other, state: g.state, rate: {}, routes: [] });
+      // "\0" starts no switch's name: a place's node is never a switch's
+      const other = "\0" + JSON.stringify([g.peer_place, g.peer]);
+      node(other, { place: g.peer_place, via: g.peer });
+      const key = JSON.stringify(["gw", name, g.name]);
+      edges.set(key, { key, kind: "gateway", gateway: g.name, child: name, parent: other, state: g.state, rate: new Map(), routes: [] });
     }
   }
   for (const [name, v] of views) {
     for (const r of v.routes) {
-      const e = r.gateway ? edges.get("gw:" + name + ":" + r.gateway) : edgeOf(name, r.peer);
+      const e = r.gateway ? edges.get(JSON.stringify(["gw", name, r.gateway])) : edgeOf(name, r.peer);
       if (e) e.routes.push({ from: name, to: r.peer, filter: r.filter, refs: r.refs, covered: r.covered_by });
     }
   }
@@ -171,11 +202,11 @@ function draw({ nodes, edges }) {
     const a = pos.get(e.child), b = pos.get(e.parent);
     const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
     const g = el("g", { class: e.kind + (e.state !== "up" ? " down" : ""), "data-state": e.state });
-    g.setAttribute(e.kind === "link" ? "data-link" : "data-gateway", e.kind === "link" ? e.key : e.gateway);
+    g.setAttribute(e.kind === "link" ? "data-link" : "data-gateway", e.kind === "link" ? e.label : e.gateway);
     g.append(el("line", { x1: a.x + (dx * 34) / len, y1: a.y + (dy * 34) / len, x2: b.x - (dx * 34) / len, y2: b.y - (dy * 34) / len, "marker-end": "url(#arrow)" }));
     let y = (a.y + b.y) / 2 - 6, x = (a.x + b.x) / 2 + 8;
-    const rateText = Object.entries(e.rate).map(([dir, r]) => dir + " " + r.toFixed(1) + "/s").join("  ");
-    g.append(el("text", { class: "rate", x, y }, e.kind === "gateway" ? "gateway " + e.gateway : rateText || e.state));
+    const rateText = [...e.rate].map(([dir, r]) => clip(dir, 2 * MAX_LABEL) + " " + r.toFixed(1) + "/s").join("  ");
+    g.append(el("text", { class: "rate", x, y }, e.kind === "gateway" ? "gateway " + clip(e.gateway, MAX_LABEL) : rateText || e.state));
     const byDir = new Map();
     for (const r of e.routes) {
       const dir = r.from + "→" + r.to;
@@ -186,7 +217,8 @@ function draw({ nodes, edges }) {
       for (const r of rs.slice(0, MAX_ROUTES)) {
         y += 13;
         const t = el("text", { class: "route", x, y, "data-from": r.from, "data-to": r.to, "data-refs": r.refs, "data-filter": r.filter },
-          r.from + "→" + r.to + " " + r.filter + " ×" + r.refs + (r.covered ? " (covered)" : ""));
+          clip(r.from, MAX_LABEL) + "→" + clip(r.to, MAX_LABEL) + " " + clip(r.filter, MAX_FILTER) + " ×" + r.refs + (r.covered ? " (covered)" : ""));
+        t.append(el("title", {}, r.from + "→" + r.to + " " + r.filter));
         g.append(t);
       }
       if (rs.length > MAX_ROUTES) g.append(el("text", { class: "route more", x, y: (y += 13) }, "… " + (rs.length - MAX_ROUTES) + " more"));
@@ -197,7 +229,8 @@ function draw({ nodes, edges }) {
     const n = nodes.get(name), p = pos.get(name);
     const cls = ["node", name === selfName ? "self" : "", n.place ? "place" : "", !n.place && !n.view ? "noview" : "", n.slow ? "slow" : ""];
     const g = el("g", { class: cls.filter(Boolean).join(" ") });
-    g.setAttribute(n.place ? "data-place" : "data-switch", name);
+    g.setAttribute(n.place ? "data-place" : "data-switch", n.place ? n.place + "/" + n.via : name);
+    g.append(el("title", {}, n.place ? "place " + n.place + ", via " + n.via : name));
     if (n.slow) g.setAttribute("data-slow", "true");
     let target = g;
     if (n.view && n.view.base !== "" && name !== selfName) {
@@ -205,9 +238,9 @@ function draw({ nodes, edges }) {
       g.append(target);
     }
     target.append(el("circle", { cx: p.x, cy: p.y, r: 32 }));
-    target.append(el("text", { x: p.x, y: p.y + 4 }, n.place ? n.place : name));
+    target.append(el("text", { x: p.x, y: p.y + 4 }, clip(n.place ? n.place : name, MAX_LABEL)));
     // the node's note goes on its left: the edges' labels are on the right
-    const note = n.view ? n.view.sw.state + ", " + n.view.sessions.length + " sessions" : n.place ? "other place, via " + name.split("/").slice(1).join("/") : "no view";
+    const note = n.view ? n.view.sw.state + ", " + n.view.sessions.length + " sessions" : n.place ? "other place, via " + clip(n.via, MAX_LABEL) : "no view";
     target.append(el("text", { class: "sub", x: p.x - 40, y: p.y + 4 }, note));
     gNodes.append(g);
   }
