@@ -12,7 +12,7 @@
 // it is) and "now" (when it was taken, RFC 3339 UTC); errors are
 // {"error": "manage: …"}, naming the query parameter at fault, with
 // status 400 (a malformed query string; a parameter the endpoint does
-// not take, or given twice; a bad value), 404 (no such endpoint), 405,
+// not take, or given twice; a bad value — /healthz ignores its query), 404 (no such endpoint), 405,
 // 414 (a URL over MaxURLBytes) or 503 (busy, below). Field names are the
 // core structs' in snake_case (EventsSent → events_sent), made by
 // reflection, so a counter the core
@@ -43,7 +43,8 @@
 //	               truncated (below); ?kind=local|remote|link|overlay|
 //	               gateway keeps one kind
 //	/healthz       {"status": "ok"} (200) while the switch is open;
-//	               {"status": "closed"} (503) once it is closed
+//	               {"status": "closed"} (503) once it is closed; its
+//	               query is ignored, as probes may add one
 //	/              the page (index.html, sion.css, sion.js, embedded)
 //
 // /api/routes and /api/sessions list at most limit entries from offset
