@@ -148,6 +148,7 @@ func main() {
 // run runs the command line args and returns the exit status: 0 done, 1
 // the work failed (a bad filter), 2 a wrong command line.
 func run(args []string, stdout, stderr io.Writer) int {
+	stderr = escaper{stderr} // its messages may quote a peer
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

@@ -393,18 +393,22 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// writeText writes d on one line: its type, its attributes, the
+// subscriptions it matched with their scores and its payload's size and
+// media type. Names and the media type are quoted when they hold a
+// character that does not print, as string values always are.
 func writeText(w io.Writer, d sion.Delivery) {
 	var b strings.Builder
-	b.WriteString(d.Event.Type)
+	b.WriteString(quoteIfNeeded(d.Event.Type))
 	for _, a := range d.Event.Attrs {
-		fmt.Fprintf(&b, " %s=%s", a.Name, a.Value)
+		fmt.Fprintf(&b, " %s=%s", quoteIfNeeded(a.Name), a.Value)
 	}
 	for _, m := range d.Matched {
 		fmt.Fprintf(&b, " [subscription %d score %s]", m.Subscription, strconv.FormatFloat(m.Score, 'g', -1, 64))
 	}
 	switch {
 	case len(d.Event.Data) > 0 && d.Event.ContentType != "":
-		fmt.Fprintf(&b, " (%d bytes of %s)", len(d.Event.Data), d.Event.ContentType)
+		fmt.Fprintf(&b, " (%d bytes of %s)", len(d.Event.Data), quoteIfNeeded(d.Event.ContentType))
 	case len(d.Event.Data) > 0:
 		fmt.Fprintf(&b, " (%d bytes)", len(d.Event.Data))
 	}
