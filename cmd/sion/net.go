@@ -18,6 +18,7 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )
 
@@ -320,7 +321,7 @@ func readKey(path string) ([]byte, error) {
 
 // dial opens a remote session on the switch at addr, with the place's
 // shared key in keyFile ("" for none), over TLS as tf says.
-func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles) (*sion.Session, error) {
+func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles, rp sion.ReconnectPolicy) (*sion.Session, error) {
 	key, err := readKey(keyFile)
 	if err != nil {
 		return nil, err
@@ -333,7 +334,7 @@ func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles) (*sion.S
 	if err != nil {
 		return nil, err
 	}
-	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key})
+	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key, Reconnect: rp})
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, tlsHint(err, tlsConfig != nil))
 	}
@@ -351,16 +352,38 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	tf.clientFlags(fs)
 	n := fs.Int("n", 0, "stop after this many deliveries (0: until interrupted)")
 	format := fs.String("o", "text", "output: text (type, attributes, matched subscriptions and scores) or json (one object per line)")
+	reconnect := fs.Int("reconnect", 10, "attempts to reconnect when the connection to the switch fails, before sub exits with status 1 (0: exit at once)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 1 || (*format != "text" && *format != "json") {
-		fmt.Fprintln(stderr, "sion sub: want one filter, quoted for the shell, and -o text or json: sion sub '{type ⊑ Alarm}'")
+	switch {
+	case *n < 0:
+		fmt.Fprintf(stderr, "sion sub: -n %d: want a count of deliveries, or 0 for until interrupted\n", *n)
+		return 2
+	case *reconnect < 0:
+		fmt.Fprintf(stderr, "sion sub: -reconnect %d: want a number of attempts, or 0 for none\n", *reconnect)
+		return 2
+	case *format != "text" && *format != "json":
+		fmt.Fprintf(stderr, "sion sub: -o %s: want text or json\n", strconv.Quote(*format))
+		return 2
+	case fs.NArg() != 1:
+		fmt.Fprintln(stderr, "sion sub: want one filter, quoted for the shell: sion sub '{type ⊑ Alarm}'")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf)
+	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf, sion.ReconnectPolicy{
+		Disabled: *reconnect == 0, MaxAttempts: *reconnect, OnChange: func(e sion.ConnectionEvent) {
+			switch {
+			case e.Ended:
+			case !e.Connected:
+				fmt.Fprintf(stderr, "sion sub: the connection to %s failed: %v; reconnecting (at most %d attempts)\n", e.Addr, e.Err, *reconnect)
+			case e.Resumed:
+				fmt.Fprintf(stderr, "sion sub: reconnected to %s; %d events lost\n", e.Addr, e.Lost)
+			default:
+				fmt.Fprintf(stderr, "sion sub: reconnected to %s, which did not hold the session any more: events published while away were not delivered\n", e.Addr)
+			}
+		}})
 	if err != nil {
 		fmt.Fprintf(stderr, "sion sub: %s: %v\n", *server, err)
 		return 1
@@ -498,14 +521,18 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		switch *payload {
 		case "":
 		case "-":
-			b, err := io.ReadAll(stdin)
+			b, err := io.ReadAll(io.LimitReader(stdin, maxPayloadBytes+1))
 			if err != nil {
 				fmt.Fprintf(stderr, "sion pub: reading the payload: %v\n", err)
 				return 1
 			}
+			if len(b) > maxPayloadBytes {
+				fmt.Fprintf(stderr, "sion pub: -payload -: standard input holds more than %d bytes; %s\n", maxPayloadBytes, payloadLimit)
+				return 1
+			}
 			ev.Data = b
 		default:
-			b, err := os.ReadFile(*payload)
+			b, err := readPayload(*payload)
 			if err != nil {
 				fmt.Fprintf(stderr, "sion pub: %v\n", err)
 				return 1
@@ -514,7 +541,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		one = ev
 	}
-	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf)
+	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf, sion.ReconnectPolicy{})
 	if err != nil {
 		fmt.Fprintf(stderr, "sion pub: %s: %v\n", *server, err)
 		return 1
@@ -528,7 +555,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), 4<<20)
+	in.Buffer(make([]byte, 64<<10), maxLineBytes)
 	line, failed := 0, false
 	for in.Scan() {
 		line++
@@ -545,6 +572,10 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := in.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			fmt.Fprintf(stderr, "sion pub: line %d: longer than %d bytes (%d MiB), the limit of a line of standard input; the lines before it were published\n", line+1, maxLineBytes, maxLineBytes>>20)
+			return 1
+		}
 		fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line+1, err)
 		return 1
 	}
@@ -552,6 +583,40 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// maxLineBytes bounds a JSON line of pub's standard input, newline
+// excluded.
+const maxLineBytes = 4 << 20
+
+// maxPayloadBytes is the largest -payload pub sends: the payload limit
+// of a place that serve runs (sion.DefaultMaxPayloadBytes), which keeps an
+// event with its attributes within the transport's frame limit
+// (transport.DefaultMaxFrameBytes, 1 MiB).
+const maxPayloadBytes = sion.DefaultMaxPayloadBytes
+
+// payloadLimit explains maxPayloadBytes in pub's errors.
+var payloadLimit = fmt.Sprintf("a payload is at most %d bytes, so that the event fits the transport's frame of %d bytes", maxPayloadBytes, transport.DefaultMaxFrameBytes)
+
+// readPayload returns the bytes of file, refusing one larger than
+// maxPayloadBytes before reading it.
+func readPayload(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxPayloadBytes {
+		return nil, fmt.Errorf("-payload %s: %d bytes; %s", file, fi.Size(), payloadLimit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPayloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("-payload %s: %w", file, err)
+	}
+	if len(b) > maxPayloadBytes {
+		return nil, fmt.Errorf("-payload %s: more than %d bytes; %s", file, maxPayloadBytes, payloadLimit)
+	}
+	return b, nil
 }
 
 // guessValue reads an attribute value typed on a command line: an int, a
@@ -582,7 +647,10 @@ func eventOfJSON(line []byte) (*sion.Event, error) {
 		TraceParent string                     `json:"traceparent"`
 		TraceState  string                     `json:"tracestate"`
 	}
-	if err := json.Unmarshal(line, &j); err != nil {
+	if off, err := strictJSON(line, &j); err != nil {
+		if off >= 0 {
+			return nil, fmt.Errorf("column %d: %w", off+1, err)
+		}
 		return nil, err
 	}
 	if j.Type == "" {
