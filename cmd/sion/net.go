@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -109,14 +110,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 		feds = append(feds, fc)
 	}
+	set := map[string]bool{} // the flags given: they override the file
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *configFile != "" {
 		cfg, err := readConfig(*configFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "sion serve: %v\n", err)
 			return 1
 		}
-		set := map[string]bool{} // the flags given: they override the file
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		fromFile := func(flagName string, field *string, v string) {
 			if !set[flagName] && v != "" {
 				*field = v
@@ -147,6 +148,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if *ontFile == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "sion serve: want -ontology FILE (or a -config that names one), and no arguments")
 		return 2
+	}
+	if status := checkServe(serveSettings{listen: *listen, http: *httpOpts.addr, name: *name, place: *placeName,
+		links: links, httpOpts: httpOpts, config: *configFile, set: set}, stderr); status != 0 {
+		return status
 	}
 	key, err := readKey(*keyFile)
 	if err != nil {
@@ -265,6 +270,97 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// serveSettings are the settings of serve that checkServe checks, after
+// the config file's fields were taken for the flags not given (set).
+type serveSettings struct {
+	listen, http, name, place string
+	links                     []string
+	httpOpts                  *httpOptions
+	config                    string          // the -config file, if any
+	set                       map[string]bool // the flags given
+}
+
+// checkServe refuses, before serve starts anything, settings that cannot
+// work: a management view on the switch's own address, a link to
+// itself, a name that is empty or does not print, a -http-peer that is
+// not NAME=http(s)://HOST…. It writes why, naming the flag (or the
+// config file's field) and the value, and returns the exit status: 2
+// when the command line is wrong, 1 when the config file is; 0 when all
+// is well.
+func checkServe(st serveSettings, stderr io.Writer) int {
+	// where names a setting: its flag, or the config file's field when
+	// the flag was not given; status is what a fault in it returns.
+	where := func(flagName, field string) (string, int) {
+		if st.config == "" || st.set[flagName] {
+			return "-" + flagName, 2
+		}
+		return fmt.Sprintf("config %s: %s", st.config, field), 1
+	}
+	fail := func(flagName, field, format string, args ...any) int {
+		w, status := where(flagName, field)
+		fmt.Fprintf(stderr, "sion serve: %s %s\n", w, fmt.Sprintf(format, args...))
+		return status
+	}
+	for _, n := range []struct{ flag, what, value string }{{"name", "the switch's name", st.name}, {"place", "the event place's name", st.place}} {
+		if bad, ok := badName(n.value); ok {
+			return fail(n.flag, n.flag, "%s: %s %s", strconv.Quote(n.value), n.what, bad)
+		}
+	}
+	if st.http != "" && sameAddr(st.http, st.listen) {
+		w1, s1 := where("http", "http")
+		w2, s2 := where("listen", "listen")
+		fmt.Fprintf(stderr, "sion serve: %s %s is the switch's own address (%s %s): give the management view an address of its own\n",
+			w1, quoteIfNeeded(st.http), w2, quoteIfNeeded(st.listen))
+		return max(s1, s2)
+	}
+	for _, l := range st.links {
+		if sameAddr(l, st.listen) {
+			return fail("link", "links", "%s: a link to this switch's own address (-listen %s); -link names another switch of the place", quoteIfNeeded(l), quoteIfNeeded(st.listen))
+		}
+	}
+	if _, err := st.httpOpts.peerMap(); err != nil {
+		w, status := where("http-peer", "http_peers")
+		if w == "-http-peer" {
+			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "sion serve: %s: %v\n", w, err)
+		}
+		return status
+	}
+	return 0
+}
+
+// sameAddr reports whether TCP addresses a and b ("host:port") are the
+// same listening address: the same port, not 0, on the same host, or on
+// every interface for either.
+func sameAddr(a, b string) bool {
+	ha, pa, err := net.SplitHostPort(a)
+	if err != nil {
+		return false
+	}
+	hb, pb, err := net.SplitHostPort(b)
+	if err != nil || pa != pb || pa == "0" {
+		return false
+	}
+	canon := func(h string) string {
+		switch h {
+		case "", "0.0.0.0", "::", "[::]":
+			return "*"
+		case "localhost":
+			return "127.0.0.1"
+		}
+		if ip := net.ParseIP(h); ip != nil {
+			if ip.IsUnspecified() {
+				return "*"
+			}
+			return ip.String()
+		}
+		return h
+	}
+	ha, hb = canon(ha), canon(hb)
+	return ha == hb || ha == "*" || hb == "*"
 }
 
 // drainTimeout bounds serve's drain at SIGINT or SIGTERM (Switch.Drain);

@@ -27,6 +27,19 @@ func quoteIfNeeded(s string) string {
 	return s
 }
 
+// badName says what is wrong with a name given to serve (a switch, a
+// place, a peer): "" when nothing, else "is empty" or that it holds a
+// character that does not print.
+func badName(name string) (string, bool) {
+	if name == "" {
+		return "is empty", true
+	}
+	if quoteIfNeeded(name) != name {
+		return "holds a character that does not print (a control character or invalid UTF-8)", true
+	}
+	return "", false
+}
+
 // escaper is a Writer that escapes, in what is written to w, each control
 // character but newline and tab, and each byte of invalid UTF-8, as \xNN
 // (\u0080… for C1): the command's standard error, whose messages may
