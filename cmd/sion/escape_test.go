@@ -76,7 +76,7 @@ func TestSubTextEscapesPeerStrings(t *testing.T) {
 
 // TestStatsEscapesPeerStrings runs "sion stats" against a hostile
 // management view: every name it reports reaches the terminal escaped,
-// on its own line, and so does an error it answers with.
+// on its own line, and so does an error it answers with, on one line.
 func TestStatsEscapesPeerStrings(t *testing.T) {
 	const esc = "\x1b[2J\x1b]0;owned\a\r\x00\u009b"
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -97,7 +97,7 @@ func TestStatsEscapesPeerStrings(t *testing.T) {
 	}))
 	t.Cleanup(hostile.Close)
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "gone"+esc, http.StatusInternalServerError)
+		http.Error(w, "gone"+esc+"\nsion stats: a line the view forged", http.StatusInternalServerError)
 	}))
 	t.Cleanup(failing.Close)
 
@@ -108,7 +108,7 @@ func TestStatsEscapesPeerStrings(t *testing.T) {
 		stdout, stderr string // parts that must appear
 	}{
 		{"names in the report", hostile.URL, 0, `switch "sw\x1b[2J\x1b]0;owned\a\r\x00\u009b" of place "pl\x1b[2J`, ""},
-		{"an error the view answers", failing.URL, 1, "", `gone\x1b[2J\x1b]0;owned\x07\x0d\x00\u009b`},
+		{"an error the view answers", failing.URL, 1, "", `gone\x1b[2J\x1b]0;owned\x07\x0d\x00\u009b\nsion stats: a line the view forged` + "\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +119,7 @@ func TestStatsEscapesPeerStrings(t *testing.T) {
 			assert.Contains(t, stderr.String(), tc.stderr)
 			assert.Empty(t, controlBytes(stdout.String()), "stdout: raw control characters:\n%s", stdout.String())
 			assert.Empty(t, controlBytes(stderr.String()), "stderr: raw control characters:\n%s", stderr.String())
+			assert.LessOrEqual(t, strings.Count(stderr.String(), "\n"), 1, "stderr: one line at most:\n%s", stderr.String())
 			if tc.status == 0 {
 				for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 					assert.NotContains(t, l, "owned\a")

@@ -121,7 +121,7 @@ func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout, stderr i
 	go func() {
 		defer close(done)
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "sion serve: management view: %v\n", err)
+			errorf(stderr, "sion serve: management view: %v\n", err)
 		}
 	}()
 	fmt.Fprintf(stdout, "management view of switch %s on http://%s\n", sw.Name(), l.Addr())

@@ -105,7 +105,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	for _, v := range federate {
 		fc, err := parseFederate(v)
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 			return 2
 		}
 		feds = append(feds, fc)
@@ -115,7 +115,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if *configFile != "" {
 		cfg, err := readConfig(*configFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 			return 1
 		}
 		fromFile := func(flagName string, field *string, v string) {
@@ -155,12 +155,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	key, err := readKey(*keyFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	o, err := loadOntology(*ontFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	gateways := make([]sion.GatewayConfig, len(feds))
@@ -173,13 +173,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			where = fmt.Sprintf("-federate #%d", i+1)
 		}
 		if gateways[i], err = fc.gatewayConfig(o, where); err != nil {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 			return 1
 		}
 	}
 	tlsConfig, err := tf.serverConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -187,23 +187,23 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o, SharedKey: key,
 		Federation: acceptFederation(*placeName, accept)})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: *name, Place: place})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	defer sw.Close()
 	tr, err := tcp.New(tcp.Config{TLS: tlsConfig})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	l, err := tr.Listen(*listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	served := make(chan error, 1)
@@ -213,7 +213,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		_, err := sw.Link(lctx, tr, addr, sion.LinkConfig{})
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: link to %s: %v\n", addr, err)
+			errorf(stderr, "sion serve: link to %s: %v\n", addr, err)
 			stop()
 			<-served
 			return 1
@@ -222,7 +222,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
 	stopHTTP, err := httpOpts.start(sw, l.Addr().String(), stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		stop()
 		<-served
 		return 1
@@ -232,7 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	closeGateways := func() {
 		for _, g := range gws {
 			if err := g.Close(); err != nil {
-				fmt.Fprintf(stderr, "sion serve: gateway %s: %v\n", g.Name(), err)
+				errorf(stderr, "sion serve: gateway %s: %v\n", g.Name(), err)
 			}
 		}
 	}
@@ -244,7 +244,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			break // interrupted: close what is up, exit 0
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: federate with %s: %v\n", feds[i].Addr, err)
+			errorf(stderr, "sion serve: federate with %s: %v\n", feds[i].Addr, err)
 			closeGateways()
 			stop()
 			<-served
@@ -255,7 +255,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "gateway %s to switch %s of place %s up (%s)\n", g.Name(), info.Peer, info.PeerPlace, directions(gc))
 	}
 	if err := <-served; err != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		closeGateways()
 		return 1
 	}
@@ -263,10 +263,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := sw.Drain(dctx); err != nil { // new sessions refused, each session drained, then closed
-		fmt.Fprintf(stderr, "sion serve: draining for %v: %v; closing\n", drainTimeout, err)
+		errorf(stderr, "sion serve: draining for %v: %v; closing\n", drainTimeout, err)
 	}
 	if err := sw.Close(); err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	return 0
@@ -300,7 +300,7 @@ func checkServe(st serveSettings, stderr io.Writer) int {
 	}
 	fail := func(flagName, field, format string, args ...any) int {
 		w, status := where(flagName, field)
-		fmt.Fprintf(stderr, "sion serve: %s %s\n", w, fmt.Sprintf(format, args...))
+		errorf(stderr, "sion serve: %s %s\n", w, fmt.Sprintf(format, args...))
 		return status
 	}
 	for _, n := range []struct{ flag, what, value string }{{"name", "the switch's name", st.name}, {"place", "the event place's name", st.place}} {
@@ -311,7 +311,7 @@ func checkServe(st serveSettings, stderr io.Writer) int {
 	if st.http != "" && sameAddr(st.http, st.listen) {
 		w1, s1 := where("http", "http")
 		w2, s2 := where("listen", "listen")
-		fmt.Fprintf(stderr, "sion serve: %s %s is the switch's own address (%s %s): give the management view an address of its own\n",
+		errorf(stderr, "sion serve: %s %s is the switch's own address (%s %s): give the management view an address of its own\n",
 			w1, quoteIfNeeded(st.http), w2, quoteIfNeeded(st.listen))
 		return max(s1, s2)
 	}
@@ -323,9 +323,9 @@ func checkServe(st serveSettings, stderr io.Writer) int {
 	if _, err := st.httpOpts.peerMap(); err != nil {
 		w, status := where("http-peer", "http_peers")
 		if w == "-http-peer" {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 		} else {
-			fmt.Fprintf(stderr, "sion serve: %s: %v\n", w, err)
+			errorf(stderr, "sion serve: %s: %v\n", w, err)
 		}
 		return status
 	}
@@ -454,13 +454,13 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case *n < 0:
-		fmt.Fprintf(stderr, "sion sub: -n %d: want a count of deliveries, or 0 for until interrupted\n", *n)
+		errorf(stderr, "sion sub: -n %d: want a count of deliveries, or 0 for until interrupted\n", *n)
 		return 2
 	case *reconnect < 0:
-		fmt.Fprintf(stderr, "sion sub: -reconnect %d: want a number of attempts, or 0 for none\n", *reconnect)
+		errorf(stderr, "sion sub: -reconnect %d: want a number of attempts, or 0 for none\n", *reconnect)
 		return 2
 	case *format != "text" && *format != "json":
-		fmt.Fprintf(stderr, "sion sub: -o %s: want text or json\n", strconv.Quote(*format))
+		errorf(stderr, "sion sub: -o %s: want text or json\n", strconv.Quote(*format))
 		return 2
 	case fs.NArg() != 1:
 		fmt.Fprintln(stderr, "sion sub: want one filter, quoted for the shell: sion sub '{type ⊑ Alarm}'")
@@ -473,21 +473,21 @@ func sub(args []string, stdout, stderr io.Writer) int {
 			switch {
 			case e.Ended:
 			case !e.Connected:
-				fmt.Fprintf(stderr, "sion sub: the connection to %s failed: %v; reconnecting (at most %d attempts)\n", e.Addr, e.Err, *reconnect)
+				errorf(stderr, "sion sub: the connection to %s failed: %v; reconnecting (at most %d attempts)\n", e.Addr, e.Err, *reconnect)
 			case e.Resumed:
-				fmt.Fprintf(stderr, "sion sub: reconnected to %s; %d events lost\n", e.Addr, e.Lost)
+				errorf(stderr, "sion sub: reconnected to %s; %d events lost\n", e.Addr, e.Lost)
 			default:
-				fmt.Fprintf(stderr, "sion sub: reconnected to %s, which did not hold the session any more: events published while away were not delivered\n", e.Addr)
+				errorf(stderr, "sion sub: reconnected to %s, which did not hold the session any more: events published while away were not delivered\n", e.Addr)
 			}
 		}})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion sub: %s: %v\n", *server, err)
+		errorf(stderr, "sion sub: %s: %v\n", *server, err)
 		return 1
 	}
 	defer s.Close()
 	subscription, err := s.Subscribe(ctx, fs.Arg(0), sion.WithQueue(1<<12))
 	if err != nil {
-		fmt.Fprintf(stderr, "sion sub: %v\n", err)
+		errorf(stderr, "sion sub: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "subscribed to %s on %s\n", subscription.Filter(), *server)
@@ -499,7 +499,7 @@ func sub(args []string, stdout, stderr io.Writer) int {
 			if ctx.Err() != nil {
 				return 0 // interrupted
 			}
-			fmt.Fprintf(stderr, "sion sub: %v\n", err)
+			errorf(stderr, "sion sub: %v\n", err)
 			return 1
 		}
 		if *format == "json" {
@@ -609,7 +609,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, kv := range attrs {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				fmt.Fprintf(stderr, "sion pub: -attr %q: want name=value\n", kv)
+				errorf(stderr, "sion pub: -attr %q: want name=value\n", kv)
 				return 2
 			}
 			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: k, Value: guessValue(v)})
@@ -619,18 +619,18 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "-":
 			b, err := io.ReadAll(io.LimitReader(stdin, maxPayloadBytes+1))
 			if err != nil {
-				fmt.Fprintf(stderr, "sion pub: reading the payload: %v\n", err)
+				errorf(stderr, "sion pub: reading the payload: %v\n", err)
 				return 1
 			}
 			if len(b) > maxPayloadBytes {
-				fmt.Fprintf(stderr, "sion pub: -payload -: standard input holds more than %d bytes; %s\n", maxPayloadBytes, payloadLimit)
+				errorf(stderr, "sion pub: -payload -: standard input holds more than %d bytes; %s\n", maxPayloadBytes, payloadLimit)
 				return 1
 			}
 			ev.Data = b
 		default:
 			b, err := readPayload(*payload)
 			if err != nil {
-				fmt.Fprintf(stderr, "sion pub: %v\n", err)
+				errorf(stderr, "sion pub: %v\n", err)
 				return 1
 			}
 			ev.Data = b
@@ -639,13 +639,13 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf, sion.ReconnectPolicy{})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion pub: %s: %v\n", *server, err)
+		errorf(stderr, "sion pub: %s: %v\n", *server, err)
 		return 1
 	}
 	defer s.Close()
 	if one != nil {
 		if err := s.Publish(ctx, one); err != nil {
-			fmt.Fprintf(stderr, "sion pub: %v\n", err)
+			errorf(stderr, "sion pub: %v\n", err)
 			return 1
 		}
 		return 0
@@ -663,16 +663,16 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = s.Publish(ctx, ev)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line, err)
+			errorf(stderr, "sion pub: line %d: %v\n", line, err)
 			failed = true
 		}
 	}
 	if err := in.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			fmt.Fprintf(stderr, "sion pub: line %d: longer than %d bytes (%d MiB), the limit of a line of standard input; the lines before it were published\n", line+1, maxLineBytes, maxLineBytes>>20)
+			errorf(stderr, "sion pub: line %d: longer than %d bytes (%d MiB), the limit of a line of standard input; the lines before it were published\n", line+1, maxLineBytes, maxLineBytes>>20)
 			return 1
 		}
-		fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line+1, err)
+		errorf(stderr, "sion pub: line %d: %v\n", line+1, err)
 		return 1
 	}
 	if failed {

@@ -90,7 +90,7 @@ func stats(args []string, stdout, stderr io.Writer) int {
 	for _, e := range []string{"switch", "links", "routes", "gateways", "sessions"} {
 		b, err := fetch(ctx, base+"/api/"+e)
 		if err != nil {
-			fmt.Fprintf(stderr, "sion stats: %v\n", err)
+			errorf(stderr, "sion stats: %v\n", err)
 			return 1
 		}
 		raw[e] = b
@@ -98,7 +98,7 @@ func stats(args []string, stdout, stderr io.Writer) int {
 	if *format == "json" {
 		b, err := json.MarshalIndent(raw, "", "  ")
 		if err != nil {
-			fmt.Fprintf(stderr, "sion stats: %s: the view's answers are not JSON: %v\n", base, err)
+			errorf(stderr, "sion stats: %s: the view's answers are not JSON: %v\n", base, err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
@@ -119,7 +119,7 @@ func stats(args []string, stdout, stderr io.Writer) int {
 	)
 	for e, v := range map[string]any{"switch": &sw, "links": &links, "routes": &routes, "gateways": &gateways, "sessions": &sessions} {
 		if err := json.Unmarshal(raw[e], v); err != nil {
-			fmt.Fprintf(stderr, "sion stats: %s/api/%s: %v\n", base, e, err)
+			errorf(stderr, "sion stats: %s/api/%s: %v\n", base, e, err)
 			return 1
 		}
 	}

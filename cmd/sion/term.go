@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -80,4 +81,17 @@ func (e escaper) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// errorf writes a message of the command on w (its standard error) as
+// one line: a newline inside it, which a peer's error text may hold to
+// forge a line of its own, is written as \n; the escaper that w is takes care
+// of the other control characters.
+func errorf(w io.Writer, format string, args ...any) {
+	msg, nl := strings.CutSuffix(fmt.Sprintf(format, args...), "\n")
+	msg = strings.ReplaceAll(msg, "\n", `\n`)
+	if nl {
+		msg += "\n"
+	}
+	io.WriteString(w, msg)
 }
