@@ -131,3 +131,44 @@ func TestStatsEscapesPeerStrings(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONOutputEscapesC1: encoding/json leaves DEL and the C1 controls
+// (U+009B is CSI) raw in its strings; sub -o json and stats -o json
+// escape them, and the line is still JSON with the same value.
+func TestJSONOutputEscapesC1(t *testing.T) {
+	const hostile = "a\u009b2J\u0085b\x7fc"
+	t.Run("sub -o json", func(t *testing.T) {
+		bin := sionBinary(t)
+		hazards := filepath.Join("..", "..", "examples", "internal", "usgs", "hazards.json")
+		sw := start(t, bin, nil, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-place", "usgs")
+		addr := lastWord(line(t, sw.stdout))
+		s := start(t, bin, nil, "sub", "-server", addr, "-n", "1", "-o", "json", "{type ⊑ seismic}")
+		require.Contains(t, line(t, s.stderr), "subscribed to ")
+		out, err := exec.Command(bin, "pub", "-server", addr, "-type", "earthquake", "-attr", "place="+hostile).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		status, stdout, stderr := exitCode(t, s)
+		require.Equal(t, 0, status, stderr)
+		assert.Contains(t, stdout, `"place":"a\u009b2J\u0085b\u007fc"`)
+		assert.Empty(t, controlBytes(stdout))
+		assert.NotContains(t, stdout, "\x7f")
+		var d jsonDelivery
+		require.NoError(t, json.Unmarshal([]byte(stdout), &d))
+		assert.Equal(t, hostile, d.Attrs["place"])
+		require.NoError(t, sw.cmd.Process.Signal(syscall.SIGTERM))
+		exitCode(t, sw)
+	})
+	t.Run("stats -o json", func(t *testing.T) {
+		view := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"name": "` + hostile + `"}`))
+		}))
+		t.Cleanup(view.Close)
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run([]string{"stats", "-server", view.URL, "-o", "json"}, &stdout, &stderr), stderr.String())
+		assert.Contains(t, stdout.String(), `"name": "a\u009b2J\u0085b\u007fc"`)
+		assert.Empty(t, controlBytes(stdout.String()))
+		assert.NotContains(t, stdout.String(), "\x7f")
+		var all map[string]map[string]string
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &all))
+		assert.Equal(t, hostile, all["switch"]["name"])
+	})
+}

@@ -97,7 +97,9 @@
 // NUL, …) is quoted as Go quotes strings ("\x1b[2J"), as string values
 // always are, so nothing a publisher sends acts on the terminal; so is
 // what stats prints from a view, and stderr escapes such characters in
-// every message, which may quote a peer.
+// every message, which may quote a peer, and writes each message on one
+// line. -o json (sub's and stats') escapes as \u0080… the DEL and C1
+// characters that encoding/json leaves raw.
 //
 // pub publishes one event from its flags — an -attr value is read as an
 // int, a float, true or false, an RFC 3339 time, or else a string, and the

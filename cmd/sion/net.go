@@ -556,7 +556,7 @@ func writeJSON(w io.Writer, d sion.Delivery) {
 		}
 	}
 	b, _ := json.Marshal(j) // values are strings, numbers and bools
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", jsonForTerminal(b))
 }
 
 // jsonValue is v as JSON writes it: an int as its decimal string when

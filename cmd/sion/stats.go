@@ -101,7 +101,7 @@ func stats(args []string, stdout, stderr io.Writer) int {
 			errorf(stderr, "sion stats: %s: the view's answers are not JSON: %v\n", base, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", jsonForTerminal(b))
 		return 0
 	}
 	var (

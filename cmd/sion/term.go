@@ -95,3 +95,37 @@ func errorf(w io.Writer, format string, args ...any) {
 	}
 	io.WriteString(w, msg)
 }
+
+// jsonForTerminal returns the JSON text b with what encoding/json leaves
+// raw in strings and a terminal may act on — DEL and the C1 controls
+// (U+0080–U+009F; U+009B is CSI) — escaped as \u007f, \u0080…, and each
+// byte of invalid UTF-8 (which json.RawMessage passes through) as
+// \ufffd. The JSON means the same, but for the invalid bytes.
+func jsonForTerminal(b []byte) []byte {
+	clean := true
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if (r == utf8.RuneError && size <= 1) || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			clean = false
+			break
+		}
+		i += size
+	}
+	if clean {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			out = append(out, `\ufffd`...)
+		case r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
