@@ -235,38 +235,68 @@ func acceptFederation(place string, accept []string) func(context.Context, sion.
 	}
 }
 
-// decodeStrict decodes the JSON of src into v, refusing unknown fields
-// and trailing data; an error names src (a file) and the line and column.
+// decodeStrict decodes the JSON of b into v, refusing unknown fields
+// and data after the value; an error names src (a file, a flag) and the
+// line and column (in bytes) where it is, when encoding/json says.
 func decodeStrict(b []byte, src string, v any) error {
+	off, err := strictJSON(b, v)
+	switch {
+	case err == nil:
+		return nil
+	case off >= 0:
+		return fmt.Errorf("%s:%s: %w", src, lineCol(b, off), err)
+	}
+	return fmt.Errorf("%s: %w", src, err)
+}
+
+// strictJSON decodes the one JSON value of b into v, refusing unknown
+// fields (encoding/json's DisallowUnknownFields) and anything but white
+// space after the value. It returns the error and the byte offset in b
+// where it is, or -1 when that is not known.
+func strictJSON(b []byte, v any) (int, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	err := d.Decode(v)
 	if err == nil {
-		if _, extra := d.Token(); extra == nil {
-			err = errors.New("data after the JSON value")
-			return fmt.Errorf("%s:%s: %w", src, lineCol(b, int(d.InputOffset())), err)
+		end := int(d.InputOffset())
+		if rest := bytes.TrimLeft(b[end:], " \t\r\n"); len(rest) > 0 {
+			return len(b) - len(rest), errors.New("data after the JSON value")
 		}
-		return nil
+		return -1, nil
 	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Errorf("%s:%s: %w", src, lineCol(b, int(se.Offset)-1), err)
+		return int(se.Offset) - 1, err
 	case errors.As(err, &te):
-		return fmt.Errorf("%s:%s: %w", src, lineCol(b, int(te.Offset)-1), err)
+		return int(te.Offset) - 1, err
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		// encoding/json does not say where; the field's first
-		// appearance as a key is where it is.
+		// encoding/json does not say where; the first place where the
+		// field's quoted name is a key is.
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		if i := bytes.Index(b, []byte(name)); i >= 0 {
-			return fmt.Errorf("%s:%s: unknown field %s", src, lineCol(b, i), name)
-		}
-		return fmt.Errorf("%s: unknown field %s", src, name)
+		return keyOffset(b, name), fmt.Errorf("unknown field %s", name)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return fmt.Errorf("%s: the JSON ends early (%w)", src, err)
+		return -1, fmt.Errorf("the JSON ends early (%w)", err)
 	}
-	return fmt.Errorf("%s: %w", src, err)
+	return -1, err
+}
+
+// keyOffset returns the offset in b of the first occurrence of quoted (a
+// JSON string as encoding/json quotes it) followed by a colon, or -1.
+func keyOffset(b []byte, quoted string) int {
+	for off := 0; ; {
+		i := bytes.Index(b[off:], []byte(quoted))
+		if i < 0 {
+			return -1
+		}
+		i += off
+		after := bytes.TrimLeft(b[i+len(quoted):], " \t\r\n")
+		if len(after) > 0 && after[0] == ':' {
+			return i
+		}
+		off = i + 1
+	}
 }
 
 // lineCol returns "line:col" (1-based; col in bytes) of offset off of b.

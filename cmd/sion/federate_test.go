@@ -136,6 +136,11 @@ func TestServeFederateErrors(t *testing.T) {
 	alerts := "example-alerts.json"
 	badMapping := write("bad-mapping.json", `{"types": [{"from": "seismic", "to": "Tremor"}]}`)
 	typo := write("typo.json", "{\"ontology\": \"x.json\",\n  \"federate\": [{\"addr\": \"127.0.0.1:1\", \"imprt\": {}}]}")
+	trailing := write("trailing.json", "{\"ontology\": \"x.json\"}\n}")
+	twoValues := write("two.json", "{\"ontology\": \"x.json\"}\n{\"ontology\": \"y.json\"}")
+	mappingTypo := write("mapping-typo.json", `{"types": [], "atributes": []}`)
+	mappingTrailing := write("mapping-trailing.json", `{"types": []} x`)
+	hazards := "../../examples/internal/usgs/hazards.json"
 	cases := []struct {
 		name   string
 		args   []string
@@ -153,6 +158,17 @@ func TestServeFederateErrors(t *testing.T) {
 		{"an inline mapping", []string{"-federate", `{"addr": "127.0.0.1:1", "ontology": "../../examples/internal/usgs/hazards.json", "import": {"mapping": {"types": [{"from": "seismic", "to": "Tremor"}]}}}`}, 1,
 			`import.mapping: ontology: mapping Types[0]: unknown type "Tremor" in the target ontology`},
 		{"an unknown field in a config file", []string{"-config", typo}, 1, typo + `:2:40: unknown field "imprt"`},
+		{"a stray brace after a config file's object", []string{"-config", trailing}, 1, trailing + ":2:1: data after the JSON value"},
+		{"two objects in a config file", []string{"-config", twoValues}, 1, twoValues + ":2:1: data after the JSON value"},
+		{"an unknown field whose name is also a value", []string{"-federate", `{"addr": "127.0.0.1:1", "name": "imprt", "imprt": {}}`}, 2,
+			`-federate:1:42: unknown field "imprt"`},
+		{"data after a -federate object", []string{"-federate", `{"addr": "127.0.0.1:1"} {}`}, 2, "-federate:1:25: data after the JSON value"},
+		{"an unknown field in a mapping file", []string{"-federate", `{"addr": "127.0.0.1:1", "ontology": "` + hazards + `", "import": {"mapping": "` + mappingTypo + `"}}`}, 1,
+			mappingTypo + `:1:15: unknown field "atributes"`},
+		{"data after a mapping file's object", []string{"-federate", `{"addr": "127.0.0.1:1", "ontology": "` + hazards + `", "import": {"mapping": "` + mappingTrailing + `"}}`}, 1,
+			mappingTrailing + ":1:15: data after the JSON value"},
+		{"an unknown field in an inline mapping", []string{"-federate", `{"addr": "127.0.0.1:1", "ontology": "` + hazards + `", "import": {"mapping": {"typs": []}}}`}, 1,
+			`the mapping object:1:2: unknown field "typs"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ require (
 	github.com/sion-go/sion/manage v0.0.0
 	github.com/sion-go/sion/metrics v0.0.0
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/net v0.62.0
 )
 
 require (
@@ -34,7 +35,6 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -5,7 +5,7 @@
 //	           [-federate ADDR|JSON …] [-accept-federation PLACE …]
 //	           [-tls-cert F -tls-key F [-tls-ca F] [-tls-verify-clients]]
 //	sion serve -config FILE [flags that override it]
-//	sion sub [-server ADDR] [-key-file F] [TLS] [-n N] [-o text|json] 'FILTER'
+//	sion sub [-server ADDR] [-key-file F] [TLS] [-n N] [-o text|json] [-reconnect N] 'FILTER'
 //	sion pub [-server ADDR] [-key-file F] [TLS] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
 //	sion pub [-server ADDR] [-key-file F] [TLS] < events.jsonl
 //	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
@@ -18,12 +18,14 @@
 // and on SIGINT or SIGTERM drains and exits 0: it stops accepting,
 // closes its gateways, refuses new sessions and subscriptions, lets each
 // session's queued events reach their subscriptions (Switch.Drain, for at
-// most 10 s), then closes — its links and sessions end. Its config file is JSON (Config; example-config.json beside this
-// file): listen, name, place, ontology, links, key_file, federate,
-// accept_federation, tls_cert, tls_key, tls_ca and tls_verify_clients,
+// most 10 s), then closes — its links and sessions end. Its config file
+// is JSON (Config; example-config.json beside this file): listen, name,
+// place, ontology, links, key_file, federate, accept_federation,
+// tls_cert, tls_key, tls_ca, tls_verify_clients, http and http_peers,
 // the files relative to the config file; a flag given overrides its
-// field (a list flag, the whole list). A file that does not parse, or a
-// field it does not know, is named with its line and column. With a key
+// field (a list flag, the whole list). A file that does not parse, a
+// field it does not know, or data after its object is named with its
+// line and column; so are the federate entries and mapping files. With a key
 // file the place admits only switches and sessions that hold the same
 // key (PlaceConfig.SharedKey), so pub and sub need -key-file too.
 //
@@ -86,22 +88,52 @@
 // matched subscription and its score; -o json writes one JSON object per
 // line, with the event's W3C trace context as "traceparent" and
 // "tracestate" when it has one — until -n were received (status 0), it
-// is interrupted (0), or the session fails (1).
+// is interrupted (0), or the session fails (1: its switch went away and
+// -reconnect N attempts to reconnect, default 10, failed; the reason on
+// stderr). -n takes 0 (no limit) or a positive count;
+// a negative one, like an -o other than text or json, is a wrong command
+// line (status 2). In text, a type, attribute name or media type that
+// holds a character that does not print (a control character: ESC, CR,
+// NUL, …) is quoted as Go quotes strings ("\x1b[2J"), as string values
+// always are, so nothing a publisher sends acts on the terminal; so is
+// what stats prints from a view, and stderr escapes such characters in
+// every message, which may quote a peer, and writes each message on one
+// line. -o json (sub's and stats') escapes as \u0080… the DEL and C1
+// characters that encoding/json leaves raw.
 //
 // pub publishes one event from its flags — an -attr value is read as an
 // int, a float, true or false, an RFC 3339 time, or else a string, and the
 // switch checks it against the ontology — or, without -type, one per line
 // of standard input: {"type": T, "attrs": {name: value, …},
 // "content_type": M, "data": a JSON value or a string, "traceparent": P,
-// "tracestate": S (W3C Trace Context, optional)}. An event the
-// switch refuses is reported with its line and the status is 1; the
-// others are published.
+// "tracestate": S (W3C Trace Context, optional)}, every field optional
+// but type. A line with another field (a typo: "atributes"), with data
+// after the object, or longer than 4 MiB is refused naming its line, as
+// is an event the switch refuses; the status is then 1 and the other
+// lines are published (those before a line too long). A -payload is at
+// most sion.DefaultMaxPayloadBytes (960 KiB, so that the event fits the
+// transport's 1 MiB frame); a larger one is refused before pub connects
+// (status 1).
 //
 // serve -http ADDR also serves the switch's management view (S1 SION-MT;
 // package manage) on ADDR — the page at /, JSON under /api/, /healthz —
-// and its metrics for Prometheus at /metrics (package metrics), and
-// -http-peer NAME=URL names a neighbour's, which the page follows to
-// draw the whole place; without -http there is none. stats reads a
+// and its metrics for Prometheus at /metrics (package metrics), with
+// limits for clients that hold connections or send slowly: at most 64
+// connections at once (MaxHTTPConns; more wait until one ends), 5 s to
+// read a request's header and 10 s the whole request, 30 s to write an
+// answer, 60 s for a kept-alive connection to send its next request, and
+// 16 KiB of header. -http-peer NAME=URL (an http:// or https:// URL)
+// names a neighbour's view, which the page follows to draw the whole
+// place; without -http there is none.
+//
+// serve refuses, before it starts anything, settings that cannot work: a
+// -http address that is its own -listen address, a -link to its own
+// -listen address, a -name or -place that is empty or holds a character
+// that does not print, a -http-peer that is not NAME=http(s)://HOST…;
+// the message names the flag (or the config file's field) and the value,
+// and the status is 2 (1 when the value is the config file's).
+//
+// stats reads a
 // management view (-server names it: the -http address, or a URL; as
 // the nats command reads nats-server's monitoring port) and prints the
 // switch's links with their state and counters, the filters it
@@ -119,8 +151,8 @@
 // caret under the place in the source, and the exit status is 1.
 //
 // Exit status, as the nats command's: 0 done, 1 the work failed (a switch
-// that cannot be reached or refuses, a bad filter or event), 2 a wrong
-// command line (as the flag package does).
+// that cannot be reached, refuses or goes away, a bad filter, event or
+// file), 2 a wrong command line (as the flag package does).
 //
 // The command uses the standard library's flag package, not a command
 // framework: its few subcommands need no more, and sion's core go.mod
@@ -148,6 +180,7 @@ func main() {
 // run runs the command line args and returns the exit status: 0 done, 1
 // the work failed (a bad filter), 2 a wrong command line.
 func run(args []string, stdout, stderr io.Writer) int {
+	stderr = escaper{stderr} // its messages may quote a peer
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -184,13 +217,16 @@ Commands:
   serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …]
         [-federate ADDR|JSON …] [-accept-federation PLACE …] [-tls-cert F -tls-key F] [-http ADDR]
         run one switch, with its links and gateways, until SIGINT or SIGTERM
-        (-http: its management view and /metrics)
+        (-http: its management view and /metrics, at most 64 connections)
   serve -config FILE
         the same from a JSON file (see example-config.json)
-  sub [-server ADDR] [-n N] [-o text|json] 'FILTER'
-        print each event the filter matches
-  pub [-server ADDR] -type T [-attr k=v …] [-payload FILE|-]
-        publish one event; without -type, one per JSON line of standard input
+  sub [-server ADDR] [-n N] [-o text|json] [-reconnect N] 'FILTER'
+        print each event the filter matches (-n: stop after N; 0: never);
+        exit 1 when the switch goes away (after -reconnect attempts, default 10)
+  pub [-server ADDR] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
+        publish one event (a payload of at most 960 KiB); without -type, one
+        per JSON line of standard input (at most 4 MiB a line): {"type": T,
+        "attrs": {…}, "content_type": M, "data": …, "traceparent": P, "tracestate": S}
   filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
         explain a filter, or say where and why it is wrong
   stats [-server 127.0.0.1:8747|URL] [-o text|json]

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sion-go/sion"
 	"github.com/sion-go/sion/ontology"
+	"github.com/sion-go/sion/transport"
 	"github.com/sion-go/sion/transport/tcp"
 )
 
@@ -103,19 +105,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	for _, v := range federate {
 		fc, err := parseFederate(v)
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 			return 2
 		}
 		feds = append(feds, fc)
 	}
+	set := map[string]bool{} // the flags given: they override the file
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *configFile != "" {
 		cfg, err := readConfig(*configFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 			return 1
 		}
-		set := map[string]bool{} // the flags given: they override the file
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		fromFile := func(flagName string, field *string, v string) {
 			if !set[flagName] && v != "" {
 				*field = v
@@ -147,14 +149,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sion serve: want -ontology FILE (or a -config that names one), and no arguments")
 		return 2
 	}
+	if status := checkServe(serveSettings{listen: *listen, http: *httpOpts.addr, name: *name, place: *placeName,
+		links: links, httpOpts: httpOpts, config: *configFile, set: set}, stderr); status != 0 {
+		return status
+	}
 	key, err := readKey(*keyFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	o, err := loadOntology(*ontFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	gateways := make([]sion.GatewayConfig, len(feds))
@@ -167,13 +173,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			where = fmt.Sprintf("-federate #%d", i+1)
 		}
 		if gateways[i], err = fc.gatewayConfig(o, where); err != nil {
-			fmt.Fprintf(stderr, "sion serve: %v\n", err)
+			errorf(stderr, "sion serve: %v\n", err)
 			return 1
 		}
 	}
 	tlsConfig, err := tf.serverConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -181,23 +187,23 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	place, err := sion.NewEventPlace(sion.PlaceConfig{Name: *placeName, Ontology: o, SharedKey: key,
 		Federation: acceptFederation(*placeName, accept)})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: *name, Place: place})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	defer sw.Close()
 	tr, err := tcp.New(tcp.Config{TLS: tlsConfig})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	l, err := tr.Listen(*listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	served := make(chan error, 1)
@@ -207,7 +213,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		_, err := sw.Link(lctx, tr, addr, sion.LinkConfig{})
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: link to %s: %v\n", addr, err)
+			errorf(stderr, "sion serve: link to %s: %v\n", addr, err)
 			stop()
 			<-served
 			return 1
@@ -216,7 +222,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "switch %s of place %s serving on %s\n", *name, *placeName, l.Addr())
 	stopHTTP, err := httpOpts.start(sw, l.Addr().String(), stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		stop()
 		<-served
 		return 1
@@ -226,7 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	closeGateways := func() {
 		for _, g := range gws {
 			if err := g.Close(); err != nil {
-				fmt.Fprintf(stderr, "sion serve: gateway %s: %v\n", g.Name(), err)
+				errorf(stderr, "sion serve: gateway %s: %v\n", g.Name(), err)
 			}
 		}
 	}
@@ -238,7 +244,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			break // interrupted: close what is up, exit 0
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "sion serve: federate with %s: %v\n", feds[i].Addr, err)
+			errorf(stderr, "sion serve: federate with %s: %v\n", feds[i].Addr, err)
 			closeGateways()
 			stop()
 			<-served
@@ -249,7 +255,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "gateway %s to switch %s of place %s up (%s)\n", g.Name(), info.Peer, info.PeerPlace, directions(gc))
 	}
 	if err := <-served; err != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		closeGateways()
 		return 1
 	}
@@ -257,13 +263,104 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := sw.Drain(dctx); err != nil { // new sessions refused, each session drained, then closed
-		fmt.Fprintf(stderr, "sion serve: draining for %v: %v; closing\n", drainTimeout, err)
+		errorf(stderr, "sion serve: draining for %v: %v; closing\n", drainTimeout, err)
 	}
 	if err := sw.Close(); err != nil {
-		fmt.Fprintf(stderr, "sion serve: %v\n", err)
+		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// serveSettings are the settings of serve that checkServe checks, after
+// the config file's fields were taken for the flags not given (set).
+type serveSettings struct {
+	listen, http, name, place string
+	links                     []string
+	httpOpts                  *httpOptions
+	config                    string          // the -config file, if any
+	set                       map[string]bool // the flags given
+}
+
+// checkServe refuses, before serve starts anything, settings that cannot
+// work: a management view on the switch's own address, a link to
+// itself, a name that is empty or does not print, a -http-peer that is
+// not NAME=http(s)://HOST…. It writes why, naming the flag (or the
+// config file's field) and the value, and returns the exit status: 2
+// when the command line is wrong, 1 when the config file is; 0 when all
+// is well.
+func checkServe(st serveSettings, stderr io.Writer) int {
+	// where names a setting: its flag, or the config file's field when
+	// the flag was not given; status is what a fault in it returns.
+	where := func(flagName, field string) (string, int) {
+		if st.config == "" || st.set[flagName] {
+			return "-" + flagName, 2
+		}
+		return fmt.Sprintf("config %s: %s", st.config, field), 1
+	}
+	fail := func(flagName, field, format string, args ...any) int {
+		w, status := where(flagName, field)
+		errorf(stderr, "sion serve: %s %s\n", w, fmt.Sprintf(format, args...))
+		return status
+	}
+	for _, n := range []struct{ flag, what, value string }{{"name", "the switch's name", st.name}, {"place", "the event place's name", st.place}} {
+		if bad, ok := badName(n.value); ok {
+			return fail(n.flag, n.flag, "%s: %s %s", strconv.Quote(n.value), n.what, bad)
+		}
+	}
+	if st.http != "" && sameAddr(st.http, st.listen) {
+		w1, s1 := where("http", "http")
+		w2, s2 := where("listen", "listen")
+		errorf(stderr, "sion serve: %s %s is the switch's own address (%s %s): give the management view an address of its own\n",
+			w1, quoteIfNeeded(st.http), w2, quoteIfNeeded(st.listen))
+		return max(s1, s2)
+	}
+	for _, l := range st.links {
+		if sameAddr(l, st.listen) {
+			return fail("link", "links", "%s: a link to this switch's own address (-listen %s); -link names another switch of the place", quoteIfNeeded(l), quoteIfNeeded(st.listen))
+		}
+	}
+	if _, err := st.httpOpts.peerMap(); err != nil {
+		w, status := where("http-peer", "http_peers")
+		if w == "-http-peer" {
+			errorf(stderr, "sion serve: %v\n", err)
+		} else {
+			errorf(stderr, "sion serve: %s: %v\n", w, err)
+		}
+		return status
+	}
+	return 0
+}
+
+// sameAddr reports whether TCP addresses a and b ("host:port") are the
+// same listening address: the same port, not 0, on the same host, or on
+// every interface for either.
+func sameAddr(a, b string) bool {
+	ha, pa, err := net.SplitHostPort(a)
+	if err != nil {
+		return false
+	}
+	hb, pb, err := net.SplitHostPort(b)
+	if err != nil || pa != pb || pa == "0" {
+		return false
+	}
+	canon := func(h string) string {
+		switch h {
+		case "", "0.0.0.0", "::", "[::]":
+			return "*"
+		case "localhost":
+			return "127.0.0.1"
+		}
+		if ip := net.ParseIP(h); ip != nil {
+			if ip.IsUnspecified() {
+				return "*"
+			}
+			return ip.String()
+		}
+		return h
+	}
+	ha, hb = canon(ha), canon(hb)
+	return ha == hb || ha == "*" || hb == "*"
 }
 
 // drainTimeout bounds serve's drain at SIGINT or SIGTERM (Switch.Drain);
@@ -320,7 +417,7 @@ func readKey(path string) ([]byte, error) {
 
 // dial opens a remote session on the switch at addr, with the place's
 // shared key in keyFile ("" for none), over TLS as tf says.
-func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles) (*sion.Session, error) {
+func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles, rp sion.ReconnectPolicy) (*sion.Session, error) {
 	key, err := readKey(keyFile)
 	if err != nil {
 		return nil, err
@@ -333,7 +430,7 @@ func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles) (*sion.S
 	if err != nil {
 		return nil, err
 	}
-	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key})
+	s, err := sion.Dial(ctx, tr, addr, sion.SessionConfig{Name: name, SharedKey: key, Reconnect: rp})
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, tlsHint(err, tlsConfig != nil))
 	}
@@ -351,24 +448,46 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	tf.clientFlags(fs)
 	n := fs.Int("n", 0, "stop after this many deliveries (0: until interrupted)")
 	format := fs.String("o", "text", "output: text (type, attributes, matched subscriptions and scores) or json (one object per line)")
+	reconnect := fs.Int("reconnect", 10, "attempts to reconnect when the connection to the switch fails, before sub exits with status 1 (0: exit at once)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 1 || (*format != "text" && *format != "json") {
-		fmt.Fprintln(stderr, "sion sub: want one filter, quoted for the shell, and -o text or json: sion sub '{type ⊑ Alarm}'")
+	switch {
+	case *n < 0:
+		errorf(stderr, "sion sub: -n %d: want a count of deliveries, or 0 for until interrupted\n", *n)
+		return 2
+	case *reconnect < 0:
+		errorf(stderr, "sion sub: -reconnect %d: want a number of attempts, or 0 for none\n", *reconnect)
+		return 2
+	case *format != "text" && *format != "json":
+		errorf(stderr, "sion sub: -o %s: want text or json\n", strconv.Quote(*format))
+		return 2
+	case fs.NArg() != 1:
+		fmt.Fprintln(stderr, "sion sub: want one filter, quoted for the shell: sion sub '{type ⊑ Alarm}'")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf)
+	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf, sion.ReconnectPolicy{
+		Disabled: *reconnect == 0, MaxAttempts: *reconnect, OnChange: func(e sion.ConnectionEvent) {
+			switch {
+			case e.Ended:
+			case !e.Connected:
+				errorf(stderr, "sion sub: the connection to %s failed: %v; reconnecting (at most %d attempts)\n", e.Addr, e.Err, *reconnect)
+			case e.Resumed:
+				errorf(stderr, "sion sub: reconnected to %s; %d events lost\n", e.Addr, e.Lost)
+			default:
+				errorf(stderr, "sion sub: reconnected to %s, which did not hold the session any more: events published while away were not delivered\n", e.Addr)
+			}
+		}})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion sub: %s: %v\n", *server, err)
+		errorf(stderr, "sion sub: %s: %v\n", *server, err)
 		return 1
 	}
 	defer s.Close()
 	subscription, err := s.Subscribe(ctx, fs.Arg(0), sion.WithQueue(1<<12))
 	if err != nil {
-		fmt.Fprintf(stderr, "sion sub: %v\n", err)
+		errorf(stderr, "sion sub: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "subscribed to %s on %s\n", subscription.Filter(), *server)
@@ -380,7 +499,7 @@ func sub(args []string, stdout, stderr io.Writer) int {
 			if ctx.Err() != nil {
 				return 0 // interrupted
 			}
-			fmt.Fprintf(stderr, "sion sub: %v\n", err)
+			errorf(stderr, "sion sub: %v\n", err)
 			return 1
 		}
 		if *format == "json" {
@@ -393,18 +512,22 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// writeText writes d on one line: its type, its attributes, the
+// subscriptions it matched with their scores and its payload's size and
+// media type. Names and the media type are quoted when they hold a
+// character that does not print, as string values always are.
 func writeText(w io.Writer, d sion.Delivery) {
 	var b strings.Builder
-	b.WriteString(d.Event.Type)
+	b.WriteString(quoteIfNeeded(d.Event.Type))
 	for _, a := range d.Event.Attrs {
-		fmt.Fprintf(&b, " %s=%s", a.Name, a.Value)
+		fmt.Fprintf(&b, " %s=%s", quoteIfNeeded(a.Name), a.Value)
 	}
 	for _, m := range d.Matched {
 		fmt.Fprintf(&b, " [subscription %d score %s]", m.Subscription, strconv.FormatFloat(m.Score, 'g', -1, 64))
 	}
 	switch {
 	case len(d.Event.Data) > 0 && d.Event.ContentType != "":
-		fmt.Fprintf(&b, " (%d bytes of %s)", len(d.Event.Data), d.Event.ContentType)
+		fmt.Fprintf(&b, " (%d bytes of %s)", len(d.Event.Data), quoteIfNeeded(d.Event.ContentType))
 	case len(d.Event.Data) > 0:
 		fmt.Fprintf(&b, " (%d bytes)", len(d.Event.Data))
 	}
@@ -433,7 +556,7 @@ func writeJSON(w io.Writer, d sion.Delivery) {
 		}
 	}
 	b, _ := json.Marshal(j) // values are strings, numbers and bools
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", jsonForTerminal(b))
 }
 
 // jsonValue is v as JSON writes it: an int as its decimal string when
@@ -486,7 +609,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, kv := range attrs {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				fmt.Fprintf(stderr, "sion pub: -attr %q: want name=value\n", kv)
+				errorf(stderr, "sion pub: -attr %q: want name=value\n", kv)
 				return 2
 			}
 			ev.Attrs = append(ev.Attrs, ontology.Attr{Name: k, Value: guessValue(v)})
@@ -494,37 +617,41 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		switch *payload {
 		case "":
 		case "-":
-			b, err := io.ReadAll(stdin)
+			b, err := io.ReadAll(io.LimitReader(stdin, maxPayloadBytes+1))
 			if err != nil {
-				fmt.Fprintf(stderr, "sion pub: reading the payload: %v\n", err)
+				errorf(stderr, "sion pub: reading the payload: %v\n", err)
+				return 1
+			}
+			if len(b) > maxPayloadBytes {
+				errorf(stderr, "sion pub: -payload -: standard input holds more than %d bytes; %s\n", maxPayloadBytes, payloadLimit)
 				return 1
 			}
 			ev.Data = b
 		default:
-			b, err := os.ReadFile(*payload)
+			b, err := readPayload(*payload)
 			if err != nil {
-				fmt.Fprintf(stderr, "sion pub: %v\n", err)
+				errorf(stderr, "sion pub: %v\n", err)
 				return 1
 			}
 			ev.Data = b
 		}
 		one = ev
 	}
-	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf)
+	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf, sion.ReconnectPolicy{})
 	if err != nil {
-		fmt.Fprintf(stderr, "sion pub: %s: %v\n", *server, err)
+		errorf(stderr, "sion pub: %s: %v\n", *server, err)
 		return 1
 	}
 	defer s.Close()
 	if one != nil {
 		if err := s.Publish(ctx, one); err != nil {
-			fmt.Fprintf(stderr, "sion pub: %v\n", err)
+			errorf(stderr, "sion pub: %v\n", err)
 			return 1
 		}
 		return 0
 	}
 	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), 4<<20)
+	in.Buffer(make([]byte, 64<<10), maxLineBytes)
 	line, failed := 0, false
 	for in.Scan() {
 		line++
@@ -536,18 +663,56 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = s.Publish(ctx, ev)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line, err)
+			errorf(stderr, "sion pub: line %d: %v\n", line, err)
 			failed = true
 		}
 	}
 	if err := in.Err(); err != nil {
-		fmt.Fprintf(stderr, "sion pub: line %d: %v\n", line+1, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			errorf(stderr, "sion pub: line %d: longer than %d bytes (%d MiB), the limit of a line of standard input; the lines before it were published\n", line+1, maxLineBytes, maxLineBytes>>20)
+			return 1
+		}
+		errorf(stderr, "sion pub: line %d: %v\n", line+1, err)
 		return 1
 	}
 	if failed {
 		return 1
 	}
 	return 0
+}
+
+// maxLineBytes bounds a JSON line of pub's standard input, newline
+// excluded.
+const maxLineBytes = 4 << 20
+
+// maxPayloadBytes is the largest -payload pub sends: the payload limit
+// of a place that serve runs (sion.DefaultMaxPayloadBytes), which keeps an
+// event with its attributes within the transport's frame limit
+// (transport.DefaultMaxFrameBytes, 1 MiB).
+const maxPayloadBytes = sion.DefaultMaxPayloadBytes
+
+// payloadLimit explains maxPayloadBytes in pub's errors.
+var payloadLimit = fmt.Sprintf("a payload is at most %d bytes, so that the event fits the transport's frame of %d bytes", maxPayloadBytes, transport.DefaultMaxFrameBytes)
+
+// readPayload returns the bytes of file, refusing one larger than
+// maxPayloadBytes before reading it.
+func readPayload(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxPayloadBytes {
+		return nil, fmt.Errorf("-payload %s: %d bytes; %s", file, fi.Size(), payloadLimit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPayloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("-payload %s: %w", file, err)
+	}
+	if len(b) > maxPayloadBytes {
+		return nil, fmt.Errorf("-payload %s: more than %d bytes; %s", file, maxPayloadBytes, payloadLimit)
+	}
+	return b, nil
 }
 
 // guessValue reads an attribute value typed on a command line: an int, a
@@ -578,7 +743,10 @@ func eventOfJSON(line []byte) (*sion.Event, error) {
 		TraceParent string                     `json:"traceparent"`
 		TraceState  string                     `json:"tracestate"`
 	}
-	if err := json.Unmarshal(line, &j); err != nil {
+	if off, err := strictJSON(line, &j); err != nil {
+		if off >= 0 {
+			return nil, fmt.Errorf("column %d: %w", off+1, err)
+		}
 		return nil, err
 	}
 	if j.Type == "" {

@@ -90,14 +90,18 @@ func stats(args []string, stdout, stderr io.Writer) int {
 	for _, e := range []string{"switch", "links", "routes", "gateways", "sessions"} {
 		b, err := fetch(ctx, base+"/api/"+e)
 		if err != nil {
-			fmt.Fprintf(stderr, "sion stats: %v\n", err)
+			errorf(stderr, "sion stats: %v\n", err)
 			return 1
 		}
 		raw[e] = b
 	}
 	if *format == "json" {
-		b, _ := json.MarshalIndent(raw, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
+		b, err := json.MarshalIndent(raw, "", "  ")
+		if err != nil {
+			errorf(stderr, "sion stats: %s: the view's answers are not JSON: %v\n", base, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", jsonForTerminal(b))
 		return 0
 	}
 	var (
@@ -115,13 +119,16 @@ func stats(args []string, stdout, stderr io.Writer) int {
 	)
 	for e, v := range map[string]any{"switch": &sw, "links": &links, "routes": &routes, "gateways": &gateways, "sessions": &sessions} {
 		if err := json.Unmarshal(raw[e], v); err != nil {
-			fmt.Fprintf(stderr, "sion stats: %s/api/%s: %v\n", base, e, err)
+			errorf(stderr, "sion stats: %s/api/%s: %v\n", base, e, err)
 			return 1
 		}
 	}
 	report(stdout, &sw, links.Links, routes.Routes, routes.Total, gateways.Gateways, sessions.Sessions, sessions.Total)
 	return 0
 }
+
+// maxViewBytes bounds one answer of a management view that stats reads.
+const maxViewBytes = 64 << 20
 
 // fetch GETs url and returns its body, or an error naming url.
 func fetch(ctx context.Context, url string) ([]byte, error) {
@@ -134,9 +141,12 @@ func fetch(ctx context.Context, url string) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxViewBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	if len(b) > maxViewBytes {
+		return nil, fmt.Errorf("%s: the answer is longer than %d bytes", url, maxViewBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
@@ -147,11 +157,12 @@ func fetch(ctx context.Context, url string) ([]byte, error) {
 // report writes the text form of stats.
 func report(w io.Writer, sw *switchView, links []linkView, routes []routeView, nRoutes int, gateways []gatewayView, sessions []sessionView, nSessions int) {
 	st := sw.Stats
-	fmt.Fprintf(w, "switch %s of place %s", sw.Name, sw.Place)
+	q := quoteIfNeeded // every string comes from the view: a peer
+	fmt.Fprintf(w, "switch %s of place %s", q(sw.Name), q(sw.Place))
 	if sw.Addr != "" {
-		fmt.Fprintf(w, " on %s", sw.Addr)
+		fmt.Fprintf(w, " on %s", q(sw.Addr))
 	}
-	fmt.Fprintf(w, ": %s, view up %s\n", sw.State, sw.Uptime)
+	fmt.Fprintf(w, ": %s, view up %s\n", q(sw.State), q(sw.Uptime))
 	fmt.Fprintf(w, "  sessions %d (away %d)  subscriptions %d  filters %d\n", st.Sessions, st.Away, st.Subscriptions, st.Filters)
 	fmt.Fprintf(w, "  events in %d  fires %d  deliveries %d  dropped %d  refused %d  duplicates %d\n",
 		st.EventsIn, st.Fires, st.Deliveries, st.Dropped, st.Refused, st.Duplicates)
@@ -164,23 +175,23 @@ func report(w io.Writer, sw *switchView, links []linkView, routes []routeView, n
 		if l.Parent {
 			role = "parent"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\troutes %d\tproxies %d\t%s\n", l.Peer, role, l.State, l.Routes, l.Proxies, counters(l.linkCounters))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\troutes %d\tproxies %d\t%s\n", q(l.Peer), role, q(l.State), l.Routes, l.Proxies, counters(l.linkCounters))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "routes (%d of %d)\n", len(routes), nRoutes)
 	for _, r := range routes {
-		to := r.Peer
+		to := q(r.Peer)
 		if r.Gateway != "" {
-			to = "gateway " + r.Gateway + " to " + r.Peer
+			to = "gateway " + q(r.Gateway) + " to " + q(r.Peer)
 		}
 		note := ""
 		if r.Acknowledged {
 			note = "acknowledged"
 		}
 		if r.CoveredBy != "" {
-			note = "covered by " + r.CoveredBy
+			note = "covered by " + q(r.CoveredBy)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\trefs %d\tttl %d\t%s\n", to, r.Filter, r.Refs, r.TTL, note)
+		fmt.Fprintf(tw, "  %s\t%s\trefs %d\tttl %d\t%s\n", to, q(r.Filter), r.Refs, r.TTL, note)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "gateways (%d)\n", len(gateways))
@@ -190,7 +201,7 @@ func report(w io.Writer, sw *switchView, links []linkView, routes []routeView, n
 			dir = "from"
 		}
 		fmt.Fprintf(tw, "  %s\t%s place %s (switch %s)\t%s\troutes %d\tproxies %d\timport %v\texport %v\n",
-			g.Name, dir, g.PeerPlace, g.Peer, g.State, g.Routes, g.Proxies, g.Import, g.Export)
+			q(g.Name), dir, q(g.PeerPlace), q(g.Peer), q(g.State), g.Routes, g.Proxies, q(fmt.Sprint(g.Import)), q(fmt.Sprint(g.Export)))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "sessions (%d of %d)\n", len(sessions), nSessions)
@@ -202,12 +213,12 @@ func report(w io.Writer, sw *switchView, links []linkView, routes []routeView, n
 		if s.Slow {
 			flags += " SLOW CONSUMER"
 		}
-		peer := s.Peer
+		peer := q(s.Peer)
 		if peer == "" {
 			peer = "-"
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\tsubscriptions %d\tmatched %d\tdelivered %d\tdropped %d\tspool dropped %d%s\n",
-			s.ID, s.Name, s.Kind, peer, s.NumSubscriptions, s.Matched, s.Delivered, s.Dropped, s.SpoolDropped, flags)
+			s.ID, q(s.Name), q(s.Kind), peer, s.NumSubscriptions, s.Matched, s.Delivered, s.Dropped, s.SpoolDropped, flags)
 	}
 	tw.Flush()
 }
