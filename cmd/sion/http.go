@@ -114,7 +114,7 @@ func (o *httpOptions) start(sw *sion.Switch, switchAddr string, stdout, stderr i
 	}
 	l = netutil.LimitListener(l, MaxHTTPConns)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(sw))
+	mux.Handle("/metrics", getOrHead(metrics.Handler(sw)))
 	mux.Handle("/", manage.New(sw, manage.Config{Addr: switchAddr, Peers: peers}))
 	srv := newHTTPServer(mux)
 	done := make(chan struct{})
@@ -145,4 +145,17 @@ func newHTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       HTTPIdleTimeout,
 		MaxHeaderBytes:    MaxHTTPHeaderBytes,
 	}
+}
+
+// getOrHead serves GET and HEAD requests with next and answers any other
+// method 405, as the management view's endpoints do.
+func getOrHead(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method "+strconv.Quote(r.Method)+" not allowed: GET or HEAD", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -3,11 +3,11 @@
 //
 //	sion serve -ontology FILE [-listen 127.0.0.1:4747] [-name N] [-place P] [-link ADDR …] [-key-file F]
 //	           [-federate ADDR|JSON …] [-accept-federation PLACE …]
-//	           [-tls-cert F -tls-key F [-tls-ca F] [-tls-verify-clients]]
+//	           [-tls-cert F -tls-key F [-tls-ca F] [-tls-verify-clients]] [-log LEVEL]
 //	sion serve -config FILE [flags that override it]
 //	sion sub [-server ADDR] [-key-file F] [TLS] [-n N] [-o text|json] [-reconnect N] 'FILTER'
-//	sion pub [-server ADDR] [-key-file F] [TLS] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
-//	sion pub [-server ADDR] [-key-file F] [TLS] < events.jsonl
+//	sion pub [-server ADDR] [-key-file F] [TLS] [-reconnect N] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
+//	sion pub [-server ADDR] [-key-file F] [TLS] [-reconnect N] < events.jsonl
 //	sion filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
 //	sion stats [-server 127.0.0.1:8747|URL] [-o text|json]
 //
@@ -18,7 +18,11 @@
 // and on SIGINT or SIGTERM drains and exits 0: it stops accepting,
 // closes its gateways, refuses new sessions and subscriptions, lets each
 // session's queued events reach their subscriptions (Switch.Drain, for at
-// most 10 s), then closes — its links and sessions end. Its config file
+// most 10 s), then closes — its links and sessions end. It writes the
+// switch's log records (SwitchConfig.Logger: refused sessions and links,
+// slow consumers, failing links) on stderr as slog text, from -log's
+// level on (debug, info — the default —, warn, error; off: none); slog
+// quotes a value that does not print. Its config file
 // is JSON (Config; example-config.json beside this file): listen, name,
 // place, ontology, links, key_file, federate, accept_federation,
 // tls_cert, tls_key, tls_ca, tls_verify_clients, http and http_peers,
@@ -108,9 +112,12 @@
 // "content_type": M, "data": a JSON value or a string, "traceparent": P,
 // "tracestate": S (W3C Trace Context, optional)}, every field optional
 // but type. A line with another field (a typo: "atributes"), with data
-// after the object, or longer than 4 MiB is refused naming its line, as
-// is an event the switch refuses; the status is then 1 and the other
-// lines are published (those before a line too long). A -payload is at
+// after the object, or longer than 4 MiB (skipped) is refused naming its
+// line, as is an event the switch refuses; the status is then 1 and the
+// other lines are published. When its switch goes away, pub tries to
+// reconnect (-reconnect N attempts, default 10; 0: none), then names the
+// line it could not publish, says the lines after it were not, and exits
+// 1. A -payload is at
 // most sion.DefaultMaxPayloadBytes (960 KiB, so that the event fits the
 // transport's 1 MiB frame); a larger one is refused before pub connects
 // (status 1).
@@ -122,7 +129,8 @@
 // connections at once (MaxHTTPConns; more wait until one ends), 5 s to
 // read a request's header and 10 s the whole request, 30 s to write an
 // answer, 60 s for a kept-alive connection to send its next request, and
-// 16 KiB of header. -http-peer NAME=URL (an http:// or https:// URL)
+// 16 KiB of header (net/http allows 4 KiB over); /metrics answers GET and
+// HEAD only. -http-peer NAME=URL (an http:// or https:// URL)
 // names a neighbour's view, which the page follows to draw the whole
 // place; without -http there is none.
 //
@@ -223,10 +231,11 @@ Commands:
   sub [-server ADDR] [-n N] [-o text|json] [-reconnect N] 'FILTER'
         print each event the filter matches (-n: stop after N; 0: never);
         exit 1 when the switch goes away (after -reconnect attempts, default 10)
-  pub [-server ADDR] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
+  pub [-server ADDR] [-reconnect N] -type T [-attr k=v …] [-payload FILE|-] [-content-type M]
         publish one event (a payload of at most 960 KiB); without -type, one
         per JSON line of standard input (at most 4 MiB a line): {"type": T,
-        "attrs": {…}, "content_type": M, "data": …, "traceparent": P, "tracestate": S}
+        "attrs": {…}, "content_type": M, "data": …, "traceparent": P, "tracestate": S};
+        exit 1 when the switch goes away (after -reconnect attempts, default 10)
   filter check [-ontology FILE.json|FILE.rdf] 'FILTER'
         explain a filter, or say where and why it is wrong
   stats [-server 127.0.0.1:8747|URL] [-o text|json]

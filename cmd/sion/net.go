@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -95,6 +97,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var federate, accept stringList
 	fs.Var(&federate, "federate", "a gateway to another place: the address of its switch (two-way, events unchanged), or a JSON object as in a config's \"federate\"; may be repeated")
 	fs.Var(&accept, "accept-federation", "a place whose gateways this place accepts (* any); may be repeated; default none")
+	logLevel := fs.String("log", "info", "the switch's log on standard error, from this level on: debug, info, warn, error, or off")
 	var tf tlsFiles
 	tf.serverFlags(fs)
 	httpOpts := httpFlags(fs)
@@ -190,7 +193,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "sion serve: %v\n", err)
 		return 1
 	}
-	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: *name, Place: place})
+	logger, err := serveLogger(*logLevel, stderr)
+	if err != nil {
+		errorf(stderr, "sion serve: %v\n", err)
+		return 2
+	}
+	sw, err := sion.NewSwitch(sion.SwitchConfig{Name: *name, Place: place, Logger: logger})
 	if err != nil {
 		errorf(stderr, "sion serve: %v\n", err)
 		return 1
@@ -437,6 +445,37 @@ func dial(ctx context.Context, addr, name, keyFile string, tf tlsFiles, rp sion.
 	return s, nil
 }
 
+// serveLogger returns the switch's logger for -log level: text records
+// on stderr (slog quotes a value that does not print, so a peer's name
+// cannot write to the terminal raw), or nil for off.
+func serveLogger(level string, stderr io.Writer) (*slog.Logger, error) {
+	if level == "off" {
+		return nil, nil
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log %s: want debug, info, warn, error or off", strconv.Quote(level))
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// reconnectPolicy is how sub and pub reconnect: at most attempts times
+// (0: not at all), saying on stderr what happened; once they give up, the
+// session ends and its calls fail, so the command exits with status 1.
+func reconnectPolicy(cmd string, attempts int, stderr io.Writer) sion.ReconnectPolicy {
+	return sion.ReconnectPolicy{Disabled: attempts == 0, MaxAttempts: attempts, OnChange: func(e sion.ConnectionEvent) {
+		switch {
+		case e.Ended:
+		case !e.Connected:
+			errorf(stderr, "%s: the connection to %s failed: %v; reconnecting (at most %d attempts)\n", cmd, e.Addr, e.Err, attempts)
+		case e.Resumed:
+			errorf(stderr, "%s: reconnected to %s; %d events lost\n", cmd, e.Addr, e.Lost)
+		default:
+			errorf(stderr, "%s: reconnected to %s, which did not hold the session any more: events published while away were not delivered\n", cmd, e.Addr)
+		}
+	}}
+}
+
 // sub is "sion sub": it subscribes with FILTER on the switch at -server
 // and prints each delivery until N were received or it is interrupted.
 func sub(args []string, stdout, stderr io.Writer) int {
@@ -468,18 +507,7 @@ func sub(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf, sion.ReconnectPolicy{
-		Disabled: *reconnect == 0, MaxAttempts: *reconnect, OnChange: func(e sion.ConnectionEvent) {
-			switch {
-			case e.Ended:
-			case !e.Connected:
-				errorf(stderr, "sion sub: the connection to %s failed: %v; reconnecting (at most %d attempts)\n", e.Addr, e.Err, *reconnect)
-			case e.Resumed:
-				errorf(stderr, "sion sub: reconnected to %s; %d events lost\n", e.Addr, e.Lost)
-			default:
-				errorf(stderr, "sion sub: reconnected to %s, which did not hold the session any more: events published while away were not delivered\n", e.Addr)
-			}
-		}})
+	s, err := dial(ctx, *server, "sion-sub", *keyFile, tf, reconnectPolicy("sion sub", *reconnect, stderr))
 	if err != nil {
 		errorf(stderr, "sion sub: %s: %v\n", *server, err)
 		return 1
@@ -594,7 +622,12 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&attrs, "attr", "an attribute name=value (an int, float, bool, RFC 3339 time or string, as it reads); may be repeated")
 	payload := fs.String("payload", "", "a file whose bytes are the payload, or - for standard input")
 	contentType := fs.String("content-type", "", "the payload's media type (default: sniffed, JSON or XML)")
+	reconnect := fs.Int("reconnect", 10, "attempts to reconnect when the connection to the switch fails, before pub exits with status 1 (0: exit at once)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *reconnect < 0 {
+		errorf(stderr, "sion pub: -reconnect %d: want a number of attempts, or 0 for none\n", *reconnect)
 		return 2
 	}
 	if fs.NArg() != 0 || (*typ == "" && (len(attrs) > 0 || *payload != "")) {
@@ -637,7 +670,7 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		one = ev
 	}
-	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf, sion.ReconnectPolicy{})
+	s, err := dial(ctx, *server, "sion-pub", *keyFile, tf, reconnectPolicy("sion pub", *reconnect, stderr))
 	if err != nil {
 		errorf(stderr, "sion pub: %s: %v\n", *server, err)
 		return 1
@@ -650,35 +683,73 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), maxLineBytes)
-	line, failed := 0, false
-	for in.Scan() {
-		line++
-		if strings.TrimSpace(in.Text()) == "" {
-			continue
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	failed := false
+	for line := 1; ; line++ {
+		text, tooLong, err := readLine(in, maxLineBytes)
+		switch {
+		case tooLong:
+			errorf(stderr, "sion pub: line %d: longer than %d bytes (%d MiB), the limit of a line of standard input; skipped\n", line, maxLineBytes, maxLineBytes>>20)
+			failed = true
+		case len(bytes.TrimSpace(text)) > 0:
+			ev, perr := eventOfJSON(text)
+			if perr == nil {
+				perr = s.Publish(ctx, ev)
+			}
+			if perr != nil {
+				errorf(stderr, "sion pub: line %d: %v\n", line, perr)
+				failed = true
+				if errors.Is(perr, sion.ErrClosed) || ctx.Err() != nil {
+					errorf(stderr, "sion pub: lines after %d were not published\n", line)
+					return 1
+				}
+			}
 		}
-		ev, err := eventOfJSON(in.Bytes())
-		if err == nil {
-			err = s.Publish(ctx, ev)
+		if err == io.EOF {
+			break
 		}
 		if err != nil {
 			errorf(stderr, "sion pub: line %d: %v\n", line, err)
-			failed = true
-		}
-	}
-	if err := in.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			errorf(stderr, "sion pub: line %d: longer than %d bytes (%d MiB), the limit of a line of standard input; the lines before it were published\n", line+1, maxLineBytes, maxLineBytes>>20)
 			return 1
 		}
-		errorf(stderr, "sion pub: line %d: %v\n", line+1, err)
-		return 1
 	}
 	if failed {
 		return 1
 	}
 	return 0
+}
+
+// readLine reads one line of r, without its newline: at most max bytes
+// of it are kept; a longer line is read to its end and reported tooLong.
+// err is io.EOF after the last line.
+func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == nil || err == io.EOF {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			if err == io.EOF && len(line) == 0 && !tooLong {
+				return nil, false, io.EOF
+			}
+			if tooLong {
+				line = nil
+			}
+			if err == nil {
+				return line, tooLong, nil
+			}
+			return line, tooLong, io.EOF
+		}
+		return nil, tooLong, err
+	}
 }
 
 // maxLineBytes bounds a JSON line of pub's standard input, newline

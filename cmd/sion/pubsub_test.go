@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,7 +46,8 @@ func TestSubFlags(t *testing.T) {
 // TestPubRefuses: pub refuses, with status 1 and a message naming the
 // line or the file, a JSON line with an unknown field (a typo must not
 // publish an event without its attributes) or with data after the
-// object, a line longer than 4 MiB, and a payload larger than a place
+// object, a line longer than 4 MiB (skipped: the lines after it are
+// published), and a payload larger than a place
 // accepts (sion.DefaultMaxPayloadBytes, within the transport's frame
 // limit) — the last before it connects. The valid lines
 // around them are published, and nothing else is.
@@ -72,8 +75,8 @@ func TestPubRefuses(t *testing.T) {
 			`sion pub: line 1: column 84: unknown field "trace"`, 0},
 		{"data after the object", nil, `{"type": "earthquake"} {"type": "earthquake"}` + "\n",
 			"sion pub: line 1: column 24: data after the JSON value", 0},
-		{"a line over 4 MiB", nil, good + `{"type": "earthquake", "data": "` + strings.Repeat("x", 4<<20) + `"}` + "\n",
-			"sion pub: line 2: longer than 4194304 bytes (4 MiB), the limit of a line of standard input", 1},
+		{"a line over 4 MiB, skipped", nil, good + `{"type": "earthquake", "data": "` + strings.Repeat("x", 4<<20) + `"}` + "\n" + good + strings.TrimSuffix(good, "\n"),
+			"sion pub: line 2: longer than 4194304 bytes (4 MiB), the limit of a line of standard input; skipped", 3},
 		{"a payload file over the frame limit", []string{"-type", "earthquake", "-payload", big}, "",
 			"sion pub: -payload " + big + ": 983041 bytes; a payload is at most 983040 bytes, so that the event fits the transport's frame of 1048576 bytes", 0},
 		{"a payload on standard input over the frame limit", []string{"-type", "earthquake", "-payload", "-"}, strings.Repeat("x", 960<<10+1),
@@ -153,4 +156,33 @@ func TestSubExitsWhenSwitchGoes(t *testing.T) {
 			t.Logf("sub's stderr:\n%s", stderr)
 		})
 	}
+}
+
+// TestPubExitsWhenSwitchGoes: when its switch goes away while pub reads
+// its standard input, pub tries to reconnect (-reconnect N attempts),
+// then names the line it could not publish, says the lines after it were
+// not, and exits 1 — it does not wait for the switch forever.
+func TestPubExitsWhenSwitchGoes(t *testing.T) {
+	bin := sionBinary(t)
+	hazards := filepath.Join("..", "..", "examples", "internal", "usgs", "hazards.json")
+	sw := start(t, bin, nil, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0")
+	addr := lastWord(line(t, sw.stdout))
+	view := lastWord(line(t, sw.stdout))
+	in, w := io.Pipe()
+	p := start(t, bin, in, "pub", "-server", addr, "-reconnect", "1")
+	_, err := io.WriteString(w, `{"type": "earthquake", "attrs": {"mag": 1.5}}`+"\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return published(t, view) == 1 }, 30*time.Second, 10*time.Millisecond, "pub is connected")
+	require.NoError(t, sw.cmd.Process.Kill())
+	sw.cmd.Wait()
+	go func() { // pub may exit before it reads these
+		io.WriteString(w, `{"type": "earthquake", "attrs": {"mag": 2.5}}`+"\n"+`{"type": "earthquake", "attrs": {"mag": 3.5}}`+"\n")
+		w.Close()
+	}()
+	status, _, stderr := exitCode(t, p)
+	in.Close()
+	assert.Equal(t, 1, status, stderr)
+	assert.Contains(t, stderr, "reconnecting (at most 1 attempts)")
+	assert.Contains(t, stderr, "were not published")
+	t.Logf("pub's stderr:\n%s", stderr)
 }

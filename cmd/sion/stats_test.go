@@ -169,3 +169,42 @@ func TestPubLeavesNoSessionAway(t *testing.T) {
 	status, _, stderr := exitCode(t, a)
 	assert.Equal(t, 0, status, stderr)
 }
+
+// TestServeLogsAndMetricsMethod: serve logs the switch's records on
+// stderr (-log, default info), so a refused session shows; -log off
+// and a bad -log are handled; /metrics answers GET and HEAD only, as the
+// management view does.
+func TestServeLogsAndMetricsMethod(t *testing.T) {
+	bin := sionBinary(t)
+	hazards := filepath.Join("..", "..", "examples", "internal", "usgs", "hazards.json")
+	sw := start(t, bin, nil, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-key-file", "example.key")
+	addr := lastWord(line(t, sw.stdout))
+	view := lastWord(line(t, sw.stdout))
+
+	status, out := runStatus(t, bin, "pub", "-server", addr, "-type", "earthquake") // without the key
+	require.Equal(t, 1, status, out)
+	logged := line(t, sw.stderr)
+	assert.Contains(t, logged, "level=WARN")
+	assert.Contains(t, logged, "refused")
+
+	for _, method := range []string{http.MethodPost, http.MethodDelete} {
+		req, err := http.NewRequest(method, view+"/metrics", nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, method)
+		assert.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
+	}
+	resp, err := http.Head(view + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, sw.cmd.Process.Signal(syscall.SIGTERM))
+	status, _, stderr := exitCode(t, sw)
+	assert.Equal(t, 0, status, stderr)
+
+	status, stderr = runStatus(t, bin, "serve", "-ontology", hazards, "-listen", "127.0.0.1:0", "-log", "loud")
+	assert.Equal(t, 2, status)
+	assert.Contains(t, stderr, `-log "loud": want debug, info, warn, error or off`)
+}
