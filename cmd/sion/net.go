@@ -571,12 +571,21 @@ type jsonDelivery struct {
 	Data        string         `json:"data,omitempty"`
 	TraceParent string         `json:"traceparent,omitempty"`
 	TraceState  string         `json:"tracestate,omitempty"`
-	Matched     []sion.Match   `json:"matched"`
+	Matched     []jsonMatch    `json:"matched"`
+}
+
+// jsonMatch is one subscription a delivery matched, with its score.
+type jsonMatch struct {
+	Subscription uint64  `json:"subscription"`
+	Score        float64 `json:"score"`
 }
 
 func writeJSON(w io.Writer, d sion.Delivery) {
 	j := jsonDelivery{ID: d.Event.ID.String(), Type: d.Event.Type, ContentType: d.Event.ContentType, Data: string(d.Event.Data),
-		TraceParent: d.Event.TraceParent, TraceState: d.Event.TraceState, Matched: d.Matched}
+		TraceParent: d.Event.TraceParent, TraceState: d.Event.TraceState, Matched: make([]jsonMatch, len(d.Matched))}
+	for i, m := range d.Matched {
+		j.Matched[i] = jsonMatch(m)
+	}
 	if len(d.Event.Attrs) > 0 {
 		j.Attrs = map[string]any{}
 		for _, a := range d.Event.Attrs {

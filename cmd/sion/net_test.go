@@ -112,6 +112,7 @@ func TestServeSubPub(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		var d jsonDelivery
 		require.NoError(t, json.Unmarshal([]byte(l), &d), l)
+		assert.Contains(t, l, `"matched":[{"subscription":1,"score":1}]`, "lower-case keys, as every other")
 		got = append(got, d)
 	}
 	require.Len(t, got, 3, stdout)
