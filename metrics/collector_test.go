@@ -187,7 +187,7 @@ func TestCollectorLinkReforms(t *testing.T) {
 	tr.cut()
 	require.Eventually(t, func() bool {
 		l := b.Links()
-		return len(l) == 1 && l[0].State == sion.LinkUp && !l[0].Since.Equal(before) &&
+		return len(l) == 1 && l[0].State == sion.LinkUp && l[0].Since.After(before) && // a later establishment
 			linkState(a, "b") == sion.LinkUp && proxies(a, "b") > 0
 	}, 10*time.Second, time.Millisecond)
 	publish(t, pub, "Reading", 2)
