@@ -317,12 +317,13 @@ func (g *Gateway) Establishments() int { return g.q.establishments() }
 
 // Info returns the gateway's description and counters (see GatewayInfo).
 func (g *Gateway) Info() GatewayInfo {
-	r := g.q.current()
 	g.mu.Lock()
 	info := GatewayInfo{Name: g.cfg.Name, Peer: g.peer, PeerPlace: g.peerPlace, Requested: true}
+	released := g.released
 	g.mu.Unlock()
-	info.State, _ = g.State()
-	if r != nil {
+	r, st, _ := g.q.link(released)
+	info.State = st
+	if r != nil { // its state and Since, read together
 		gatewayOf(r).fill(r, &info)
 	}
 	info.Import, info.Export = g.cnt[Import].snapshot(), g.cnt[Export].snapshot()

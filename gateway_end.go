@@ -85,9 +85,9 @@ func (e *gatewayEnd) conv(d GatewayDirection) *gwConv {
 }
 
 func (e *gatewayEnd) fill(r *router, info *GatewayInfo) {
-	info.State = *r.state.Load()
 	r.mu.Lock()
-	info.Since, info.Routes = r.upAt, len(r.routes)
+	info.State, info.Since = r.upSince()
+	info.Routes = len(r.routes)
 	r.mu.Unlock()
 	r.sess.mu.Lock()
 	for _, sub := range r.sess.subs {

@@ -62,34 +62,49 @@ func (sw *Switch) Links() []LinkInfo {
 		if !r.end.inPlace() {
 			continue // a gateway: see Gateways
 		}
-		r.mu.Lock()
-		li := LinkInfo{
-			Peer: r.peer, Parent: r.parent, State: *r.state.Load(), Since: r.upAt,
-			EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
-			ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
-			Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
-			FramesSent: r.framesSent.Load(), FramesReceived: r.framesRecv.Load(), BytesSent: r.bytesSent.Load(), BytesReceived: r.bytesRecv.Load(),
-			Routes: len(r.routes) - r.nCover, Proxies: r.sess.numInstalled(),
-		}
-		r.mu.Unlock()
-		r.qmu.Lock()
-		li.Queued, li.QueuedBytes = r.q.len(), r.q.held()
-		r.qmu.Unlock()
 		parentUp = parentUp || r.parent
-		out = append(out, li)
+		out = append(out, r.linkInfo())
 	}
 	sw.mu.RLock()
 	parent := sw.parent
 	sw.mu.RUnlock()
 	if parent != nil && !parentUp {
-		st, _ := parent.State()
-		parent.mu.Lock()
-		peer := cmp.Or(parent.peerName, parent.addr)
-		parent.mu.Unlock()
-		out = append(out, LinkInfo{Peer: peer, Parent: true, State: st})
+		// The requested link has no router in the table read above. Its
+		// requester may still hold one: a router that has just left the
+		// table (it is ending, and says so) or one that came up since.
+		// Either is described by itself, never by a state borrowed from
+		// it next to another router's Since.
+		if r, st, _ := parent.q.link(parent.released()); r != nil {
+			out = append(out, r.linkInfo())
+		} else {
+			parent.mu.Lock()
+			peer := cmp.Or(parent.peerName, parent.addr)
+			parent.mu.Unlock()
+			out = append(out, LinkInfo{Peer: peer, Parent: true, State: st})
+		}
 	}
 	slices.SortFunc(out, func(a, b LinkInfo) int { return cmp.Compare(a.Peer, b.Peer) })
 	return out
+}
+
+// linkInfo returns the LinkInfo of r's link now; its State and Since are
+// read together (upSince).
+func (r *router) linkInfo() LinkInfo {
+	r.mu.Lock()
+	st, since := r.upSince()
+	li := LinkInfo{
+		Peer: r.peer, Parent: r.parent, State: st, Since: since,
+		EventsSent: r.eventsSent.Load(), EventsReceived: r.eventsRecv.Load(),
+		ControlSent: r.ctlSent.Load(), ControlReceived: r.ctlRecv.Load(),
+		Dropped: r.dropped.Load(), Expired: r.expired.Load(), Duplicates: r.duplicates.Load(), Refused: r.refused.Load(),
+		FramesSent: r.framesSent.Load(), FramesReceived: r.framesRecv.Load(), BytesSent: r.bytesSent.Load(), BytesReceived: r.bytesRecv.Load(),
+		Routes: len(r.routes) - r.nCover, Proxies: r.sess.numInstalled(),
+	}
+	r.mu.Unlock()
+	r.qmu.Lock()
+	li.Queued, li.QueuedBytes = r.q.len(), r.q.held()
+	r.qmu.Unlock()
+	return li
 }
 
 // maxPeerTotals bounds the peers whose links' counters a switch keeps

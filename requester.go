@@ -168,15 +168,28 @@ func (q *requester) current() *router {
 // requester's Close, or its kind ended it for good) — and its last
 // failure (nil if it never failed).
 func (q *requester) state(closed bool) (LinkState, error) {
+	r, st, err := q.link(closed)
+	if r != nil {
+		st = *r.state.Load()
+	}
+	return st, err
+}
+
+// link returns, read at once, the router the requester holds — the
+// link's since it came up, until its end is recorded (failed); nil when
+// closed or down —, else the state — LinkClosed or LinkDown —, and the
+// last failure. A caller that describes the link describes that router,
+// by its own state (LinkDown once it has begun to shut down), or none.
+func (q *requester) link(closed bool) (*router, LinkState, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
 	case closed || chanClosed(q.quit):
-		return LinkClosed, q.err
+		return nil, LinkClosed, q.err
 	case q.cur != nil:
-		return *q.cur.state.Load(), q.err
+		return q.cur, LinkUp, q.err
 	}
-	return LinkDown, q.err
+	return nil, LinkDown, q.err
 }
 
 // establishments returns how many times the link has come up.

@@ -65,7 +65,7 @@ type router struct {
 	next   uint64                    // mu; the last key or ack number given out
 	err    error                     // mu; why the link ended
 	upAt   time.Time                 // mu
-	state  atomic.Pointer[LinkState] // for Links
+	state  atomic.Pointer[LinkState] // stored under mu (read without it too): LinkUp once, only before LinkDown
 
 	eventsSent, eventsRecv, ctlSent, ctlRecv     atomic.Uint64
 	dropped, duplicates, expired, refused        atomic.Uint64
@@ -233,11 +233,15 @@ func (r *router) start(ctx context.Context) {
 		case <-r.done:
 			return
 		}
-		st := LinkUp
 		r.mu.Lock()
+		if *r.state.Load() == LinkDown { // shutdown began: the link never came up
+			r.mu.Unlock()
+			return
+		}
+		st := LinkUp
 		r.upAt = time.Now()
-		r.mu.Unlock()
 		r.state.Store(&st)
+		r.mu.Unlock()
 		close(r.up)
 	})
 	go func() {
@@ -259,6 +263,16 @@ func (r *router) awaitUp(ctx context.Context) error {
 	}
 }
 
+// upSince returns the link's state and, while it is up, when it came up
+// (else the zero time), read together. mu must be held.
+func (r *router) upSince() (LinkState, time.Time) {
+	st := *r.state.Load()
+	if st != LinkUp {
+		return st, time.Time{}
+	}
+	return st, r.upAt
+}
+
 func (r *router) linkErr() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -278,6 +292,13 @@ func (r *router) close() {
 // waits on it, removes the peer's proxy filters (which releases what
 // they propagated over other links) and waits for its goroutines.
 func (r *router) shutdown(err error) {
+	// Down first: from here on nothing shows the link up — not Links,
+	// which no longer finds it in the switch's table, nor its requester,
+	// which holds it until it has finished — and it does not come up.
+	down := LinkDown
+	r.mu.Lock()
+	r.state.Store(&down)
+	r.mu.Unlock()
 	r.sw.removeRouter(r)
 	r.cancel()
 	r.conn.Close()
@@ -300,8 +321,6 @@ func (r *router) shutdown(err error) {
 	if lost > 0 {
 		r.sw.log.Warn("sion: link ended with events queued; they are lost", "switch", r.sw.cfg.Name, "peer", r.peer, "events", lost)
 	}
-	st := LinkDown
-	r.state.Store(&st)
 	r.sess.Close()
 	r.wg.Wait()
 	r.sw.endRouter(r)

@@ -113,6 +113,7 @@ func TestCollectorForgetsWhatIsGone(t *testing.T) {
 	pub := open(t, a, "writer")
 	publish(t, pub, "Reading", 3)
 	require.Eventually(t, func() bool { return sub.Stats().Delivered == 3 }, 10*time.Second, time.Millisecond)
+	sentTo(t, a, "b", 3)
 
 	const (
 		published = "sion_events_published_total{place=plant,switch=a}"

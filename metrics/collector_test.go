@@ -179,6 +179,7 @@ func TestCollectorLinkReforms(t *testing.T) {
 
 	publish(t, pub, "Reading", 3)
 	require.Eventually(t, func() bool { return sub.Stats().Delivered == 3 }, 10*time.Second, time.Millisecond)
+	sentTo(t, a, "b", 3)
 	s := scrape(t, c)
 	require.Equal(t, float64(3), s[sent], dump(s))
 	require.Equal(t, float64(3), s[received], dump(s))
@@ -187,11 +188,12 @@ func TestCollectorLinkReforms(t *testing.T) {
 	tr.cut()
 	require.Eventually(t, func() bool {
 		l := b.Links()
-		return len(l) == 1 && l[0].State == sion.LinkUp && !l[0].Since.Equal(before) &&
+		return len(l) == 1 && l[0].State == sion.LinkUp && l[0].Since.After(before) && // a later establishment
 			linkState(a, "b") == sion.LinkUp && proxies(a, "b") > 0
 	}, 10*time.Second, time.Millisecond)
 	publish(t, pub, "Reading", 2)
 	require.Eventually(t, func() bool { return sub.Stats().Delivered == 5 }, 10*time.Second, time.Millisecond)
+	sentTo(t, a, "b", 5)
 	s = scrape(t, c)
 	assert.Equal(t, float64(5), s[sent], dump(s))
 	assert.Equal(t, float64(5), s[received], dump(s))

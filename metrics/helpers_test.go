@@ -218,3 +218,13 @@ func collectorOf(t testing.TB, sws ...*sion.Switch) *metrics.Collector {
 	require.NoError(t, err)
 	return c
 }
+
+// sentTo waits until sw counts n events sent to peer over its links
+// (LinkTotals). The sender counts an event once its transport has taken
+// it, which may be a moment after the peer delivered it: a test that
+// saw the delivery waits for the count before it reads the counters.
+func sentTo(t testing.TB, sw *sion.Switch, peer string, n uint64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return sw.LinkTotals()[peer].EventsSent == n }, 10*time.Second, time.Millisecond,
+		"%s's events sent to %s", sw.Name(), peer)
+}

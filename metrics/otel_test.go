@@ -27,6 +27,7 @@ func TestOTel(t *testing.T) {
 	const n = 5
 	publish(t, open(t, a, "writer"), "Reading", n)
 	require.Eventually(t, func() bool { return sub.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
+	sentTo(t, a, "b", n)
 
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
