@@ -337,19 +337,33 @@ func (sw *Switch) register(ctx context.Context, sub *Subscription) error {
 // reaches a subscription being unregistered: a proxy filter replaced make
 // before break (a TTL raised, a cover released, a managed constraint
 // changed) passes every event the index matched before its replacement
-// was in. It waits for the Matches in progress, not for the deliveries
-// they make. Idempotent.
+// was in.
+//
+// It first waits for the Matches in progress (matching.wait) and only
+// then takes the filters out: a Match is not one snapshot of the index —
+// it visits the groups of the event's types one after the other, and Add
+// and Remove change a group in place without waiting for it — so a Match
+// that began before the replacement's Add and reads the replacement's
+// group before that Add and the old filter's group after the Remove would
+// see neither (S2: an event lost while a constraint widens from a filter
+// on a type to {type ⊑ *}). A Match that begins after the first wait
+// began after the replacement's Add returned, and finds it. It waits for
+// the Matches in progress, twice, not for the deliveries they make.
+// Idempotent.
 func (sw *Switch) unregister(subs ...*Subscription) {
 	var gone []*Subscription
 	for _, sub := range subs {
 		if sub.unregistered.Swap(true) { // first: a register in progress checks it after its Add
 			continue
 		}
-		sw.index.Remove(sub.id)
 		gone = append(gone, sub)
 	}
 	if len(gone) == 0 {
 		return
+	}
+	sw.matching.wait() // the Matches that may have missed a replacement end first
+	for _, sub := range gone {
+		sw.index.Remove(sub.id)
 	}
 	sw.matching.wait()
 	sw.mu.Lock()
@@ -499,6 +513,9 @@ func (sw *Switch) deliverExcept(ctx context.Context, stop <-chan struct{}, from 
 		sw.pool.Put(ps)
 	}()
 	g := sw.matching.enter()
+	if h := sw.matching.testEntered; h != nil {
+		h(e)
+	}
 	var start time.Time
 	if timed {
 		start = time.Now()
@@ -569,6 +586,11 @@ type matching struct {
 		_ [56]byte // each on its own cache line: every delivery writes one
 	}
 	mu sync.Mutex // one wait at a time: wait's flips must not interleave
+
+	// Tests only, set before the switch is used: testEntered runs in a
+	// delivery between enter and its Match; testWait when wait begins.
+	testEntered func(*Event)
+	testWait    func()
 }
 
 // enter counts a delivery that is about to Match; leave(g) with what it
@@ -586,6 +608,9 @@ func (m *matching) leave(g uint32) { m.n[g].Add(-1) }
 // starts its Match after wait was called, so after the caller's
 // Index.Remove. It must not be called between enter and leave.
 func (m *matching) wait() {
+	if m.testWait != nil {
+		m.testWait()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for range 2 {
