@@ -21,7 +21,12 @@ import (
 func TestUnregisterWaitsForDeliveriesInFlight(t *testing.T) {
 	sw, p := newMatchingSwitch(t)
 	waits := make(chan struct{}, 2)
-	sw.matching.testWait = func() { waits <- struct{}{} }
+	sw.matching.testWait = func() {
+		select { // never blocks: Close unregisters what is left, and waits too
+		case waits <- struct{}{}:
+		default:
+		}
+	}
 	ctx := context.Background()
 	s, err := sw.Open(ctx, SessionConfig{Name: "app"})
 	require.NoError(t, err)
@@ -86,7 +91,12 @@ func TestUnregisterMakeBeforeBreakAcrossGroups(t *testing.T) {
 		}
 	}
 	waits := make(chan struct{}, 2)
-	sw.matching.testWait = func() { waits <- struct{}{} }
+	sw.matching.testWait = func() {
+		select { // never blocks: Close unregisters what is left, and waits too
+		case waits <- struct{}{}:
+		default:
+		}
+	}
 	published := make(chan error, 1)
 	go func() { published <- s.Publish(ctx, &Event{Type: "Notice"}) }()
 	<-held // a delivery has entered; its Match has not begun
