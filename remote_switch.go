@@ -577,14 +577,18 @@ func (re *remoteEnd) detach(at *attachment, err error) {
 func (re *remoteEnd) isAway() bool {
 	re.mu.Lock()
 	defer re.mu.Unlock()
-	return re.conn == nil && !re.attaching && !re.ended
+	return re.awayNow()
 }
+
+// awayNow reports whether the entity is away: no connection serves the
+// session, none is taking it on, and it has not ended. mu must be held.
+func (re *remoteEnd) awayNow() bool { return re.conn == nil && !re.attaching && !re.ended }
 
 // expire ends the session if its entity is still away since the time
 // gen counts.
 func (re *remoteEnd) expire(gen uint64) {
 	re.mu.Lock()
-	away := re.conn == nil && !re.attaching && re.away == gen && !re.ended
+	away := re.awayNow() && re.away == gen
 	re.mu.Unlock()
 	if away {
 		re.sw.log.Info("sion: remote session away longer than its retention; it ends", "switch", re.sw.cfg.Name, "session", re.sess.name, "retention", re.retention)

@@ -127,7 +127,7 @@ func (localSink) describe(*SessionInfo) {}
 // describe fills in where a remote session's entity is.
 func (re *remoteEnd) describe(si *SessionInfo) {
 	re.mu.Lock()
-	si.Away = re.conn == nil && !re.attaching && !re.ended
+	si.Away = re.awayNow()
 	if !si.Away {
 		si.Peer = re.addr
 	}

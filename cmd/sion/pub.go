@@ -139,30 +139,23 @@ func pub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return nil, tooLong, err
+		}
 		if !tooLong {
-			if len(line)+len(chunk) > max+1 { // +1: the newline
+			line = append(line, chunk...)
+			if len(bytes.TrimSuffix(line, []byte("\n"))) > max {
 				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
 			}
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err == nil || err == io.EOF {
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			if err == io.EOF && len(line) == 0 && !tooLong {
-				return nil, false, io.EOF
-			}
-			if tooLong {
-				line = nil
-			}
-			if err == nil {
-				return line, tooLong, nil
-			}
-			return line, tooLong, io.EOF
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if err == io.EOF && len(line) == 0 && !tooLong {
+			return nil, false, io.EOF
 		}
-		return nil, tooLong, err
+		return line, tooLong, err // err is nil or io.EOF
 	}
 }
 

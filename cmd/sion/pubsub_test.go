@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -185,4 +186,44 @@ func TestPubExitsWhenSwitchGoes(t *testing.T) {
 	assert.Contains(t, stderr, "reconnecting (at most 1 attempts)")
 	assert.Contains(t, stderr, "were not published")
 	t.Logf("pub's stderr:\n%s", stderr)
+}
+
+// TestReadLine: pub's lines are at most max bytes without their newline,
+// at the end of the input too; a longer one is read to its end, reported
+// and the next line comes whole.
+func TestReadLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string // "!" for a line too long
+	}{
+		{"lines", "ab\ncd\n", []string{"ab", "cd"}},
+		{"no newline at the end", "ab\ncd", []string{"ab", "cd"}},
+		{"exactly max", "abcd\nabcd", []string{"abcd", "abcd"}},
+		{"one over, then one", "abcde\nab\n", []string{"!", "ab"}},
+		{"one over at the end", "ab\nabcde", []string{"ab", "!"}},
+		{"blank lines", "\n\nab", []string{"", "", "ab"}},
+		{"empty", "", nil},
+		{"longer than the reader's buffer", strings.Repeat("x", 40) + "\nab\n" + strings.Repeat("y", 40), []string{"!", "ab", "!"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bufio.NewReaderSize(strings.NewReader(tc.in), 16) // chunks shorter than a long line
+			var got []string
+			for {
+				line, tooLong, err := readLine(r, 4)
+				if err == io.EOF && line == nil && !tooLong {
+					break
+				}
+				if tooLong {
+					got = append(got, "!")
+				} else {
+					got = append(got, string(line))
+				}
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
